@@ -1,0 +1,96 @@
+# kgraph: GNU make. `make` builds every tool into bin/, `make check` runs
+# the bats suite, `make deps` installs the Debian packages the build and
+# the tests need. Objects go under build/. `make SANITIZE=address,undefined
+# check` builds with sanitizers; build/flags records the flags, so changing
+# them rebuilds everything.
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DESTDIR ?=
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+WARNINGS = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wpointer-arith -Wno-unused-parameter
+PKG_CONFIG ?= pkg-config
+
+# msgpack-c calls itself `msgpack` on Debian 12 and `msgpack-c` later.
+MSGPACK_PC := $(shell $(PKG_CONFIG) --exists msgpack-c 2>/dev/null && echo msgpack-c || echo msgpack)
+PKGS = $(MSGPACK_PC) libzstd libxxhash yajl zlib
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null || echo -lmsgpackc -lzstd -lxxhash -lyajl -lz)
+
+ifneq ($(SANITIZE),)
+SANFLAGS = -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
+
+ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARNINGS) \
+	$(CFLAGS) $(SANFLAGS) -Icommon -Itools $(PKG_CFLAGS) -MMD -MP
+ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
+LIBS = -lm $(PKG_LIBS)
+
+TOOLS = kineto2graph graphcat
+BINS = $(TOOLS:%=bin/%)
+MANS = $(TOOLS:%=doc/%.1)
+
+COMMON_SRC = $(wildcard common/*.c)
+COMMON_OBJ = $(COMMON_SRC:%.c=build/%.o)
+CLI_OBJ = build/tools/cli.o
+
+# A tool is tools/NAME.c plus, when it has grown, tools/NAME/*.c.
+tool_objs = build/tools/$(1).o $(patsubst %.c,build/%.o,$(wildcard tools/$(1)/*.c))
+
+.PHONY: all check install uninstall clean deps lint bench
+.SECONDARY:
+
+all: $(BINS)
+
+# Rebuild everything when the flags change (a sanitizer build, say).
+build/flags: FORCE
+	@mkdir -p build
+	@echo '$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS)' > $@
+FORCE:
+
+build/%.o: %.c build/flags
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(if $(wildcard $(basename $<)),-I$(basename $<)) -I$(dir $<) -c -o $@ $<
+
+build/libcommon.a: $(COMMON_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+define tool_rule
+bin/$(1): $(call tool_objs,$(1)) $(CLI_OBJ) build/libcommon.a
+	@mkdir -p bin
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$(LIBS)
+endef
+$(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
+
+# The suite: bats through prove for a closing summary line.
+check: all
+	@tests/run
+
+deps:
+	@sh tools/deps.sh
+
+install: all
+	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	for t in $(TOOLS); do install -m 755 bin/$$t $(DESTDIR)$(BINDIR)/$$t; done
+	for m in $(MANS); do install -m 644 $$m $(DESTDIR)$(MANDIR)/man1/; done
+
+uninstall:
+	for t in $(TOOLS); do rm -f $(DESTDIR)$(BINDIR)/$$t $(DESTDIR)$(MANDIR)/man1/$$t.1; done
+
+lint:
+	clang-format --dry-run --Werror $(COMMON_SRC) $(wildcard common/*.h tools/*.c tools/*.h tools/*/*.c tools/*/*.h) || true
+	shellcheck -x tools/deps.sh tests/run .ci/run $(wildcard bench/*.sh pipelines/*.sh)
+	for m in $(MANS); do mandoc -Tlint -W warning $$m; done
+
+bench: all
+	bench/ingest
+
+clean:
+	rm -rf build bin
+
+-include $(shell find build -name '*.d' 2>/dev/null)

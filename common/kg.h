@@ -1,0 +1,207 @@
+/*
+ * kg: the graph-stream codec, mirroring formats/graph-stream.md.
+ *
+ * A writer packs records with msgpack-c into a buffer and compresses it
+ * with zstd (frame checksums on) onto a FILE*. A reader decompresses and
+ * unpacks one record at a time, decodes the known record types into the
+ * structs below, ignores unknown keys and record types, keeps the current
+ * section's string table, and tells a truncated or corrupt stream from a
+ * clean end.
+ *
+ * Neither side prints or exits: each call returns 0 (or a record type) on
+ * success and -1 on failure with a one-line reason in `err`, which the
+ * tool words into its message.
+ */
+#ifndef KG_KG_H
+#define KG_KG_H
+
+#include <msgpack.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#define KG_FORMAT "kgraph"
+#define KG_MAJOR 1
+#define KG_MINOR 0
+#define KG_NONE UINT32_MAX /* absent string / proc / task reference */
+
+enum kg_proc_kind { KG_THREAD, KG_STREAM };
+
+enum kg_task_kind { KG_CPU, KG_RT, KG_KERN, KG_COLL, KG_CPY, KG_SET, KG_NTASK_KIND };
+
+enum kg_edge_kind {
+	KG_E_THREAD, KG_E_HANDOFF, KG_E_LAUNCH, KG_E_STREAM, KG_E_EVENT,
+	KG_E_SYNC, KG_E_RANK, KG_NEDGE_KIND
+};
+
+enum kg_how { KG_HOW_TRACE, KG_HOW_EXPLICIT, KG_HOW_INFERRED, KG_NHOW };
+
+enum kg_coll {
+	KG_COLL_NONE, KG_COLL_ALLREDUCE, KG_COLL_ALLGATHER,
+	KG_COLL_REDUCESCATTER, KG_COLL_ALLTOALL, KG_COLL_BROADCAST,
+	KG_COLL_REDUCE, KG_COLL_SENDRECV, KG_COLL_SEND, KG_COLL_RECV, KG_NCOLL
+};
+
+enum kg_phase { KG_PH_NONE, KG_PH_FWD, KG_PH_BWD, KG_PH_OPT, KG_PH_OTHER, KG_NPHASE };
+
+extern const char *const kg_task_kind_name[KG_NTASK_KIND];
+extern const char *const kg_edge_kind_name[KG_NEDGE_KIND];
+extern const char *const kg_how_name[KG_NHOW];
+extern const char *const kg_coll_name[KG_NCOLL];
+extern const char *const kg_phase_name[KG_NPHASE];
+/* Index of name in table[0..n), or -1. */
+int kg_lookup(const char *const *table, int n, const char *name, size_t len);
+
+struct kg_header {
+	uint32_t major, minor;
+	const char *producer; /* required */
+	const char *source;   /* "" if unknown */
+	int64_t rank, world;  /* -1 if unknown */
+	uint64_t xxh3;
+	int64_t tbase;
+	const int64_t *iters;
+	size_t niters;
+	const char *const *tools;
+	size_t ntools;
+};
+
+struct kg_proc {
+	uint32_t id;
+	int kind; /* enum kg_proc_kind */
+	int64_t pid, tid;
+	uint32_t name; /* KG_NONE if none */
+	int main;
+};
+
+struct kg_task {
+	uint32_t id, proc, name;
+	int kind; /* enum kg_task_kind */
+	int64_t dur, ts, odur; /* odur == dur when not different */
+	int64_t iter;
+	int64_t corr;
+	uint32_t op, shapes;
+	uint64_t bytes;
+	int coll; /* enum kg_coll */
+	int64_t gsize, seq;
+	uint32_t pg, pgr, dtype;
+	int phase; /* enum kg_phase */
+	int64_t mb, layer, stage;
+	int has_sim;
+	int64_t sim_start, sim_end;
+};
+
+struct kg_edge {
+	uint32_t src, dst;
+	int kind; /* enum kg_edge_kind */
+	int how;  /* enum kg_how */
+	int64_t delay;
+	uint32_t on, via, at; /* KG_NONE if absent */
+};
+
+struct kg_cov {
+	size_t n, cap;
+	char **name; /* owned */
+	int64_t *val;
+};
+
+/* A task with every optional field at its default. */
+void kg_task_init(struct kg_task *t);
+void kg_edge_init(struct kg_edge *e);
+
+void kg_cov_init(struct kg_cov *c);
+void kg_cov_release(struct kg_cov *c);
+/* Add v to the count called name, creating it at 0 if new. */
+void kg_cov_add(struct kg_cov *c, const char *name, int64_t v);
+int64_t kg_cov_get(const struct kg_cov *c, const char *name);
+
+/* Writer ------------------------------------------------------------- */
+
+struct kg_writer {
+	FILE *fp;
+	ZSTD_CCtx *cctx;
+	msgpack_sbuffer sbuf;
+	msgpack_packer pk;
+	void *out;
+	size_t outcap;
+	uint64_t ntasks, nedges, nprocs, nstrs;
+	int failed;
+	char err[256];
+};
+
+int kg_writer_init(struct kg_writer *w, FILE *fp, int level);
+int kg_write_header(struct kg_writer *w, const struct kg_header *h);
+int kg_write_str(struct kg_writer *w, uint32_t id, const char *s, size_t len);
+int kg_write_proc(struct kg_writer *w, const struct kg_proc *p);
+int kg_write_task(struct kg_writer *w, const struct kg_task *t);
+int kg_write_edge(struct kg_writer *w, const struct kg_edge *e);
+int kg_write_cov(struct kg_writer *w, const struct kg_cov *c);
+/* Close the section: the `end` record with the counts since the header. */
+int kg_write_end(struct kg_writer *w);
+/*
+ * Pass a record read from another stream through unchanged (a tool that
+ * edits some records and keeps the rest). Counts are kept as for the
+ * typed writers.
+ */
+int kg_write_raw(struct kg_writer *w, const msgpack_object *o, int type);
+/* End the zstd frame and flush. Call once, after the last section. */
+int kg_writer_finish(struct kg_writer *w);
+void kg_writer_release(struct kg_writer *w);
+
+/* Reader ------------------------------------------------------------- */
+
+enum kg_rec_type {
+	KG_R_EOF = 0, KG_R_HEADER, KG_R_STR, KG_R_PROC, KG_R_TASK, KG_R_EDGE,
+	KG_R_COV, KG_R_END, KG_R_OTHER
+};
+
+struct kg_rec {
+	int type;
+	const msgpack_object *raw; /* valid until the next kg_read */
+	struct kg_header header;
+	struct kg_proc proc;
+	struct kg_task task;
+	struct kg_edge edge;
+	struct kg_cov cov;
+	uint32_t str_id;
+};
+
+struct kg_reader {
+	FILE *fp;
+	ZSTD_DCtx *dctx;
+	msgpack_unpacker up;
+	msgpack_unpacked res;
+	unsigned char *in;
+	size_t inlen, inpos;
+	size_t frame_left; /* last ZSTD_decompressStream hint; 0 between frames */
+	int eof, seen_bytes;
+	uint64_t nrec;     /* records read, for messages (1-based once read) */
+	int in_section;
+	uint64_t ntasks, nedges, nprocs, nstrs;
+	/* The current section's strings, header arrays. */
+	char **str;
+	size_t nstr, capstr;
+	int64_t *iters;
+	size_t niters, capiters;
+	char **tools;
+	size_t ntools, captools;
+	char *producer, *source;
+	char err[256];
+};
+
+/* A record to read into, and its release (the coverage map it may own). */
+void kg_rec_init(struct kg_rec *rec);
+void kg_rec_release(struct kg_rec *rec);
+
+int kg_reader_init(struct kg_reader *r, FILE *fp);
+void kg_reader_release(struct kg_reader *r);
+/*
+ * Read the next record into *rec. Returns its type (> 0), KG_R_EOF at a
+ * clean end of the stream (after an `end` record), or -1 with r->err set.
+ * rec's pointers stay valid until the next call.
+ */
+int kg_read(struct kg_reader *r, struct kg_rec *rec);
+/* The text of string id in the current section, or NULL. */
+const char *kg_str(const struct kg_reader *r, uint32_t id);
+
+#endif

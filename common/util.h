@@ -1,0 +1,38 @@
+/*
+ * util: allocation that cannot fail quietly, growable arrays, and strict
+ * number parsing. The only place in libcommon that may end the process is
+ * an allocation failure: there is nothing sensible a caller could do, and
+ * checking every allocation in every tool buys nothing but noise.
+ */
+#ifndef KG_UTIL_H
+#define KG_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrndup(const char *s, size_t n);
+
+/*
+ * Grow *pp, an array of *capp elements of size `size`, so that it holds at
+ * least `need` elements. Capacity doubles, so n appends cost O(n).
+ */
+void grow(void *pp, size_t *capp, size_t need, size_t size);
+
+#define VEC_PUSH(arr, n, cap, val)                                    \
+	do {                                                          \
+		if ((n) >= (cap))                                     \
+			grow(&(arr), &(cap), (n) + 1, sizeof(*(arr))); \
+		(arr)[(n)++] = (val);                                 \
+	} while (0)
+
+/*
+ * Strict parsing for command-line values: the whole string must be a
+ * number in [min, max]; no sign for unsigned, no leading spaces, no
+ * trailing junk. Return 0 on success, -1 otherwise (value untouched).
+ */
+int parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+
+#endif

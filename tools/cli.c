@@ -1,0 +1,153 @@
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+const char *progname = "kgraph";
+int quiet;
+
+void
+cli_init(const char *name)
+{
+	progname = name;
+}
+
+void
+errmsg(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", progname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void
+warnmsg(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (quiet)
+		return;
+	fprintf(stderr, "%s: warning: ", progname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void
+usage_exit(const char *usage)
+{
+	fprintf(stderr, "usage: %s\nTry '%s --help' for more information.\n",
+	    usage, progname);
+	exit(2);
+}
+
+void
+version_exit(void)
+{
+	printf("%s (kgraph) %s\n", progname, KG_VERSION);
+	exit(close_stdout());
+}
+
+const char *
+input_name(const char *path)
+{
+	return path == NULL || strcmp(path, "-") == 0 ? "-" : path;
+}
+
+FILE *
+open_input(const char *path)
+{
+	FILE *fp;
+
+	if (path == NULL || strcmp(path, "-") == 0)
+		return stdin;
+	fp = fopen(path, "rb");
+	if (fp == NULL)
+		errmsg("%s: %s", path, strerror(errno));
+	return fp;
+}
+
+int
+out_open(struct out *o, const char *path, int binary)
+{
+	int fd;
+
+	memset(o, 0, sizeof(*o));
+	if (path == NULL || strcmp(path, "-") == 0) {
+		if (binary && isatty(STDOUT_FILENO)) {
+			errmsg("refusing to write a binary graph stream to a terminal (use -o FILE or a pipe)");
+			return -1;
+		}
+		o->fp = stdout;
+		return 0;
+	}
+	o->path = path;
+	o->tmp = xmalloc(strlen(path) + 16);
+	sprintf(o->tmp, "%s.tmpXXXXXX", path);
+	fd = mkstemp(o->tmp);
+	if (fd < 0 || (o->fp = fdopen(fd, "wb")) == NULL) {
+		errmsg("%s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd), unlink(o->tmp);
+		free(o->tmp);
+		o->tmp = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int
+out_commit(struct out *o)
+{
+	int rc = 0;
+
+	if (o->path == NULL)
+		return close_stdout();
+	if (fflush(o->fp) != 0 || ferror(o->fp) || fclose(o->fp) != 0) {
+		errmsg("%s: %s", o->path, strerror(errno ? errno : EIO));
+		unlink(o->tmp);
+		rc = 1;
+	} else if (rename(o->tmp, o->path) != 0) {
+		errmsg("%s: %s", o->path, strerror(errno));
+		unlink(o->tmp);
+		rc = 1;
+	}
+	free(o->tmp);
+	o->tmp = NULL;
+	return rc;
+}
+
+void
+out_abort(struct out *o)
+{
+	if (o->path != NULL) {
+		fclose(o->fp);
+		unlink(o->tmp);
+		free(o->tmp);
+		o->tmp = NULL;
+	}
+}
+
+int
+close_stdout(void)
+{
+	int bad = ferror(stdout) != 0;
+
+	if (fclose(stdout) != 0)
+		bad = 1;
+	if (bad) {
+		errmsg("write error: %s", strerror(errno ? errno : EIO));
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,46 @@
+/*
+ * cli: the program side every tool shares (messages, exit codes, opening
+ * inputs and outputs). Unlike libcommon, this code prints and exits; it
+ * is what turns a library error into `tool: FILE: reason` and a status.
+ *
+ * Exit statuses: 0 ok, 1 bad data or I/O, 2 bad usage.
+ */
+#ifndef KG_CLI_H
+#define KG_CLI_H
+
+#include <stdio.h>
+
+#define KG_VERSION "0.1"
+
+extern const char *progname;
+extern int quiet; /* -q: no warnings */
+
+void cli_init(const char *name);
+/* `tool: message` on stderr. */
+void errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void warnmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The usage line and a hint, then exit 2. */
+void usage_exit(const char *usage) __attribute__((noreturn));
+void version_exit(void) __attribute__((noreturn));
+
+/* Open an input operand ("-" = stdin); NULL after printing the message. */
+FILE *open_input(const char *path);
+const char *input_name(const char *path);
+
+/*
+ * Binary output: stdout (refused when a terminal) or path. A file is
+ * written under a temporary name and renamed into place by out_commit, so
+ * a failed run leaves nothing half written; out_abort removes it.
+ */
+struct out {
+	FILE *fp;
+	const char *path; /* NULL: stdout */
+	char *tmp;
+};
+int out_open(struct out *o, const char *path, int binary);
+int out_commit(struct out *o);
+void out_abort(struct out *o);
+/* Close stdout checking for write errors (text tools); 0 or 1. */
+int close_stdout(void);
+
+#endif

@@ -1,0 +1,230 @@
+/*
+ * kineto2graph: PyTorch profiler (Kineto) JSON traces to a graph stream.
+ *
+ * Each input file becomes one section of the output stream. A file is
+ * read whole (streaming, events kept compactly), its graph built and
+ * written, and its memory released before the next file.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "k2g.h"
+#include "kg.h"
+#include "util.h"
+
+static const char usage[] =
+    "kineto2graph [-qv] [-o FILE] [--iteration N|all] [--rank R] [--level N] [FILE ...]";
+
+static const char help[] =
+    "Convert PyTorch profiler (Kineto) traces, plain or gzip, into a graph stream.\n"
+    "\n"
+    "  -o, --output FILE      write the stream to FILE instead of stdout\n"
+    "      --iteration N|all  keep ProfilerStep#N only, or every iteration (default)\n"
+    "      --rank R           the rank, for traces that do not record one\n"
+    "      --level N          zstd level, 1 to 19 (default 3)\n"
+    "  -v, --verbose          print dependency coverage counts on stderr\n"
+    "  -q, --quiet            no warnings\n"
+    "  -h, --help             this help\n"
+    "      --version          the version\n"
+    "\n"
+    "With no FILE, or FILE -, read standard input. See kineto2graph(1).\n";
+
+struct opts {
+	const char *output;
+	int verbose;
+	struct build_opts b;
+	int level;
+};
+
+static void
+print_cov(const char *name, const struct kg_cov *c)
+{
+	size_t i;
+
+	fprintf(stderr, "%s: %s: coverage:", progname, name);
+	for (i = 0; i < c->n; i++)
+		fprintf(stderr, " %s=%lld", c->name[i], (long long)c->val[i]);
+	fputc('\n', stderr);
+}
+
+static void
+warn_cov(const char *name, const struct kg_cov *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n; i++)
+		if (strncmp(c->name[i], "missing:", 8) == 0)
+			warnmsg("%s: %lld events lack field %s", name,
+			    (long long)c->val[i], c->name[i] + 8);
+	if (kg_cov_get(c, "launch_unjoined") > 0)
+		warnmsg("%s: %lld GPU tasks have no launch in the trace", name,
+		    (long long)kg_cov_get(c, "launch_unjoined"));
+}
+
+/* One input file: read, build, write one section. 0, or 1 on failure. */
+static int
+convert(const struct opts *o, const char *path, struct kg_writer *w, int *wrote)
+{
+	const char *name = input_name(path);
+	struct trace t;
+	struct kg_cov cov;
+	char err[256];
+	FILE *fp;
+	int rc;
+
+	fp = open_input(path);
+	if (fp == NULL)
+		return 1;
+	trace_init(&t, name);
+	kg_cov_init(&cov);
+	rc = trace_read(&t, fp, err, sizeof(err));
+	if (fp != stdin)
+		fclose(fp);
+	if (rc < 0) {
+		errmsg("%s: %s", name, err);
+		rc = 1;
+		goto out;
+	}
+	rc = graph_build(&t, &o->b, w, &cov, err, sizeof(err));
+	if (rc == -1) {
+		errmsg("%s: %s", name, err);
+		rc = 1;
+		goto out;
+	}
+	*wrote = 1;
+	if (rc == -2) {
+		errmsg("%s: %s", o->output ? o->output : "stdout", w->err);
+		rc = 1;
+		goto out;
+	}
+	if (o->verbose)
+		print_cov(name, &cov);
+	warn_cov(name, &cov);
+	rc = 0;
+out:
+	kg_cov_release(&cov);
+	trace_release(&t);
+	return rc;
+}
+
+static int
+run(struct opts *o, int argc, char **argv)
+{
+	struct out out;
+	struct kg_writer w;
+	int i, rc = 0, wrote = 0;
+
+	if (out_open(&out, o->output, 1) < 0)
+		return 1;
+	if (kg_writer_init(&w, out.fp, o->level) < 0) {
+		errmsg("%s", w.err);
+		out_abort(&out);
+		return 1;
+	}
+	if (argc == 0)
+		rc = convert(o, NULL, &w, &wrote);
+	for (i = 0; i < argc && rc == 0; i++)
+		rc = convert(o, argv[i], &w, &wrote);
+	if (rc != 0 && out.path == NULL && wrote && !w.failed) {
+		/* Sections already went down the pipe: leave the stream with
+		 * an unterminated section, so no reader takes it as whole. */
+		struct kg_header h;
+
+		memset(&h, 0, sizeof(h));
+		h.producer = o->b.producer;
+		h.rank = h.world = -1;
+		kg_write_header(&w, &h);
+	}
+	if (kg_writer_finish(&w) < 0 && rc == 0) {
+		errmsg("%s: %s", o->output ? o->output : "stdout", w.err);
+		rc = 1;
+	}
+	kg_writer_release(&w);
+	if (rc != 0) {
+		out_abort(&out);
+		if (out.path == NULL)
+			close_stdout();
+		return 1;
+	}
+	return out_commit(&out);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "iteration", required_argument, NULL, 'I' },
+		{ "rank", required_argument, NULL, 'R' },
+		{ "level", required_argument, NULL, 'L' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct opts o;
+	int c;
+	int64_t v;
+
+	cli_init("kineto2graph");
+	memset(&o, 0, sizeof(o));
+	o.b.all_iters = 1;
+	o.b.rank = -1;
+	o.b.producer = "kineto2graph " KG_VERSION;
+	o.level = 3;
+	while ((c = getopt_long(argc, argv, "o:vqh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			o.output = optarg;
+			break;
+		case 'I':
+			if (strcmp(optarg, "all") == 0) {
+				o.b.all_iters = 1;
+			} else if (parse_i64(optarg, 0, INT32_MAX, &v) == 0) {
+				o.b.all_iters = 0;
+				o.b.iter = v;
+			} else {
+				errmsg("invalid iteration '%s' (a step number or 'all')", optarg);
+				usage_exit(usage);
+			}
+			break;
+		case 'R':
+			if (parse_i64(optarg, 0, INT32_MAX, &v) < 0) {
+				errmsg("invalid rank '%s'", optarg);
+				usage_exit(usage);
+			}
+			o.b.rank = v;
+			break;
+		case 'L':
+			if (parse_i64(optarg, 1, 19, &v) < 0) {
+				errmsg("invalid level '%s' (1 to 19)", optarg);
+				usage_exit(usage);
+			}
+			o.level = (int)v;
+			break;
+		case 'v':
+			o.verbose = 1;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'h':
+			printf("usage: %s\n\n%s", usage, help);
+			return close_stdout();
+		case 'V':
+			version_exit();
+		default:
+			usage_exit(usage);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (o.b.rank >= 0 && argc > 1) {
+		errmsg("--rank names the rank of one trace, not of %d", argc);
+		usage_exit(usage);
+	}
+	return run(&o, argc, argv);
+}

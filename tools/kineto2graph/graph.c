@@ -1,0 +1,1168 @@
+/*
+ * Building the graph of one trace: which events become tasks, their
+ * iteration, and the dependencies of formats/graph-stream.md with the
+ * rules of kineto2graph(1). The rules, in the order they run:
+ *
+ * 1. Iterations. ProfilerStep#N ranges on the CPU give iteration N to
+ *    every CPU event that starts inside one; a GPU task takes its launch's
+ *    iteration (its own start if it has no launch in the trace).
+ * 2. Flattening. On each thread, CPU ops nest. The tasks are the leaves:
+ *    runtime calls always, and CPU ops with no event inside them. The
+ *    host time of the enclosing ops (and of Python between ops) lives on
+ *    as the delay of the `thread` edge between consecutive leaves, so a
+ *    thread's timeline replays exactly. User annotations are ranges, not
+ *    tasks.
+ * 3. Launches join by correlation; streams are serial in start order.
+ * 4. Runtime calls are walked in time order across threads, tracking the
+ *    last task launched on each stream, to bind synchronizations and
+ *    event waits (explicit from cuda_sync records, else inferred).
+ * 5. Hand-off between the main thread and threads that run CPU ops
+ *    (autograd's backward thread).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "k2g.h"
+#include "util.h"
+
+struct step {
+	int64_t n, ts, end;
+	uint32_t proc;
+};
+
+/* u32 -> u32 map, open addressing; keys are correlation ids. */
+struct umap {
+	uint32_t *key, *val;
+	size_t cap, n;
+};
+
+static void
+umap_init(struct umap *m, size_t hint)
+{
+	m->cap = 64;
+	while (m->cap < hint * 2)
+		m->cap *= 2;
+	m->key = xmalloc(m->cap * sizeof(*m->key));
+	m->val = xmalloc(m->cap * sizeof(*m->val));
+	memset(m->key, 0xff, m->cap * sizeof(*m->key));
+	m->n = 0;
+}
+
+static void
+umap_release(struct umap *m)
+{
+	free(m->key);
+	free(m->val);
+}
+
+static size_t
+umap_slot(const struct umap *m, uint32_t k)
+{
+	size_t i = (k * 2654435761u) & (m->cap - 1);
+
+	while (m->key[i] != UINT32_MAX && m->key[i] != k)
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+static void umap_put(struct umap *m, uint32_t k, uint32_t v);
+
+static void
+umap_grow(struct umap *m)
+{
+	struct umap n;
+	size_t i;
+
+	n.cap = m->cap * 2;
+	n.key = xmalloc(n.cap * sizeof(*n.key));
+	n.val = xmalloc(n.cap * sizeof(*n.val));
+	memset(n.key, 0xff, n.cap * sizeof(*n.key));
+	n.n = 0;
+	for (i = 0; i < m->cap; i++)
+		if (m->key[i] != UINT32_MAX)
+			umap_put(&n, m->key[i], m->val[i]);
+	umap_release(m);
+	*m = n;
+}
+
+/* First writer wins: a correlation names one call. */
+static void
+umap_put(struct umap *m, uint32_t k, uint32_t v)
+{
+	size_t i;
+
+	if ((m->n + 1) * 2 > m->cap)
+		umap_grow(m);
+	i = umap_slot(m, k);
+	if (m->key[i] == UINT32_MAX) {
+		m->key[i] = k;
+		m->val[i] = v;
+		m->n++;
+	}
+}
+
+static uint32_t
+umap_get(const struct umap *m, uint32_t k)
+{
+	size_t i = umap_slot(m, k);
+
+	return m->key[i] == k ? m->val[i] : KG_NONE;
+}
+
+/* Build state. Arrays indexed by event hold KG_NONE where not applicable. */
+struct gb {
+	struct trace *t;
+	const struct build_opts *o;
+	struct kg_cov *cov;
+	struct step *steps;
+	size_t nsteps;
+	uint32_t main_proc;
+	int32_t *iter;     /* per event; INT32_MIN outside any step */
+	uint8_t *sel;      /* per event: a selected task */
+	uint32_t *encl;    /* RT / OP: innermost enclosing op (ev index) */
+	uint32_t *launch;  /* GPU: its launch call (ev index) */
+	uint32_t *nextgpu; /* RT: chain of the GPU events it launched */
+	uint32_t *nextleaf;/* selected leaf: next selected leaf on its thread */
+	uint32_t *task;    /* per event: task id */
+	int64_t *dur;      /* per event: the duration the simulator will use */
+	uint32_t *order;   /* tasks: ev indices in id order */
+	size_t ntask;
+	uint32_t *outproc; /* trace proc -> output proc id */
+	struct kg_writer *w;
+	int werr;
+	int dry; /* a first pass that only settles durations */
+	uint64_t nedges;
+};
+
+static const struct ev *sort_ev; /* qsort has no context argument */
+
+static int
+cmp_cpu(const void *a, const void *b)
+{
+	const struct ev *x = &sort_ev[*(const uint32_t *)a];
+	const struct ev *y = &sort_ev[*(const uint32_t *)b];
+
+	if (x->proc != y->proc)
+		return x->proc < y->proc ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->dur != y->dur) /* the enclosing event first */
+		return x->dur > y->dur ? -1 : 1;
+	if (x->cls != y->cls) /* an op before the runtime call it makes */
+		return x->cls < y->cls ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static int
+cmp_time(const void *a, const void *b)
+{
+	const struct ev *x = &sort_ev[*(const uint32_t *)a];
+	const struct ev *y = &sort_ev[*(const uint32_t *)b];
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->proc != y->proc)
+		return x->proc < y->proc ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static int
+cmp_step(const void *a, const void *b)
+{
+	const struct step *x = a, *y = b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static int
+is_gpu(const struct ev *e)
+{
+	return e->cls == EV_KERN || e->cls == EV_CPY || e->cls == EV_SET;
+}
+
+static const char *
+evname(const struct gb *g, const struct ev *e)
+{
+	return g->t->str.str[e->name];
+}
+
+static int
+starts(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Iteration of time ts: the step whose range holds it. */
+static int32_t
+iter_at(const struct gb *g, int64_t ts)
+{
+	size_t lo = 0, hi = g->nsteps;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (g->steps[mid].ts <= ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0 && ts < g->steps[lo - 1].end)
+		return (int32_t)g->steps[lo - 1].n;
+	return INT32_MIN;
+}
+
+static int
+iter_selected(const struct gb *g, int32_t it)
+{
+	if (g->nsteps == 0)
+		return 1;
+	if (it == INT32_MIN)
+		return 0;
+	return g->o->all_iters || it == g->o->iter;
+}
+
+static int
+find_steps(struct gb *g, char *err, size_t errlen)
+{
+	struct trace *t = g->t;
+	size_t i, j, cap = 0;
+
+	for (i = 0; i < t->nev; i++) {
+		const struct ev *e = &t->ev[i];
+		const char *n;
+		int64_t num;
+
+		if (e->cls != EV_ANNOT)
+			continue;
+		n = evname(g, e);
+		if (!starts(n, "ProfilerStep#") || parse_i64(n + 13, 0, INT32_MAX, &num) < 0)
+			continue;
+		for (j = 0; j < g->nsteps; j++)
+			if (g->steps[j].n == num)
+				break;
+		if (j < g->nsteps)
+			continue; /* the same step seen again (a GPU-side copy) */
+		grow(&g->steps, &cap, g->nsteps + 1, sizeof(*g->steps));
+		g->steps[g->nsteps].n = num;
+		g->steps[g->nsteps].ts = e->ts;
+		g->steps[g->nsteps].end = e->ts + e->dur;
+		g->steps[g->nsteps].proc = e->proc;
+		g->nsteps++;
+	}
+	qsort(g->steps, g->nsteps, sizeof(*g->steps), cmp_step);
+	/* Steps abut; clock jitter can make one end a little after the next starts. */
+	for (i = 1; i < g->nsteps; i++)
+		if (g->steps[i - 1].end > g->steps[i].ts)
+			g->steps[i - 1].end = g->steps[i].ts;
+	if (!g->o->all_iters) {
+		for (i = 0; i < g->nsteps; i++)
+			if (g->steps[i].n == g->o->iter)
+				break;
+		if (g->nsteps == 0) {
+			snprintf(err, errlen, "no ProfilerStep in the trace, so no iteration %lld",
+			    (long long)g->o->iter);
+			return -1;
+		}
+		if (i == g->nsteps) {
+			snprintf(err, errlen, "no iteration %lld (the trace has %lld to %lld)",
+			    (long long)g->o->iter, (long long)g->steps[0].n,
+			    (long long)g->steps[g->nsteps - 1].n);
+			return -1;
+		}
+	}
+	if (g->nsteps > 0)
+		g->main_proc = g->steps[0].proc;
+	return 0;
+}
+
+/*
+ * Rule 2: walk each thread's CPU events in (start, longest first) order
+ * with a stack of open ops. An event that starts inside the top of the
+ * stack is inside it; an op that gets something inside is no leaf.
+ * Runtime calls never enclose anything: an event that starts inside one
+ * is clock jitter, and follows it.
+ */
+static void
+flatten(struct gb *g, uint32_t *cpu, size_t ncpu, uint8_t *leaf)
+{
+	struct trace *t = g->t;
+	uint32_t *stack = NULL;
+	size_t sp = 0, cap = 0, i;
+	uint32_t proc = KG_NONE;
+
+	for (i = 0; i < ncpu; i++) {
+		uint32_t x = cpu[i];
+		const struct ev *e = &t->ev[x];
+
+		if (e->proc != proc) {
+			sp = 0;
+			proc = e->proc;
+		}
+		while (sp > 0 && t->ev[stack[sp - 1]].ts + t->ev[stack[sp - 1]].dur <= e->ts)
+			sp--;
+		g->encl[x] = sp > 0 ? stack[sp - 1] : KG_NONE;
+		if (sp > 0)
+			leaf[stack[sp - 1]] = 0;
+		leaf[x] = 1;
+		if (e->cls == EV_OP) {
+			grow(&stack, &cap, sp + 1, sizeof(*stack));
+			stack[sp++] = x;
+		}
+	}
+	free(stack);
+}
+
+struct collname {
+	const char *s;
+	int coll;
+};
+
+/* Collective type from "Collective name" metadata, or the kernel name. */
+static int
+coll_from_meta(const char *s)
+{
+	static const struct collname tab[] = {
+		{ "alltoall", KG_COLL_ALLTOALL }, { "reducescatter", KG_COLL_REDUCESCATTER },
+		{ "allreduce", KG_COLL_ALLREDUCE }, { "allgather", KG_COLL_ALLGATHER },
+		{ "broadcast", KG_COLL_BROADCAST }, { "barrier", KG_COLL_ALLREDUCE },
+		{ "sendrecv", KG_COLL_SENDRECV }, { "send", KG_COLL_SEND },
+		{ "recv", KG_COLL_RECV }, { "reduce", KG_COLL_REDUCE }, { NULL, 0 }
+	};
+	char norm[64];
+	size_t i, n = 0;
+
+	for (i = 0; s[i] && n < sizeof(norm) - 1; i++)
+		if (s[i] != '_')
+			norm[n++] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]);
+	norm[n] = '\0';
+	for (i = 0; tab[i].s; i++)
+		if (strstr(norm, tab[i].s))
+			return tab[i].coll;
+	return KG_COLL_NONE;
+}
+
+/*
+ * NCCL kernel names, three generations:
+ *   ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)
+ *   ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)
+ *   ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)
+ */
+static int
+nccl_kernel(const char *name)
+{
+	static const struct collname tab[] = {
+		{ "AllReduce", KG_COLL_ALLREDUCE }, { "AllGather", KG_COLL_ALLGATHER },
+		{ "ReduceScatter", KG_COLL_REDUCESCATTER }, { "Broadcast", KG_COLL_BROADCAST },
+		{ "SendRecv", KG_COLL_SENDRECV }, { "Send", KG_COLL_SEND },
+		{ "Recv", KG_COLL_RECV }, { "Reduce", KG_COLL_REDUCE },
+		{ "AllToAll", KG_COLL_ALLTOALL }, { NULL, 0 }
+	};
+	const char *p;
+	size_t i, len;
+
+	if (starts(name, "void "))
+		name += 5;
+	if (starts(name, "ncclKernel_"))
+		p = name + 11;
+	else if (starts(name, "ncclDevKernel_"))
+		p = name + 14;
+	else
+		return -1;
+	len = strcspn(p, "_(<");
+	for (i = 0; tab[i].s; i++)
+		if (strlen(tab[i].s) == len && strncmp(p, tab[i].s, len) == 0)
+			return tab[i].coll;
+	return KG_COLL_NONE; /* an NCCL kernel of a kind we do not name */
+}
+
+static int64_t
+dtype_size(const char *s)
+{
+	static const struct { const char *n; int64_t sz; } tab[] = {
+		{ "Float", 4 }, { "Double", 8 }, { "Half", 2 }, { "BFloat16", 2 },
+		{ "Int", 4 }, { "Long", 8 }, { "Short", 2 }, { "Char", 1 },
+		{ "Byte", 1 }, { "Bool", 1 }, { "ComplexFloat", 8 },
+		{ "ComplexDouble", 16 }, { "ComplexHalf", 4 }, { NULL, 0 }
+	};
+	size_t i;
+
+	if (starts(s, "Float8"))
+		return 1;
+	for (i = 0; tab[i].n; i++)
+		if (strcmp(s, tab[i].n) == 0)
+			return tab[i].sz;
+	return 0;
+}
+
+static void
+edge(struct gb *g, uint32_t src, uint32_t dst, int kind, int64_t delay, int how,
+    uint32_t on, uint32_t via, uint32_t at)
+{
+	struct kg_edge e;
+
+	if (g->werr || g->dry)
+		return;
+	kg_edge_init(&e);
+	e.src = g->task[src];
+	e.dst = g->task[dst];
+	e.kind = kind;
+	e.delay = delay > 0 ? delay : 0;
+	e.how = how;
+	e.on = on == KG_NONE ? KG_NONE : g->outproc[on];
+	e.via = via == KG_NONE ? KG_NONE : g->task[via];
+	e.at = at == KG_NONE ? KG_NONE : g->task[at];
+	if (kg_write_edge(g->w, &e) < 0)
+		g->werr = 1;
+	g->nedges++;
+}
+
+static int64_t
+end_of(const struct ev *e)
+{
+	return e->ts + e->dur;
+}
+
+/* Is this runtime call one that puts work on a stream? */
+static int
+is_launch_api(const char *n)
+{
+	return starts(n, "cudaLaunch") || starts(n, "cuLaunch") ||
+	    starts(n, "cudaMemcpy") || starts(n, "cudaMemset") ||
+	    starts(n, "cuMemcpy") || starts(n, "cuMemset") ||
+	    starts(n, "cudaGraphLaunch") || starts(n, "cuGraphLaunch");
+}
+
+/* What a pending cross-stream wait remembers until the next launch on its stream. */
+struct wait {
+	uint32_t src;     /* GPU event the record captured, KG_NONE if none */
+	uint32_t rec, at; /* the record and wait calls */
+	uint32_t stream;  /* trace proc of the recording stream */
+	int how;
+};
+
+struct record {
+	uint32_t src, stream, call;
+	int how;
+};
+
+/*
+ * Rule 4: runtime calls in time order across threads. `last[s]` is the
+ * GPU event launched last on stream s so far.
+ */
+static void
+bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
+{
+	struct trace *t = g->t;
+	struct kg_cov *cov = g->cov;
+	struct umap syncs, recmap, waitstream;
+	uint32_t *last = xmalloc(t->nproc * sizeof(*last));
+	uint32_t *thr_stream = xmalloc(t->nproc * sizeof(*thr_stream));
+	uint32_t *thr_record = xmalloc(t->nproc * sizeof(*thr_record));
+	struct wait *thr_wait = xmalloc(t->nproc * sizeof(*thr_wait));
+	struct wait **pend = xcalloc(t->nproc, sizeof(*pend));
+	size_t *npend = xcalloc(t->nproc, sizeof(*npend));
+	size_t *cappend = xcalloc(t->nproc, sizeof(*cappend));
+	struct record *recs = NULL;
+	size_t nrecs = 0, caprecs = 0, i, j;
+
+	for (i = 0; i < t->nproc; i++) {
+		last[i] = thr_stream[i] = thr_record[i] = KG_NONE;
+		thr_wait[i].rec = KG_NONE;
+	}
+	umap_init(&syncs, t->nsync);
+	umap_init(&waitstream, t->nsync);
+	umap_init(&recmap, 64);
+	for (i = 0; i < t->nev; i++) {
+		const struct ev *e = &t->ev[i];
+		const struct syncrec *s;
+
+		if (e->cls != EV_SYNC)
+			continue;
+		s = &t->sync[e->extra];
+		if (e->corr != NO_CORR)
+			umap_put(&syncs, e->corr, (uint32_t)i);
+		/* Which stream a cudaEventRecord recorded on, named by a waiter. */
+		if (s->wait_corr >= 0 && s->wait_corr < NO_CORR && s->wait_stream >= 0)
+			umap_put(&waitstream, (uint32_t)s->wait_corr,
+			    trace_proc(t, s->device, s->wait_stream, 1));
+	}
+
+	for (i = 0; i < nrt; i++) {
+		uint32_t x = rts[i], th = t->ev[x].proc, gx, sx;
+		const struct ev *e = &t->ev[x];
+		const char *n = evname(g, e);
+		const struct syncrec *sr = NULL;
+		int sel = g->sel[x];
+
+		sx = e->corr != NO_CORR ? umap_get(&syncs, e->corr) : KG_NONE;
+		if (sx != KG_NONE)
+			sr = &t->sync[t->ev[sx].extra];
+
+		if (g->nextgpu[x] != KG_NONE) { /* a launch */
+			for (gx = g->nextgpu[x]; gx != KG_NONE; gx = g->nextgpu[gx]) {
+				uint32_t s = t->ev[gx].proc;
+
+				/* Waits pending on this stream bind to its next task. */
+				for (j = 0; j < npend[s]; j++) {
+					struct wait *wt = &pend[s][j];
+
+					if (wt->src != KG_NONE && t->ev[wt->src].proc != s &&
+					    g->sel[wt->src] && g->sel[gx]) {
+						edge(g, wt->src, gx, KG_E_EVENT, 0, wt->how,
+						    wt->stream, wt->rec, wt->at);
+					}
+					if (g->sel[gx])
+						kg_cov_add(cov, wt->how == KG_HOW_EXPLICIT ?
+						    "wait_explicit" : "wait_inferred", 1);
+				}
+				npend[s] = 0;
+				/* An inferred wait on this thread binds to this launch's stream. */
+				if (thr_wait[th].rec != KG_NONE) {
+					struct wait *wt = &thr_wait[th];
+
+					if (wt->src != KG_NONE && wt->stream != s &&
+					    g->sel[wt->src] && g->sel[gx])
+						edge(g, wt->src, gx, KG_E_EVENT, 0, KG_HOW_INFERRED,
+						    wt->stream, wt->rec, wt->at);
+					if (g->sel[gx])
+						kg_cov_add(cov, "wait_inferred", 1);
+					wt->rec = KG_NONE;
+				}
+				if (last[s] == KG_NONE || t->ev[gx].ts >= t->ev[last[s]].ts)
+					last[s] = gx;
+				thr_stream[th] = s;
+				/* Blocking copies: the thread goes on only after the copy. */
+				if (t->ev[gx].cls == EV_CPY && sel && g->sel[gx] &&
+				    (strcmp(n, "cudaMemcpy") == 0 ||
+				     (strstr(evname(g, &t->ev[gx]), "Pageable") &&
+				      end_of(e) >= end_of(&t->ev[gx])))) {
+					uint32_t nx = g->nextleaf[x];
+
+					kg_cov_add(cov, "copy_blocking", 1);
+					g->dur[x] = t->ev[gx].ts - e->ts;
+					if (g->dur[x] < 0)
+						g->dur[x] = 0;
+					if (g->dur[x] > e->dur)
+						g->dur[x] = e->dur;
+					if (nx != KG_NONE)
+						edge(g, gx, nx, KG_E_SYNC, t->ev[nx].ts - end_of(&t->ev[gx]),
+						    KG_HOW_TRACE, s, x, KG_NONE);
+				}
+			}
+			continue;
+		}
+		if (is_launch_api(n) && sel)
+			kg_cov_add(cov, "launch_nogpu", 1);
+
+		if (strcmp(n, "cudaEventRecord") == 0) {
+			struct record r;
+			uint32_t ws = e->corr != NO_CORR ? umap_get(&waitstream, e->corr) : KG_NONE;
+
+			r.call = x;
+			r.how = ws != KG_NONE ? KG_HOW_EXPLICIT : KG_HOW_INFERRED;
+			r.stream = ws != KG_NONE ? ws : thr_stream[th];
+			r.src = r.stream != KG_NONE ? last[r.stream] : KG_NONE;
+			VEC_PUSH(recs, nrecs, caprecs, r);
+			if (e->corr != NO_CORR)
+				umap_put(&recmap, e->corr, (uint32_t)(nrecs - 1));
+			thr_record[th] = (uint32_t)(nrecs - 1);
+		} else if (strcmp(n, "cudaStreamWaitEvent") == 0) {
+			struct wait wt;
+
+			wt.at = x;
+			if (sr != NULL && sr->kind == SYNC_WAIT_EVENT && sr->stream >= 0) {
+				uint32_t b = trace_proc(t, sr->device, sr->stream, 1);
+				uint32_t ri = sr->wait_corr >= 0 && sr->wait_corr < NO_CORR ?
+				    umap_get(&recmap, (uint32_t)sr->wait_corr) : KG_NONE;
+
+				wt.how = KG_HOW_EXPLICIT;
+				if (ri != KG_NONE) {
+					wt.src = recs[ri].src, wt.rec = recs[ri].call;
+					wt.stream = recs[ri].stream;
+				} else if (sr->wait_stream >= 0) {
+					/* The record is before the window: bind to the
+					 * recording stream as it is now. */
+					wt.stream = trace_proc(t, sr->device, sr->wait_stream, 1);
+					wt.src = wt.stream < t->nproc ? last[wt.stream] : KG_NONE;
+					wt.rec = KG_NONE;
+				} else {
+					wt.src = wt.rec = wt.stream = KG_NONE;
+				}
+				if (wt.src == KG_NONE) {
+					if (sel)
+						kg_cov_add(cov, "wait_unresolved", 1);
+				} else if (b < t->nproc) {
+					grow(&pend[b], &cappend[b], npend[b] + 1, sizeof(**pend));
+					pend[b][npend[b]++] = wt;
+				}
+			} else if (thr_record[th] != KG_NONE &&
+			    recs[thr_record[th]].src != KG_NONE) {
+				const struct record *r = &recs[thr_record[th]];
+
+				wt.how = KG_HOW_INFERRED;
+				wt.src = r->src, wt.rec = r->call, wt.stream = r->stream;
+				if (thr_wait[th].rec != KG_NONE && sel)
+					kg_cov_add(cov, "wait_unresolved", 1);
+				thr_wait[th] = wt;
+			} else if (sel) {
+				kg_cov_add(cov, "wait_unresolved", 1);
+			}
+		} else if (strcmp(n, "cudaStreamSynchronize") == 0 ||
+		    strcmp(n, "cudaEventSynchronize") == 0 ||
+		    strcmp(n, "cudaDeviceSynchronize") == 0 ||
+		    strcmp(n, "cuStreamSynchronize") == 0 ||
+		    strcmp(n, "cuEventSynchronize") == 0 ||
+		    strcmp(n, "cuCtxSynchronize") == 0) {
+			uint32_t src[64], on[64], via = x;
+			size_t ns = 0, k;
+			int how = KG_HOW_INFERRED;
+			int64_t maxend = INT64_MIN;
+
+			if (strstr(n, "Device") || strstr(n, "Ctx")) {
+				/* Every stream of the device with work launched. */
+				how = sr != NULL ? KG_HOW_EXPLICIT : KG_HOW_TRACE;
+				for (k = 0; k < t->nproc && ns < 64; k++)
+					if (t->proc[k].gpu && last[k] != KG_NONE)
+						src[ns] = last[k], on[ns++] = (uint32_t)k;
+			} else if (strstr(n, "Stream")) {
+				uint32_t s = thr_stream[th];
+
+				if (sr != NULL && sr->stream >= 0) {
+					s = trace_proc(t, sr->device, sr->stream, 1);
+					how = KG_HOW_EXPLICIT;
+				}
+				if (s < t->nproc && last[s] != KG_NONE)
+					src[ns] = last[s], on[ns++] = s;
+			} else { /* event synchronize */
+				uint32_t ri = thr_record[th];
+
+				if (sr != NULL && sr->wait_corr >= 0 && sr->wait_corr < NO_CORR) {
+					ri = umap_get(&recmap, (uint32_t)sr->wait_corr);
+					how = KG_HOW_EXPLICIT;
+				}
+				if (ri != KG_NONE && recs[ri].src != KG_NONE) {
+					src[ns] = recs[ri].src, on[ns++] = recs[ri].stream;
+					via = recs[ri].call;
+				}
+			}
+			for (k = 0; k < ns; k++) {
+				if (end_of(&t->ev[src[k]]) > maxend)
+					maxend = end_of(&t->ev[src[k]]);
+				if (sel && g->sel[src[k]])
+					edge(g, src[k], x, KG_E_SYNC, 0, how, on[k], via, KG_NONE);
+			}
+			if (sel) {
+				kg_cov_add(cov, ns > 0 ? "sync_bound" : "sync_unbound", 1);
+				if (ns > 0) {
+					/* Keep only the time after the wait. */
+					int64_t from = maxend > e->ts ? maxend : e->ts;
+					int64_t d = end_of(e) - from;
+
+					g->dur[x] = d < 0 ? 0 : d > e->dur ? e->dur : d;
+				}
+			}
+		} else if (sr != NULL && sel) {
+			kg_cov_add(cov, "sync_query", 1); /* a query: never blocks */
+		}
+	}
+	for (i = 0; i < t->nproc; i++) {
+		if (i < t->nproc && npend[i] > 0)
+			kg_cov_add(cov, "wait_unresolved", (int64_t)npend[i]);
+		free(pend[i]);
+	}
+	for (i = 0; i < t->nproc; i++)
+		if (thr_wait[i].rec != KG_NONE)
+			kg_cov_add(cov, "wait_unresolved", 1);
+	free(pend);
+	free(npend);
+	free(cappend);
+	free(recs);
+	free(last);
+	free(thr_stream);
+	free(thr_record);
+	free(thr_wait);
+	umap_release(&syncs);
+	umap_release(&recmap);
+	umap_release(&waitstream);
+}
+
+/* The last main-thread leaf that ended by ts, and the first that starts at or after ts. */
+static uint32_t
+main_before(const struct gb *g, const uint32_t *m, size_t n, int64_t ts)
+{
+	size_t lo = 0, hi = n;
+	const struct ev *ev = g->t->ev;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (ev[m[mid]].ts <= ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	while (lo > 0 && end_of(&ev[m[lo - 1]]) > ts)
+		lo--;
+	return lo > 0 ? m[lo - 1] : KG_NONE;
+}
+
+static uint32_t
+main_after(const struct gb *g, const uint32_t *m, size_t n, int64_t ts)
+{
+	size_t lo = 0, hi = n;
+	const struct ev *ev = g->t->ev;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (ev[m[mid]].ts < ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n ? m[lo] : KG_NONE;
+}
+
+/*
+ * Rule 5: a thread other than the main one that runs CPU ops (autograd's
+ * backward thread) starts each iteration's work after the main thread's
+ * last task that had ended by then, and the main thread's first task
+ * after that work ends waits for it.
+ */
+static void
+handoff(struct gb *g, const uint32_t *cpu, size_t ncpu, const uint8_t *leaf)
+{
+	struct trace *t = g->t;
+	uint32_t *m = NULL;
+	size_t nm = 0, cap = 0, i, j;
+
+	for (i = 0; i < ncpu; i++)
+		if (t->ev[cpu[i]].proc == g->main_proc && leaf[cpu[i]] && g->sel[cpu[i]])
+			VEC_PUSH(m, nm, cap, cpu[i]);
+	for (i = 0; i < ncpu; i = j) {
+		uint32_t p = t->ev[cpu[i]].proc, first = KG_NONE, lastx = KG_NONE;
+		int has_op = 0;
+
+		for (j = i; j < ncpu && t->ev[cpu[j]].proc == p; j++)
+			if (leaf[cpu[j]] && g->sel[cpu[j]] && t->ev[cpu[j]].cls == EV_OP)
+				has_op = 1;
+		if (p == g->main_proc || !has_op || nm == 0)
+			continue;
+		for (size_t k = i; k <= j; k++) {
+			uint32_t x = k < j ? cpu[k] : KG_NONE;
+
+			if (x != KG_NONE && !(leaf[x] && g->sel[x]))
+				continue;
+			if (first != KG_NONE && (x == KG_NONE || g->iter[x] != g->iter[first])) {
+				uint32_t a = main_before(g, m, nm, t->ev[first].ts);
+				uint32_t b = main_after(g, m, nm, end_of(&t->ev[lastx]));
+
+				if (a != KG_NONE)
+					edge(g, a, first, KG_E_HANDOFF,
+					    t->ev[first].ts - end_of(&t->ev[a]), KG_HOW_INFERRED,
+					    KG_NONE, KG_NONE, KG_NONE);
+				if (b != KG_NONE)
+					edge(g, lastx, b, KG_E_HANDOFF,
+					    t->ev[b].ts - end_of(&t->ev[lastx]), KG_HOW_INFERRED,
+					    KG_NONE, KG_NONE, KG_NONE);
+				first = KG_NONE;
+			}
+			if (x != KG_NONE) {
+				if (first == KG_NONE)
+					first = x;
+				lastx = x;
+			}
+		}
+	}
+	free(m);
+}
+
+static int
+cmp_outproc(const void *a, const void *b, const struct trace *t, uint32_t main)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	const struct tproc *p = &t->proc[x], *q = &t->proc[y];
+
+	if (p->gpu != q->gpu)
+		return p->gpu - q->gpu;
+	if (!p->gpu && (x == main) != (y == main))
+		return x == main ? -1 : 1;
+	if (p->pid != q->pid)
+		return p->pid < q->pid ? -1 : 1;
+	if (p->tid != q->tid)
+		return p->tid < q->tid ? -1 : 1;
+	return 0;
+}
+
+static const struct trace *sort_trace;
+static uint32_t sort_main;
+
+static int
+cmp_outproc_q(const void *a, const void *b)
+{
+	return cmp_outproc(a, b, sort_trace, sort_main);
+}
+
+/* Fill a task record for event x. */
+static void
+make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
+{
+	const struct trace *t = g->t;
+	const struct ev *e = &t->ev[x];
+	uint32_t op = KG_NONE;
+
+	kg_task_init(k);
+	k->id = g->task[x];
+	k->proc = g->outproc[e->proc];
+	k->name = e->name;
+	k->dur = g->dur[x];
+	k->odur = e->dur;
+	k->ts = e->ts - tbase;
+	k->iter = g->iter[x] == INT32_MIN ? -1 : g->iter[x];
+	if (e->cls != EV_OP)
+		k->corr = e->corr == NO_CORR ? -1 : (int64_t)e->corr;
+	switch (e->cls) {
+	case EV_OP:
+		k->kind = KG_CPU;
+		k->shapes = e->shapes;
+		break;
+	case EV_RT:
+		k->kind = KG_RT;
+		op = g->encl[x];
+		break;
+	default:
+		k->kind = e->cls == EV_KERN ? KG_KERN : e->cls == EV_CPY ? KG_CPY : KG_SET;
+		if (g->launch[x] != KG_NONE)
+			op = g->encl[g->launch[x]];
+		if (e->cls != EV_KERN && e->extra != KG_NONE)
+			k->bytes = t->bytes[e->extra];
+		break;
+	}
+	if (op != KG_NONE) {
+		k->op = t->ev[op].name;
+		k->shapes = t->ev[op].shapes;
+	}
+	if (e->cls == EV_KERN) {
+		int c = nccl_kernel(t->str.str[e->name]);
+		const struct collmeta *cm = NULL;
+
+		if (c < 0)
+			return;
+		k->kind = KG_COLL;
+		if (e->extra != KG_NONE)
+			cm = &t->coll[e->extra];
+		else if (op != KG_NONE && t->ev[op].extra != KG_NONE)
+			cm = &t->coll[t->ev[op].extra];
+		if (cm != NULL && cm->name != KG_NONE) {
+			int mc = coll_from_meta(t->str.str[cm->name]);
+
+			if (mc != KG_COLL_NONE)
+				c = mc;
+		}
+		k->coll = c == KG_COLL_NONE ? KG_COLL_NONE : c;
+		if (cm != NULL) {
+			int64_t ne = cm->in_nelems > cm->out_nelems ? cm->in_nelems : cm->out_nelems;
+			int64_t sz = cm->dtype != KG_NONE ? dtype_size(t->str.str[cm->dtype]) : 0;
+
+			k->gsize = cm->gsize;
+			k->seq = cm->seq;
+			k->pg = cm->pg;
+			k->pgr = cm->pgr;
+			k->dtype = cm->dtype;
+			if (ne > 0 && sz > 0)
+				k->bytes = (uint64_t)ne * (uint64_t)sz;
+		}
+	}
+}
+
+int
+graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
+    struct kg_cov *cov, char *err, size_t errlen)
+{
+	struct gb g;
+	struct kg_cov scratch;
+	struct kg_header h;
+	struct umap corr;
+	uint32_t *cpu = NULL, *gpu = NULL, *rts = NULL, *prevleaf, *procs = NULL;
+	uint8_t *leaf;
+	size_t ncpu = 0, ngpu = 0, nrt = 0, cap1 = 0, cap2 = 0, cap3 = 0, cap4 = 0, cap5 = 0;
+	size_t i, nprocs = 0;
+	int64_t tbase = INT64_MAX;
+	int64_t *iters = NULL;
+	size_t niters = 0;
+	const char *tools[1];
+	int rc = -1;
+
+	memset(&g, 0, sizeof(g));
+	g.t = t;
+	g.o = o;
+	g.w = w;
+
+	/* Streams that only cuda_sync records name get their processor now,
+	 * so the per-processor arrays below cover them. */
+	for (i = 0; i < t->nsync; i++) {
+		if (t->sync[i].stream >= 0)
+			trace_proc(t, t->sync[i].device, t->sync[i].stream, 1);
+		if (t->sync[i].wait_stream >= 0)
+			trace_proc(t, t->sync[i].device, t->sync[i].wait_stream, 1);
+	}
+	if (find_steps(&g, err, errlen) < 0)
+		goto out;
+	if (g.nsteps == 0) {
+		/* No ProfilerStep: the main thread is the one with most CPU ops. */
+		size_t *cnt = xcalloc(t->nproc, sizeof(*cnt)), best = 0;
+
+		for (i = 0; i < t->nev; i++)
+			if (t->ev[i].cls == EV_OP)
+				cnt[t->ev[i].proc]++;
+		g.main_proc = KG_NONE;
+		for (i = 0; i < t->nproc; i++)
+			if (cnt[i] > best)
+				best = cnt[i], g.main_proc = (uint32_t)i;
+		free(cnt);
+	}
+
+	g.iter = xmalloc(t->nev * sizeof(*g.iter));
+	g.sel = xcalloc(t->nev, 1);
+	leaf = xcalloc(t->nev, 1);
+	g.encl = xmalloc(t->nev * sizeof(*g.encl));
+	g.launch = xmalloc(t->nev * sizeof(*g.launch));
+	g.nextgpu = xmalloc(t->nev * sizeof(*g.nextgpu));
+	g.nextleaf = xmalloc(t->nev * sizeof(*g.nextleaf));
+	g.task = xmalloc(t->nev * sizeof(*g.task));
+	g.dur = xmalloc(t->nev * sizeof(*g.dur));
+	for (i = 0; i < t->nev; i++) {
+		const struct ev *e = &t->ev[i];
+
+		g.encl[i] = g.launch[i] = g.nextgpu[i] = g.nextleaf[i] = g.task[i] = KG_NONE;
+		g.dur[i] = e->dur;
+		g.iter[i] = INT32_MIN;
+		if (e->cls == EV_OP || e->cls == EV_RT)
+			VEC_PUSH(cpu, ncpu, cap1, (uint32_t)i);
+		else if (is_gpu(e))
+			VEC_PUSH(gpu, ngpu, cap2, (uint32_t)i);
+	}
+	sort_ev = t->ev;
+	qsort(cpu, ncpu, sizeof(*cpu), cmp_cpu);
+	qsort(gpu, ngpu, sizeof(*gpu), cmp_cpu);
+	flatten(&g, cpu, ncpu, leaf);
+
+	/* Iterations and launches. */
+	umap_init(&corr, ncpu / 2 + 16);
+	for (i = 0; i < ncpu; i++) {
+		uint32_t x = cpu[i];
+
+		g.iter[x] = iter_at(&g, t->ev[x].ts);
+		if (t->ev[x].cls == EV_RT && t->ev[x].corr != NO_CORR)
+			umap_put(&corr, t->ev[x].corr, x);
+	}
+	for (i = 0; i < ngpu; i++) {
+		uint32_t x = gpu[i], l = KG_NONE;
+
+		if (t->ev[x].corr != NO_CORR)
+			l = umap_get(&corr, t->ev[x].corr);
+		g.launch[x] = l;
+		if (l != KG_NONE) {
+			g.nextgpu[x] = g.nextgpu[l];
+			g.nextgpu[l] = x;
+			g.iter[x] = g.iter[l];
+		} else {
+			g.iter[x] = iter_at(&g, t->ev[x].ts);
+		}
+	}
+	umap_release(&corr);
+
+	/* Selection: the tasks of the chosen iterations. */
+	for (i = 0; i < t->nev; i++) {
+		const struct ev *e = &t->ev[i];
+		int task = is_gpu(e) || ((e->cls == EV_OP || e->cls == EV_RT) && leaf[i]);
+
+		if (!task)
+			continue;
+		if (iter_selected(&g, g.iter[i])) {
+			g.sel[i] = 1;
+			VEC_PUSH(g.order, g.ntask, cap3, (uint32_t)i);
+			if (e->ts < tbase)
+				tbase = e->ts;
+		} else {
+			kg_cov_add(cov, "outside_iter", 1);
+		}
+	}
+	if (g.ntask == 0) {
+		snprintf(err, errlen, "no tasks in the selected iterations");
+		goto out_free;
+	}
+	qsort(g.order, g.ntask, sizeof(*g.order), cmp_time);
+	for (i = 0; i < g.ntask; i++)
+		g.task[g.order[i]] = (uint32_t)i;
+
+	/* Next selected leaf on each thread (blocking copies need it). */
+	prevleaf = xmalloc(t->nproc * sizeof(*prevleaf));
+	for (i = 0; i < t->nproc; i++)
+		prevleaf[i] = KG_NONE;
+	for (i = 0; i < ncpu; i++) {
+		uint32_t x = cpu[i], p = t->ev[x].proc;
+
+		if (!g.sel[x])
+			continue;
+		if (prevleaf[p] != KG_NONE)
+			g.nextleaf[prevleaf[p]] = x;
+		prevleaf[p] = x;
+	}
+
+	/* Output processors: threads (main first), then streams. */
+	g.outproc = xmalloc(t->nproc * sizeof(*g.outproc));
+	for (i = 0; i < t->nproc; i++)
+		prevleaf[i] = 0, g.outproc[i] = KG_NONE;
+	for (i = 0; i < g.ntask; i++)
+		prevleaf[t->ev[g.order[i]].proc] = 1;
+	procs = xmalloc(t->nproc * sizeof(*procs));
+	for (i = 0; i < t->nproc; i++)
+		if (prevleaf[i])
+			procs[nprocs++] = (uint32_t)i;
+	free(prevleaf);
+	sort_trace = t;
+	sort_main = g.main_proc;
+	qsort(procs, nprocs, sizeof(*procs), cmp_outproc_q);
+	for (i = 0; i < nprocs; i++)
+		g.outproc[procs[i]] = (uint32_t)i;
+
+	/* Runtime calls in time order; a dry pass settles sync durations. */
+	for (i = 0; i < ncpu; i++)
+		if (t->ev[cpu[i]].cls == EV_RT)
+			VEC_PUSH(rts, nrt, cap4, cpu[i]);
+	qsort(rts, nrt, sizeof(*rts), cmp_time);
+	kg_cov_init(&scratch);
+	g.cov = &scratch;
+	g.dry = 1;
+	bind_runtime(&g, rts, nrt);
+	kg_cov_release(&scratch);
+	g.dry = 0;
+	g.cov = cov;
+
+	/* Write: header, strings, processors, tasks. */
+	for (i = 0; i < g.nsteps; i++)
+		if (iter_selected(&g, (int32_t)g.steps[i].n))
+			VEC_PUSH(iters, niters, cap5, g.steps[i].n);
+	memset(&h, 0, sizeof(h));
+	h.producer = o->producer;
+	h.source = t->file;
+	h.rank = t->rank >= 0 ? t->rank : o->rank;
+	h.world = t->world;
+	h.xxh3 = t->xxh3;
+	h.tbase = t->base_ns + tbase;
+	h.iters = iters;
+	h.niters = niters;
+	tools[0] = o->producer;
+	h.tools = tools;
+	h.ntools = 1;
+	if (kg_write_header(w, &h) < 0)
+		goto werr;
+	for (i = 0; i < t->str.n; i++)
+		if (kg_write_str(w, (uint32_t)i, t->str.str[i], t->str.len[i]) < 0)
+			goto werr;
+	for (i = 0; i < nprocs; i++) {
+		const struct tproc *tp = &t->proc[procs[i]];
+		struct kg_proc p;
+
+		p.id = (uint32_t)i;
+		p.kind = tp->gpu ? KG_STREAM : KG_THREAD;
+		p.pid = tp->pid;
+		p.tid = tp->tid;
+		p.name = tp->name;
+		p.main = procs[i] == g.main_proc;
+		if (kg_write_proc(w, &p) < 0)
+			goto werr;
+	}
+	for (i = 0; i < g.ntask; i++) {
+		struct kg_task k;
+
+		make_task(&g, g.order[i], tbase, &k);
+		if (kg_write_task(w, &k) < 0)
+			goto werr;
+		{
+			char cname[16];
+
+			snprintf(cname, sizeof(cname), "tasks_%s", kg_task_kind_name[k.kind]);
+			kg_cov_add(cov, cname, 1);
+		}
+		if (k.kind == KG_COLL) {
+			kg_cov_add(cov, "coll_recognised", 1);
+			if (k.gsize >= 0 || k.bytes > 0)
+				kg_cov_add(cov, "coll_meta", 1);
+		}
+	}
+
+	/* Edges: thread order, launches, stream order, runtime, hand-off. */
+	for (i = 0; i < ncpu; i++) {
+		uint32_t x = cpu[i], nx = g.nextleaf[x];
+
+		if (!g.sel[x] || nx == KG_NONE)
+			continue;
+		if (t->ev[nx].ts < end_of(&t->ev[x]))
+			kg_cov_add(cov, "overlap_clamped", 1);
+		edge(&g, x, nx, KG_E_THREAD, t->ev[nx].ts - end_of(&t->ev[x]),
+		    KG_HOW_TRACE, KG_NONE, KG_NONE, KG_NONE);
+	}
+	for (i = 0; i < ngpu; i++) {
+		uint32_t x = gpu[i];
+
+		if (!g.sel[x])
+			continue;
+		if (g.launch[x] != KG_NONE) {
+			edge(&g, g.launch[x], x, KG_E_LAUNCH, 0, KG_HOW_TRACE,
+			    KG_NONE, KG_NONE, KG_NONE);
+			kg_cov_add(cov, "launch_joined", 1);
+		} else {
+			kg_cov_add(cov, "launch_unjoined", 1);
+		}
+	}
+	for (i = 0; i + 1 < ngpu; i++) {
+		uint32_t x = gpu[i], y;
+		size_t j;
+
+		if (!g.sel[x])
+			continue;
+		for (j = i + 1; j < ngpu && t->ev[gpu[j]].proc == t->ev[x].proc; j++)
+			if (g.sel[gpu[j]])
+				break;
+		if (j == ngpu || t->ev[gpu[j]].proc != t->ev[x].proc)
+			continue;
+		y = gpu[j];
+		edge(&g, x, y, KG_E_STREAM, 0, KG_HOW_TRACE, KG_NONE, KG_NONE, KG_NONE);
+	}
+	bind_runtime(&g, rts, nrt);
+	handoff(&g, cpu, ncpu, leaf);
+	if (g.werr)
+		goto werr;
+
+	kg_cov_add(cov, "events", (int64_t)t->nevents);
+	for (i = 0; i < t->cov.n; i++)
+		kg_cov_add(cov, t->cov.name[i], t->cov.val[i]);
+	if (kg_write_cov(w, cov) < 0 || kg_write_end(w) < 0)
+		goto werr;
+	rc = 0;
+	goto out_free;
+werr:
+	rc = -2;
+out_free:
+	free(iters);
+	free(procs);
+	free(rts);
+	free(cpu);
+	free(gpu);
+	free(leaf);
+	free(g.iter);
+	free(g.sel);
+	free(g.encl);
+	free(g.launch);
+	free(g.nextgpu);
+	free(g.nextleaf);
+	free(g.task);
+	free(g.dur);
+	free(g.order);
+	free(g.outproc);
+out:
+	free(g.steps);
+	return rc;
+}

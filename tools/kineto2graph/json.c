@@ -1,0 +1,1025 @@
+/*
+ * Reading a Kineto trace: bytes in (plain or gzip), events out.
+ *
+ * YAJL parses the JSON in fixed-size chunks and calls back for each token;
+ * a small context stack says where each token sits (the top-level object,
+ * the traceEvents array, an event, its args, or a value we skip). An
+ * event's fields are gathered as they come, in any key order, and the
+ * event is classified and kept (or counted as skipped) at its closing
+ * brace. Nothing of the JSON text is held beyond the current chunk and the
+ * current event, so memory grows with the events kept, never with the
+ * file.
+ *
+ * Known fields with the wrong type are errors; unknown fields and
+ * categories are ignored and counted.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+#include <yajl_parse.h>
+#include <zlib.h>
+
+#include "k2g.h"
+#include "util.h"
+
+#define CHUNK (256 * 1024)
+#define MAX_DEPTH 64
+#define MAX_STRING (1 << 20)
+
+/* Where a token sits. */
+enum ctx { C_TOP, C_EVENTS, C_EVENT, C_ARGS, C_DIST, C_SKIP, C_CAPTURE };
+
+/* Keys we act on, in events (E_), args (A_), the top level (T_), distributedInfo (D_). */
+enum key {
+	K_NONE,
+	E_PH, E_CAT, E_NAME, E_PID, E_TID, E_TS, E_DUR, E_ARGS,
+	A_CORR, A_STREAM, A_DEVICE, A_BYTES, A_DIMS, A_COLL, A_INNEL, A_OUTNEL,
+	A_GSIZE, A_DTYPE, A_PGNAME, A_PGRANKS, A_SEQ, A_SYNCKIND, A_WSTREAM,
+	A_WCORR, A_NAME,
+	T_EVENTS, T_BASE, T_DIST,
+	D_RANK, D_WORLD
+};
+
+/* The event being read. */
+struct cur {
+	unsigned have; /* bit per key */
+	char ph;
+	char cat[32];
+	size_t catlen;
+	char *name;
+	size_t namelen, namecap;
+	int64_t pid, tid;
+	int pid_str, tid_str; /* a non-numeric string */
+	int64_t ts, dur;
+	int64_t corr, stream, device, bytes;
+	struct collmeta cm;
+	int cm_any;
+	int synckind;
+	int64_t wstream, wcorr;
+	char *cap; /* captured compact JSON (Input Dims, Process Group Ranks) */
+	size_t caplen, capcap;
+	uint32_t dims, pgranks;
+	char *aname; /* args.name (metadata events) */
+	size_t anamelen, anamecap;
+};
+
+struct jp {
+	struct trace *t;
+	int depth;
+	unsigned char ctx[MAX_DEPTH + 1];
+	unsigned char first[MAX_DEPTH + 1]; /* capture: no comma needed yet */
+	int key;     /* key of the value that comes next */
+	int capkey;  /* A_DIMS or A_PGRANKS while capturing */
+	int capdepth;
+	int seen_events;
+	struct cur c;
+	char err[200];
+};
+
+#define BIT(k) (1u << ((k) - E_PH))
+
+static int
+fail(struct jp *p, const char *fmt, const char *field)
+{
+	snprintf(p->err, sizeof(p->err), fmt, field);
+	return 0;
+}
+
+static const char *
+keyname(int k)
+{
+	static const char *const n[] = {
+		"", "ph", "cat", "name", "pid", "tid", "ts", "dur", "args",
+		"args.correlation", "args.stream", "args.device", "args.bytes",
+		"args.Input Dims", "args.Collective name", "args.In msg nelems",
+		"args.Out msg nelems", "args.Group size", "args.dtype",
+		"args.Process Group Name", "args.Process Group Ranks", "args.Seq",
+		"args.cuda_sync_kind", "args.wait_on_stream",
+		"args.wait_on_cuda_event_record_corr_id", "args.name",
+		"traceEvents", "baseTimeNanoseconds", "distributedInfo",
+		"distributedInfo.rank", "distributedInfo.world_size"
+	};
+	return n[k];
+}
+
+#define KEQ(lit) (len == sizeof(lit) - 1 && memcmp(s, lit, sizeof(lit) - 1) == 0)
+
+static int
+event_key(const char *s, size_t len)
+{
+	switch (len) {
+	case 2:
+		if (KEQ("ph"))
+			return E_PH;
+		if (KEQ("ts"))
+			return E_TS;
+		break;
+	case 3:
+		if (KEQ("cat"))
+			return E_CAT;
+		if (KEQ("pid"))
+			return E_PID;
+		if (KEQ("tid"))
+			return E_TID;
+		if (KEQ("dur"))
+			return E_DUR;
+		break;
+	case 4:
+		if (KEQ("name"))
+			return E_NAME;
+		if (KEQ("args"))
+			return E_ARGS;
+		break;
+	}
+	return K_NONE;
+}
+
+static int
+args_key(const char *s, size_t len)
+{
+	switch (s[0]) {
+	case 'c':
+		if (KEQ("correlation"))
+			return A_CORR;
+		if (KEQ("cuda_sync_kind"))
+			return A_SYNCKIND;
+		break;
+	case 's':
+		if (KEQ("stream"))
+			return A_STREAM;
+		break;
+	case 'd':
+		if (KEQ("device"))
+			return A_DEVICE;
+		if (KEQ("dtype"))
+			return A_DTYPE;
+		break;
+	case 'b':
+		if (KEQ("bytes"))
+			return A_BYTES;
+		break;
+	case 'I':
+		if (KEQ("Input Dims") || KEQ("Input dims"))
+			return A_DIMS;
+		if (KEQ("In msg nelems"))
+			return A_INNEL;
+		break;
+	case 'C':
+		if (KEQ("Collective name"))
+			return A_COLL;
+		break;
+	case 'O':
+		if (KEQ("Out msg nelems"))
+			return A_OUTNEL;
+		break;
+	case 'G':
+		if (KEQ("Group size"))
+			return A_GSIZE;
+		break;
+	case 'P':
+		if (KEQ("Process Group Name"))
+			return A_PGNAME;
+		if (KEQ("Process Group Ranks"))
+			return A_PGRANKS;
+		break;
+	case 'S':
+		if (KEQ("Seq"))
+			return A_SEQ;
+		break;
+	case 'w':
+		if (KEQ("wait_on_stream"))
+			return A_WSTREAM;
+		if (KEQ("wait_on_cuda_event_record_corr_id"))
+			return A_WCORR;
+		break;
+	case 'n':
+		if (KEQ("name"))
+			return A_NAME;
+		break;
+	}
+	return K_NONE;
+}
+
+/*
+ * Microseconds as JSON writes them ("1712195495519689", "4458676522690.655",
+ * "1.7e15") to integer nanoseconds, exactly where the text allows it:
+ * decimal digits are shifted, not multiplied in floating point.
+ */
+static int
+us_to_ns(const char *s, size_t len, int64_t *out)
+{
+	size_t i = 0;
+	int neg = 0, fd = 0;
+	int64_t ip = 0, frac = 0;
+
+	if (i < len && s[i] == '-')
+		neg = 1, i++;
+	if (i == len)
+		return -1;
+	for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+		if (ip > INT64_MAX / 10000)
+			return -1;
+		ip = ip * 10 + (s[i] - '0');
+	}
+	if (i < len && s[i] == '.') {
+		for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+			if (fd < 3)
+				frac = frac * 10 + (s[i] - '0');
+			else if (fd == 3 && s[i] >= '5')
+				frac++; /* round half up at the nanosecond */
+			fd++;
+		}
+		for (; fd < 3; fd++)
+			frac *= 10;
+	}
+	if (i < len) { /* an exponent: rare; go through double */
+		char buf[64];
+		double d;
+
+		if (len >= sizeof(buf))
+			return -1;
+		memcpy(buf, s, len);
+		buf[len] = '\0';
+		d = strtod(buf, NULL) * 1000.0;
+		if (!(d > -9.2e18 && d < 9.2e18))
+			return -1;
+		*out = (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
+		return 0;
+	}
+	ip = ip * 1000 + frac;
+	*out = neg ? -ip : ip;
+	return 0;
+}
+
+/* An integer ("7", "-1", or "7.0" with a zero fraction). */
+static int
+to_i64(const char *s, size_t len, int64_t *out)
+{
+	size_t i = 0;
+	int neg = 0;
+	uint64_t v = 0;
+
+	if (i < len && s[i] == '-')
+		neg = 1, i++;
+	if (i == len)
+		return -1;
+	for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (i < len && s[i] == '.')
+		for (i++; i < len && s[i] == '0'; i++)
+			;
+	if (i != len || v > (uint64_t)INT64_MAX)
+		return -1;
+	*out = neg ? -(int64_t)v : (int64_t)v;
+	return 0;
+}
+
+/* pid / tid as strings: "1890023232", "stream 7"; else not numeric. */
+static int
+str_id(const char *s, size_t len, int64_t *out)
+{
+	if (len > 7 && memcmp(s, "stream ", 7) == 0)
+		s += 7, len -= 7;
+	return to_i64(s, len, out);
+}
+
+static void
+cap_put(struct cur *c, const char *s, size_t len)
+{
+	if (c->caplen + len + 1 > c->capcap)
+		grow(&c->cap, &c->capcap, c->caplen + len + 1, 1);
+	memcpy(c->cap + c->caplen, s, len);
+	c->caplen += len;
+}
+
+static void
+cap_sep(struct jp *p)
+{
+	if (!p->first[p->depth])
+		cap_put(&p->c, ",", 1);
+	p->first[p->depth] = 0;
+}
+
+static void
+cap_string(struct cur *c, const unsigned char *s, size_t len)
+{
+	size_t i;
+
+	cap_put(c, "\"", 1);
+	for (i = 0; i < len; i++) {
+		char e[8];
+
+		if (s[i] == '"' || s[i] == '\\') {
+			e[0] = '\\', e[1] = (char)s[i];
+			cap_put(c, e, 2);
+		} else if (s[i] < 0x20) {
+			snprintf(e, sizeof(e), "\\u%04x", s[i]);
+			cap_put(c, e, 6);
+		} else {
+			cap_put(c, (const char *)&s[i], 1);
+		}
+	}
+	cap_put(c, "\"", 1);
+}
+
+static void
+copy_str(char **buf, size_t *len, size_t *cap, const unsigned char *s, size_t n)
+{
+	if (n + 1 > *cap)
+		grow(buf, cap, n + 1, 1);
+	memcpy(*buf, s, n);
+	(*buf)[n] = '\0';
+	*len = n;
+}
+
+static void
+cur_reset(struct cur *c)
+{
+	c->have = 0;
+	c->ph = 0;
+	c->catlen = 0;
+	c->namelen = 0;
+	c->pid_str = c->tid_str = 0;
+	c->corr = c->stream = c->device = -1;
+	c->bytes = 0;
+	c->cm.name = c->cm.dtype = c->cm.pg = c->cm.pgr = KG_NONE;
+	c->cm.in_nelems = c->cm.out_nelems = c->cm.gsize = c->cm.seq = -1;
+	c->cm_any = 0;
+	c->synckind = -1;
+	c->wstream = c->wcorr = -1;
+	c->dims = c->pgranks = KG_NONE;
+	c->anamelen = 0;
+}
+
+/* A scalar value: number text, string, or (isstr < 0) a literal true/false/null. */
+static int
+on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr)
+{
+	struct cur *c = &p->c;
+	int ctx = p->ctx[p->depth], k = p->key;
+	int64_t v;
+
+	if (isstr > 0 && len > MAX_STRING)
+		return fail(p, "string longer than %s bytes", "1048576");
+	if (ctx == C_CAPTURE) {
+		cap_sep(p);
+		if (isstr > 0)
+			cap_string(c, s, len);
+		else
+			cap_put(c, (const char *)s, len);
+		return 1;
+	}
+	if (ctx == C_SKIP || k == K_NONE)
+		return 1;
+	if (ctx == C_TOP || ctx == C_DIST) {
+		if (k == T_EVENTS || k == T_DIST)
+			return 1; /* not an array / object: ignored like unknown */
+		if (isstr != 0 || to_i64((const char *)s, len, &v) < 0)
+			return fail(p, "field %s: expected an integer", keyname(k));
+		if (k == T_BASE)
+			p->t->base_ns = v, p->t->have_base = 1;
+		else if (k == D_RANK)
+			p->t->rank = v;
+		else if (k == D_WORLD)
+			p->t->world = v;
+		return 1;
+	}
+	if (ctx == C_EVENT) {
+		c->have |= BIT(k);
+		switch (k) {
+		case E_PH:
+			if (isstr <= 0)
+				return fail(p, "field %s: expected a string", "ph");
+			c->ph = len == 1 ? (char)s[0] : '?';
+			return 1;
+		case E_CAT:
+			if (isstr <= 0)
+				return fail(p, "field %s: expected a string", "cat");
+			c->catlen = len < sizeof(c->cat) ? len : sizeof(c->cat) - 1;
+			memcpy(c->cat, s, c->catlen);
+			return 1;
+		case E_NAME:
+			if (isstr <= 0)
+				return fail(p, "field %s: expected a string", "name");
+			copy_str(&c->name, &c->namelen, &c->namecap, s, len);
+			return 1;
+		case E_PID:
+		case E_TID: {
+			int64_t *dst = k == E_PID ? &c->pid : &c->tid;
+			int *isname = k == E_PID ? &c->pid_str : &c->tid_str;
+
+			if (isstr < 0)
+				return fail(p, "field %s: expected a number or a string", keyname(k));
+			if (isstr > 0) {
+				if (str_id((const char *)s, len, dst) < 0)
+					*isname = 1;
+			} else if (to_i64((const char *)s, len, dst) < 0) {
+				return fail(p, "field %s: expected an integer", keyname(k));
+			}
+			return 1;
+		}
+		case E_TS:
+		case E_DUR:
+			if (isstr != 0)
+				return fail(p, "field %s: expected a number", keyname(k));
+			if (us_to_ns((const char *)s, len, k == E_TS ? &c->ts : &c->dur) < 0)
+				return fail(p, "field %s: number out of range", keyname(k));
+			if (k == E_DUR && c->dur < 0)
+				return fail(p, "field %s: negative duration", "dur");
+			return 1;
+		}
+		return 1;
+	}
+	/* C_ARGS */
+	c->have |= BIT(k);
+	switch (k) {
+	case A_COLL:
+	case A_DTYPE:
+	case A_PGNAME:
+	case A_SYNCKIND:
+	case A_NAME:
+	case A_PGRANKS:
+	case A_DIMS:
+		if (isstr <= 0) {
+			if (k == A_DIMS || k == A_PGRANKS)
+				return 1; /* null or a bare number: nothing to keep */
+			return fail(p, "field %s: expected a string", keyname(k));
+		}
+		switch (k) {
+		case A_COLL:
+			c->cm.name = intern_get(&p->t->str, (const char *)s, len), c->cm_any = 1;
+			break;
+		case A_DTYPE:
+			c->cm.dtype = intern_get(&p->t->str, (const char *)s, len), c->cm_any = 1;
+			break;
+		case A_PGNAME:
+			c->cm.pg = intern_get(&p->t->str, (const char *)s, len), c->cm_any = 1;
+			break;
+		case A_PGRANKS:
+			c->cm.pgr = intern_get(&p->t->str, (const char *)s, len), c->cm_any = 1;
+			break;
+		case A_DIMS:
+			c->dims = intern_get(&p->t->str, (const char *)s, len);
+			break;
+		case A_SYNCKIND:
+#define SK(lit) (len == sizeof(lit) - 1 && memcmp(s, lit, len) == 0)
+			c->synckind = SK("Stream Sync") ? SYNC_STREAM :
+			    SK("Event Sync") ? SYNC_EVENT :
+			    SK("Stream Wait Event") ? SYNC_WAIT_EVENT :
+			    SK("Context Sync") ? SYNC_CONTEXT : SYNC_OTHER;
+#undef SK
+			break;
+		case A_NAME:
+			copy_str(&c->aname, &c->anamelen, &c->anamecap, s, len);
+			break;
+		}
+		return 1;
+	}
+	if (isstr != 0 || to_i64((const char *)s, len, &v) < 0)
+		return fail(p, "field %s: expected an integer", keyname(k));
+	switch (k) {
+	case A_CORR:
+		c->corr = v;
+		break;
+	case A_STREAM:
+		c->stream = v;
+		break;
+	case A_DEVICE:
+		c->device = v;
+		break;
+	case A_BYTES:
+		c->bytes = v < 0 ? 0 : (uint64_t)v;
+		break;
+	case A_INNEL:
+		c->cm.in_nelems = v, c->cm_any = 1;
+		break;
+	case A_OUTNEL:
+		c->cm.out_nelems = v, c->cm_any = 1;
+		break;
+	case A_GSIZE:
+		c->cm.gsize = v, c->cm_any = 1;
+		break;
+	case A_SEQ:
+		c->cm.seq = v, c->cm_any = 1;
+		break;
+	case A_WSTREAM:
+		c->wstream = v;
+		break;
+	case A_WCORR:
+		c->wcorr = v;
+		break;
+	}
+	return 1;
+}
+
+static int
+cb_null(void *ctx)
+{
+	return on_scalar(ctx, (const unsigned char *)"null", 4, -1);
+}
+
+static int
+cb_bool(void *ctx, int b)
+{
+	return on_scalar(ctx, (const unsigned char *)(b ? "true" : "false"), b ? 4 : 5, -1);
+}
+
+static int
+cb_number(void *ctx, const char *s, size_t len)
+{
+	return on_scalar(ctx, (const unsigned char *)s, len, 0);
+}
+
+static int
+cb_string(void *ctx, const unsigned char *s, size_t len)
+{
+	return on_scalar(ctx, s, len, 1);
+}
+
+static int
+cb_key(void *ctx, const unsigned char *s, size_t len)
+{
+	struct jp *p = ctx;
+	int c = p->ctx[p->depth];
+
+	if (len > MAX_STRING)
+		return fail(p, "string longer than %s bytes", "1048576");
+	switch (c) {
+	case C_EVENT:
+		p->key = event_key((const char *)s, len);
+		break;
+	case C_ARGS:
+		p->key = len ? args_key((const char *)s, len) : K_NONE;
+		break;
+	case C_TOP:
+		p->key = len == 11 && memcmp(s, "traceEvents", 11) == 0 ? T_EVENTS :
+		    len == 19 && memcmp(s, "baseTimeNanoseconds", 19) == 0 ? T_BASE :
+		    len == 15 && memcmp(s, "distributedInfo", 15) == 0 ? T_DIST : K_NONE;
+		break;
+	case C_DIST:
+		p->key = len == 4 && memcmp(s, "rank", 4) == 0 ? D_RANK :
+		    len == 10 && memcmp(s, "world_size", 10) == 0 ? D_WORLD : K_NONE;
+		break;
+	case C_CAPTURE:
+		cap_sep(p);
+		cap_string(&p->c, s, len);
+		cap_put(&p->c, ":", 1);
+		p->first[p->depth] = 1; /* the value needs no comma */
+		break;
+	default:
+		p->key = K_NONE;
+	}
+	return 1;
+}
+
+static int
+push(struct jp *p, int is_map)
+{
+	int parent = p->ctx[p->depth], k = p->key, nc;
+
+	if (p->depth == MAX_DEPTH)
+		return fail(p, "nesting deeper than %s levels", "64");
+	if (p->depth == 0)
+		nc = is_map ? C_TOP : C_EVENTS;
+	else if (parent == C_CAPTURE) {
+		cap_sep(p);
+		cap_put(&p->c, is_map ? "{" : "[", 1);
+		nc = C_CAPTURE;
+	} else if (parent == C_SKIP)
+		nc = C_SKIP;
+	else if (parent == C_TOP && k == T_EVENTS) {
+		if (is_map)
+			return fail(p, "field %s: expected an array", "traceEvents");
+		nc = C_EVENTS;
+		p->seen_events = 1;
+	} else if (parent == C_TOP && k == T_DIST && is_map)
+		nc = C_DIST;
+	else if (parent == C_EVENTS) {
+		if (!is_map)
+			return fail(p, "%s", "traceEvents: an event is not an object");
+		cur_reset(&p->c);
+		nc = C_EVENT;
+	} else if (parent == C_EVENT && k == E_ARGS) {
+		if (!is_map)
+			return fail(p, "field %s: expected an object", "args");
+		nc = C_ARGS;
+	} else if (parent == C_EVENT && k != K_NONE) {
+		return fail(p, "field %s: expected a number or a string", keyname(k));
+	} else if (parent == C_ARGS && (k == A_DIMS || k == A_PGRANKS)) {
+		p->c.caplen = 0;
+		cap_put(&p->c, is_map ? "{" : "[", 1);
+		p->capkey = k;
+		p->capdepth = p->depth + 1;
+		nc = C_CAPTURE;
+	} else if (parent == C_ARGS && k != K_NONE) {
+		return fail(p, "field %s: expected a number or a string", keyname(k));
+	} else
+		nc = C_SKIP;
+	p->depth++;
+	p->ctx[p->depth] = (unsigned char)nc;
+	p->first[p->depth] = 1;
+	p->key = K_NONE;
+	return 1;
+}
+
+static void keep_event(struct jp *p);
+
+static int
+pop(struct jp *p, int is_map)
+{
+	int c = p->ctx[p->depth];
+
+	p->depth--;
+	if (c == C_CAPTURE) {
+		cap_put(&p->c, is_map ? "}" : "]", 1);
+		if (p->depth + 1 == p->capdepth) {
+			uint32_t id = intern_get(&p->t->str, p->c.cap, p->c.caplen);
+
+			if (p->capkey == A_DIMS)
+				p->c.dims = id;
+			else
+				p->c.pgranks = p->c.cm.pgr = id, p->c.cm_any = 1;
+		}
+	} else if (c == C_EVENT) {
+		keep_event(p);
+		if (p->err[0])
+			return 0;
+	}
+	p->key = K_NONE;
+	return 1;
+}
+
+static int cb_start_map(void *ctx) { return push(ctx, 1); }
+static int cb_end_map(void *ctx) { return pop(ctx, 1); }
+static int cb_start_array(void *ctx) { return push(ctx, 0); }
+static int cb_end_array(void *ctx) { return pop(ctx, 0); }
+
+static const yajl_callbacks callbacks = {
+	cb_null, cb_bool, NULL, NULL, cb_number, cb_string,
+	cb_start_map, cb_key, cb_end_map, cb_start_array, cb_end_array
+};
+
+static void
+skip_count(struct jp *p, const char *what, const char *s, size_t len)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%s%.*s", what, (int)(len > 40 ? 40 : len), s);
+	kg_cov_add(&p->t->cov, buf, 1);
+}
+
+#define CATIS(lit) (c->catlen == sizeof(lit) - 1 && memcmp(c->cat, lit, c->catlen) == 0)
+
+/* The event is complete: classify it, keep it or count it as skipped. */
+static void
+keep_event(struct jp *p)
+{
+	struct trace *t = p->t;
+	struct cur *c = &p->c;
+	struct ev e;
+	int cls;
+
+	t->nevents++;
+	if (!(c->have & BIT(E_PH))) {
+		kg_cov_add(&t->cov, "missing:ph", 1);
+		return;
+	}
+	if (c->ph == 'M') {
+		if (c->namelen == 11 && memcmp(c->name, "thread_name", 11) == 0 &&
+		    (c->have & BIT(E_PID)) && (c->have & BIT(E_TID)) &&
+		    !c->pid_str && !c->tid_str && c->anamelen > 0) {
+			uint32_t i = trace_proc(t, c->pid, c->tid, 0);
+
+			t->proc[i].name = intern_get(&t->str, c->aname, c->anamelen);
+		}
+		return; /* metadata: not an event of the trace's timeline */
+	}
+	if (c->ph != 'X') {
+		if (c->catlen)
+			skip_count(p, "skip:", c->cat, c->catlen);
+		else
+			skip_count(p, "skip:ph=", &c->ph, 1);
+		return;
+	}
+	if (CATIS("cpu_op") || CATIS("Operator"))
+		cls = EV_OP;
+	else if (CATIS("user_annotation"))
+		cls = EV_ANNOT;
+	else if (CATIS("cuda_runtime") || CATIS("Runtime") || CATIS("cuda_driver"))
+		cls = EV_RT;
+	else if (CATIS("kernel") || CATIS("Kernel"))
+		cls = EV_KERN;
+	else if (CATIS("gpu_memcpy") || CATIS("Memcpy"))
+		cls = EV_CPY;
+	else if (CATIS("gpu_memset") || CATIS("Memset"))
+		cls = EV_SET;
+	else if (CATIS("cuda_sync"))
+		cls = EV_SYNC;
+	else {
+		skip_count(p, "skip:", c->catlen ? c->cat : "(none)", c->catlen ? c->catlen : 6);
+		return;
+	}
+	if (cls == EV_OP && c->namelen > 13 && memcmp(c->name, "ProfilerStep#", 13) == 0)
+		cls = EV_ANNOT; /* PyTorch 1.8 files step ranges as Operator */
+	if (!(c->have & BIT(E_TS))) {
+		kg_cov_add(&t->cov, "missing:ts", 1);
+		return;
+	}
+	if (!(c->have & BIT(E_DUR))) {
+		kg_cov_add(&t->cov, "missing:dur", 1);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	e.ts = c->ts;
+	e.dur = c->dur;
+	if (c->corr >= (int64_t)NO_CORR) {
+		snprintf(p->err, sizeof(p->err), "field args.correlation: out of range");
+		return;
+	}
+	e.corr = c->corr < 0 ? NO_CORR : (uint32_t)c->corr;
+	e.name = intern_get(&t->str, c->name ? c->name : "", c->namelen);
+	e.shapes = c->dims;
+	e.extra = KG_NONE;
+	e.cls = (uint8_t)cls;
+	if (cls == EV_KERN || cls == EV_CPY || cls == EV_SET || cls == EV_SYNC) {
+		/* GPU side: (device, stream) from args, else (pid, tid). */
+		int64_t dev = c->device >= 0 ? c->device : c->pid;
+		int64_t str = c->stream;
+
+		if (str < 0 && cls != EV_SYNC)
+			str = c->tid;
+		if (c->device < 0 && c->pid_str) {
+			kg_cov_add(&t->cov, "missing:device", 1);
+			return;
+		}
+		if (c->stream < 0 && c->tid_str && cls != EV_SYNC) {
+			kg_cov_add(&t->cov, "missing:stream", 1);
+			return;
+		}
+		if (cls == EV_SYNC) {
+			struct syncrec sr;
+
+			sr.kind = c->synckind < 0 ? SYNC_OTHER : c->synckind;
+			sr.stream = c->stream;
+			sr.wait_stream = c->wstream;
+			sr.wait_corr = c->wcorr;
+			sr.device = dev;
+			e.proc = KG_NONE;
+			e.extra = (uint32_t)t->nsync;
+			VEC_PUSH(t->sync, t->nsync, t->capsync, sr);
+		} else {
+			e.proc = trace_proc(t, dev, str, 1);
+		}
+		if (cls == EV_CPY || cls == EV_SET) {
+			e.extra = (uint32_t)t->nbytes;
+			VEC_PUSH(t->bytes, t->nbytes, t->capbytes, c->bytes);
+		}
+		if (c->corr < 0)
+			kg_cov_add(&t->cov, "missing:correlation", 1);
+	} else {
+		if (c->pid_str || c->tid_str || !(c->have & BIT(E_PID)) ||
+		    !(c->have & BIT(E_TID))) {
+			kg_cov_add(&t->cov, c->pid_str || !(c->have & BIT(E_PID)) ?
+			    "missing:pid" : "missing:tid", 1);
+			return;
+		}
+		e.proc = trace_proc(t, c->pid, c->tid, 0);
+		if (cls == EV_RT && c->corr < 0)
+			kg_cov_add(&t->cov, "missing:correlation", 1);
+	}
+	if (c->cm_any && (cls == EV_OP || cls == EV_KERN)) {
+		e.extra = (uint32_t)t->ncoll;
+		VEC_PUSH(t->coll, t->ncoll, t->capcoll, c->cm);
+	}
+	VEC_PUSH(t->ev, t->nev, t->capev, e);
+}
+
+/* Input: plain or gzip bytes, hashed as read. */
+struct input {
+	FILE *fp;
+	int gz, zinit, zend, eof;
+	z_stream zs;
+	unsigned char *raw;
+	XXH3_state_t *h;
+};
+
+static int
+raw_read(struct input *in, unsigned char *buf, size_t cap, size_t *n, char *err, size_t errlen)
+{
+	*n = fread(buf, 1, cap, in->fp);
+	if (*n == 0 && ferror(in->fp)) {
+		snprintf(err, errlen, "read error: %s", strerror(errno ? errno : EIO));
+		return -1;
+	}
+	if (*n > 0)
+		XXH3_64bits_update(in->h, buf, *n);
+	else
+		in->eof = 1;
+	return 0;
+}
+
+/* Fill buf with up to cap JSON bytes; *n = 0 at the end. */
+static int
+input_read(struct input *in, unsigned char *buf, size_t cap, size_t *n,
+    uint64_t off, char *err, size_t errlen)
+{
+	size_t got;
+	int rc;
+
+	if (!in->gz)
+		return in->eof ? (*n = 0, 0) : raw_read(in, buf, cap, n, err, errlen);
+	in->zs.next_out = buf;
+	in->zs.avail_out = (uInt)cap;
+	while (in->zs.avail_out > 0) {
+		if (in->zs.avail_in == 0 && !in->eof) {
+			if (raw_read(in, in->raw, CHUNK, &got, err, errlen) < 0)
+				return -1;
+			in->zs.next_in = in->raw;
+			in->zs.avail_in = (uInt)got;
+		}
+		if (in->zs.avail_in == 0 && in->eof) {
+			if (!in->zend) {
+				snprintf(err, errlen, "byte %llu: truncated gzip data",
+				    (unsigned long long)(off + cap - in->zs.avail_out));
+				return -1;
+			}
+			break;
+		}
+		if (in->zend) { /* another gzip member follows */
+			inflateReset(&in->zs);
+			in->zend = 0;
+		}
+		rc = inflate(&in->zs, Z_NO_FLUSH);
+		if (rc == Z_STREAM_END) {
+			in->zend = 1;
+		} else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+			snprintf(err, errlen, "corrupt gzip data (%s)",
+			    in->zs.msg ? in->zs.msg : "inflate failed");
+			return -1;
+		}
+	}
+	*n = cap - in->zs.avail_out;
+	return 0;
+}
+
+static void
+yajl_msg(yajl_handle h, const unsigned char *buf, size_t len, char *out, size_t outlen)
+{
+	unsigned char *m = yajl_get_error(h, 0, buf, len);
+	char *nl;
+
+	snprintf(out, outlen, "%s", (char *)m);
+	yajl_free_error(h, m);
+	if ((nl = strchr(out, '\n')) != NULL)
+		*nl = '\0';
+}
+
+int
+trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
+{
+	struct jp p;
+	struct input in;
+	unsigned char *buf = xmalloc(CHUNK);
+	size_t n = 0;
+	uint64_t off = 0;
+	yajl_handle h;
+	yajl_status st;
+	int rc = -1, c0;
+
+	memset(&p, 0, sizeof(p));
+	memset(&in, 0, sizeof(in));
+	p.t = t;
+	in.fp = fp;
+	in.h = XXH3_createState();
+	XXH3_64bits_reset(in.h);
+	in.raw = xmalloc(CHUNK);
+	h = yajl_alloc(&callbacks, NULL, &p);
+	/* Sniff gzip by its magic number, not by the file name. */
+	c0 = getc(fp);
+	if (c0 != EOF) {
+		int c1 = getc(fp);
+
+		in.gz = c0 == 0x1f && c1 == 0x8b;
+		if (c1 != EOF)
+			ungetc(c1, fp);
+		if (c1 == EOF || ungetc(c0, fp) == EOF) {
+			/* one-byte input, or no pushback room: read it raw */
+			in.gz = 0;
+			if (c1 == EOF) {
+				buf[0] = (unsigned char)c0;
+				XXH3_64bits_update(in.h, buf, 1);
+				n = 1;
+				in.eof = 1;
+			}
+		}
+	}
+	if (in.gz) {
+		if (inflateInit2(&in.zs, 16 + MAX_WBITS) != Z_OK) {
+			snprintf(err, errlen, "cannot initialise zlib");
+			goto out;
+		}
+		in.zinit = 1;
+	}
+	for (;;) {
+		if (n == 0 && input_read(&in, buf, CHUNK, &n, off, err, errlen) < 0)
+			goto out;
+		if (n == 0)
+			break;
+		st = yajl_parse(h, buf, n);
+		if (st != yajl_status_ok) {
+			uint64_t at = off + yajl_get_bytes_consumed(h);
+
+			if (st == yajl_status_client_canceled)
+				snprintf(err, errlen, "byte %llu: %s", (unsigned long long)at, p.err);
+			else {
+				char m[160];
+
+				yajl_msg(h, buf, n, m, sizeof(m));
+				snprintf(err, errlen, "byte %llu: invalid JSON (%s)",
+				    (unsigned long long)at, m);
+			}
+			goto out;
+		}
+		off += n;
+		n = 0;
+	}
+	t->json_bytes = off;
+	if (off == 0) {
+		snprintf(err, errlen, "empty input, not a Kineto trace");
+		goto out;
+	}
+	st = yajl_complete_parse(h);
+	if (st != yajl_status_ok) {
+		snprintf(err, errlen, "byte %llu: truncated JSON (ends inside %s)",
+		    (unsigned long long)off,
+		    p.depth > 0 && p.ctx[p.depth] == C_EVENT ? "an event" : "a value");
+		goto out;
+	}
+	if (p.ctx[1] == C_TOP && !p.seen_events) {
+		snprintf(err, errlen, "not a Kineto trace (no traceEvents array)");
+		goto out;
+	}
+	if (p.ctx[1] != C_TOP && p.ctx[1] != C_EVENTS) {
+		snprintf(err, errlen, "not a Kineto trace (not a JSON object)");
+		goto out;
+	}
+	rc = 0;
+out:
+	t->xxh3 = XXH3_64bits_digest(in.h);
+	XXH3_freeState(in.h);
+	if (in.zinit)
+		inflateEnd(&in.zs);
+	yajl_free(h);
+	free(in.raw);
+	free(buf);
+	free(p.c.name);
+	free(p.c.cap);
+	free(p.c.aname);
+	return rc;
+}
+
+void
+trace_init(struct trace *t, const char *file)
+{
+	memset(t, 0, sizeof(*t));
+	t->file = file;
+	t->rank = t->world = -1;
+	intern_init(&t->str);
+	kg_cov_init(&t->cov);
+}
+
+void
+trace_release(struct trace *t)
+{
+	intern_release(&t->str);
+	free(t->ev);
+	free(t->coll);
+	free(t->sync);
+	free(t->bytes);
+	free(t->proc);
+	kg_cov_release(&t->cov);
+	memset(t, 0, sizeof(*t));
+}
+
+uint32_t
+trace_proc(struct trace *t, int64_t pid, int64_t tid, int gpu)
+{
+	struct tproc np;
+	size_t i;
+
+	/* Few processors (threads and streams): a linear scan from the end
+	 * finds the usual one at once. */
+	for (i = t->nproc; i-- > 0;)
+		if (t->proc[i].tid == tid && t->proc[i].pid == pid && t->proc[i].gpu == gpu)
+			return (uint32_t)i;
+	np.pid = pid;
+	np.tid = tid;
+	np.gpu = gpu;
+	np.name = KG_NONE;
+	VEC_PUSH(t->proc, t->nproc, t->capproc, np);
+	return (uint32_t)(t->nproc - 1);
+}

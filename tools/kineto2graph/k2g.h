@@ -1,0 +1,117 @@
+/*
+ * kineto2graph's private parts: the events it keeps from a Kineto trace
+ * (json.c reads them, streaming), and the graph it builds from them
+ * (graph.c). One `struct trace` holds one input file; its memory grows
+ * with the events kept (about 56 bytes each, plus interned strings), never
+ * with the JSON text.
+ */
+#ifndef K2G_H
+#define K2G_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "intern.h"
+#include "kg.h"
+
+/* What a kept event is. */
+enum ev_class {
+	EV_OP,    /* cpu_op / Operator: a CPU op */
+	EV_ANNOT, /* user_annotation: a range (ProfilerStep#N, record_function) */
+	EV_RT,    /* cuda_runtime / Runtime / cuda_driver: a runtime call */
+	EV_KERN,  /* kernel / Kernel */
+	EV_CPY,   /* gpu_memcpy / Memcpy */
+	EV_SET,   /* gpu_memset / Memset */
+	EV_SYNC   /* cuda_sync: what a sync call waited on (not a task) */
+};
+
+/* 40 bytes: the trace's bulk, so kept small. */
+struct ev {
+	int64_t ts, dur;   /* ns as the file writes them (before baseTimeNanoseconds) */
+	uint32_t corr;     /* correlation, NO_CORR if none */
+	uint32_t name;     /* interned */
+	uint32_t proc;     /* index into trace.proc; KG_NONE for cuda_sync */
+	uint32_t shapes;   /* interned Input Dims text, KG_NONE if none */
+	uint32_t extra;    /* index into trace.coll (ops, kernels), trace.sync
+	                      (cuda_sync) or trace.bytes (copies, sets); KG_NONE */
+	uint8_t cls;       /* enum ev_class */
+};
+
+#define NO_CORR UINT32_MAX
+
+/* NCCL metadata PyTorch records on a collective's kernel or CPU op. */
+struct collmeta {
+	uint32_t name;      /* "Collective name", KG_NONE if absent */
+	int64_t in_nelems, out_nelems, gsize, seq;
+	uint32_t dtype, pg, pgr;
+};
+
+/* A cuda_sync record. */
+struct syncrec {
+	int kind;            /* SYNC_STREAM, ... below */
+	int64_t stream;      /* args.stream: the stream that waits (-1 none) */
+	int64_t wait_stream; /* wait_on_stream, -1 if none */
+	int64_t wait_corr;   /* wait_on_cuda_event_record_corr_id, -1 if none */
+	int64_t device;
+};
+
+enum { SYNC_STREAM, SYNC_EVENT, SYNC_WAIT_EVENT, SYNC_CONTEXT, SYNC_OTHER };
+
+/* A processor as the trace names it: (pid, tid) or (device, stream). */
+struct tproc {
+	int64_t pid, tid;
+	int gpu;
+	uint32_t name; /* thread name from metadata, KG_NONE */
+};
+
+struct trace {
+	const char *file;      /* for messages */
+	struct intern str;
+	struct ev *ev;
+	size_t nev, capev;
+	struct collmeta *coll;
+	size_t ncoll, capcoll;
+	struct syncrec *sync;
+	size_t nsync, capsync;
+	uint64_t *bytes;
+	size_t nbytes, capbytes;
+	struct tproc *proc;
+	size_t nproc, capproc;
+	/* Metadata from the top level. */
+	int64_t base_ns;       /* baseTimeNanoseconds, 0 if absent */
+	int have_base;
+	int64_t rank, world;   /* -1 if absent */
+	uint64_t xxh3;         /* of the input bytes as read */
+	uint64_t json_bytes;   /* decompressed JSON bytes parsed */
+	uint64_t nevents;      /* trace events seen */
+	struct kg_cov cov;     /* skip:CAT and missing:FIELD counts */
+};
+
+void trace_init(struct trace *t, const char *file);
+void trace_release(struct trace *t);
+/* Index of the processor, adding it if new. */
+uint32_t trace_proc(struct trace *t, int64_t pid, int64_t tid, int gpu);
+
+/*
+ * Read a Kineto JSON trace (plain or gzip, told apart by content) from fp
+ * into t. Returns 0, or -1 with a one-line reason in err (starting with
+ * "byte N: " where a place in the JSON is to blame).
+ */
+int trace_read(struct trace *t, FILE *fp, char *err, size_t errlen);
+
+struct build_opts {
+	int all_iters;   /* keep every ProfilerStep iteration */
+	int64_t iter;    /* else only this one */
+	int64_t rank;    /* --rank, used when the trace has none; -1 */
+	const char *producer;
+};
+
+/*
+ * Build the graph of t and write it as one section. Returns 0, -1 with
+ * err set when the data does not allow it (no such iteration), or -2 when
+ * writing failed (w->err says why). cov receives the coverage counts.
+ */
+int graph_build(struct trace *t, const struct build_opts *o,
+    struct kg_writer *w, struct kg_cov *cov, char *err, size_t errlen);
+
+#endif

@@ -458,7 +458,10 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 	uint32_t *last = xmalloc(t->nproc * sizeof(*last));
 	uint32_t *thr_stream = xmalloc(t->nproc * sizeof(*thr_stream));
 	uint32_t *thr_record = xmalloc(t->nproc * sizeof(*thr_record));
-	struct wait *thr_wait = xmalloc(t->nproc * sizeof(*thr_wait));
+	struct wait **twait = xcalloc(t->nproc, sizeof(*twait));
+	size_t *ntwait = xcalloc(t->nproc, sizeof(*ntwait));
+	size_t *captwait = xcalloc(t->nproc, sizeof(*captwait));
+	int64_t *thr_launch_ts = xmalloc(t->nproc * sizeof(*thr_launch_ts));
 	struct wait **pend = xcalloc(t->nproc, sizeof(*pend));
 	size_t *npend = xcalloc(t->nproc, sizeof(*npend));
 	size_t *cappend = xcalloc(t->nproc, sizeof(*cappend));
@@ -467,7 +470,7 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 
 	for (i = 0; i < t->nproc; i++) {
 		last[i] = thr_stream[i] = thr_record[i] = KG_NONE;
-		thr_wait[i].rec = KG_NONE;
+		thr_launch_ts[i] = INT64_MIN;
 	}
 	umap_init(&syncs, t->nsync);
 	umap_init(&waitstream, t->nsync);
@@ -516,21 +519,25 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 						    "wait_explicit" : "wait_inferred", 1);
 				}
 				npend[s] = 0;
-				/* An inferred wait on this thread binds to this launch's stream. */
-				if (thr_wait[th].rec != KG_NONE) {
-					struct wait *wt = &thr_wait[th];
+				/* Inferred waits on this thread bind to this launch's stream. */
+				for (j = 0; j < ntwait[th]; j++) {
+					struct wait *wt = &twait[th][j];
+					size_t k;
 
-					if (wt->src != KG_NONE && wt->stream != s &&
-					    g->sel[wt->src] && g->sel[gx])
+					for (k = 0; k < j; k++) /* one edge per source */
+						if (twait[th][k].src == wt->src)
+							break;
+					if (k == j && wt->stream != s && g->sel[wt->src] && g->sel[gx])
 						edge(g, wt->src, gx, KG_E_EVENT, 0, KG_HOW_INFERRED,
 						    wt->stream, wt->rec, wt->at);
 					if (g->sel[gx])
 						kg_cov_add(cov, "wait_inferred", 1);
-					wt->rec = KG_NONE;
 				}
+				ntwait[th] = 0;
 				if (last[s] == KG_NONE || t->ev[gx].ts >= t->ev[last[s]].ts)
 					last[s] = gx;
 				thr_stream[th] = s;
+				thr_launch_ts[th] = e->ts;
 				/* Blocking copies: the thread goes on only after the copy. */
 				if (t->ev[gx].cls == EV_CPY && sel && g->sel[gx] &&
 				    (strcmp(n, "cudaMemcpy") == 0 ||
@@ -589,23 +596,36 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 					wt.src = wt.rec = wt.stream = KG_NONE;
 				}
 				if (wt.src == KG_NONE) {
+					/* Known stream, nothing launched on it yet: no
+					 * dependency. Unknown stream: unresolved. */
 					if (sel)
-						kg_cov_add(cov, "wait_unresolved", 1);
+						kg_cov_add(cov, wt.stream != KG_NONE ?
+						    "wait_noop" : "wait_unresolved", 1);
 				} else if (b < t->nproc) {
 					grow(&pend[b], &cappend[b], npend[b] + 1, sizeof(**pend));
 					pend[b][npend[b]++] = wt;
 				}
-			} else if (thr_record[th] != KG_NONE &&
-			    recs[thr_record[th]].src != KG_NONE) {
-				const struct record *r = &recs[thr_record[th]];
+			} else {
+				/* Inferred: the event this thread recorded since its
+				 * last launch, else the stream it launched on last
+				 * (some traces hold no cudaEventRecord at all). */
+				const struct record *r = thr_record[th] != KG_NONE ?
+				    &recs[thr_record[th]] : NULL;
 
 				wt.how = KG_HOW_INFERRED;
-				wt.src = r->src, wt.rec = r->call, wt.stream = r->stream;
-				if (thr_wait[th].rec != KG_NONE && sel)
+				if (r != NULL && t->ev[r->call].ts >= thr_launch_ts[th]) {
+					wt.src = r->src, wt.rec = r->call, wt.stream = r->stream;
+				} else {
+					wt.stream = thr_stream[th];
+					wt.src = wt.stream != KG_NONE ? last[wt.stream] : KG_NONE;
+					wt.rec = KG_NONE;
+				}
+				if (wt.src != KG_NONE) {
+					grow(&twait[th], &captwait[th], ntwait[th] + 1, sizeof(**twait));
+					twait[th][ntwait[th]++] = wt;
+				} else if (sel) {
 					kg_cov_add(cov, "wait_unresolved", 1);
-				thr_wait[th] = wt;
-			} else if (sel) {
-				kg_cov_add(cov, "wait_unresolved", 1);
+				}
 			}
 		} else if (strcmp(n, "cudaStreamSynchronize") == 0 ||
 		    strcmp(n, "cudaEventSynchronize") == 0 ||
@@ -670,9 +690,15 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 			kg_cov_add(cov, "wait_unresolved", (int64_t)npend[i]);
 		free(pend[i]);
 	}
-	for (i = 0; i < t->nproc; i++)
-		if (thr_wait[i].rec != KG_NONE)
-			kg_cov_add(cov, "wait_unresolved", 1);
+	for (i = 0; i < t->nproc; i++) {
+		if (ntwait[i] > 0)
+			kg_cov_add(cov, "wait_unresolved", (int64_t)ntwait[i]);
+		free(twait[i]);
+	}
+	free(twait);
+	free(ntwait);
+	free(captwait);
+	free(thr_launch_ts);
 	free(pend);
 	free(npend);
 	free(cappend);
@@ -680,7 +706,6 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 	free(last);
 	free(thr_stream);
 	free(thr_record);
-	free(thr_wait);
 	umap_release(&syncs);
 	umap_release(&recmap);
 	umap_release(&waitstream);
@@ -987,6 +1012,10 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		} else {
 			kg_cov_add(cov, "outside_iter", 1);
 		}
+	}
+	if (t->nev == 0) {
+		snprintf(err, errlen, "no trace events (not a Kineto trace?)");
+		goto out_free;
 	}
 	if (g.ntask == 0) {
 		snprintf(err, errlen, "no tasks in the selected iterations");

@@ -41,7 +41,7 @@ CLI_OBJ = build/tools/cli.o
 # A tool is tools/NAME.c plus, when it has grown, tools/NAME/*.c.
 tool_objs = build/tools/$(1).o $(patsubst %.c,build/%.o,$(wildcard tools/$(1)/*.c))
 
-.PHONY: all check install uninstall clean deps lint bench
+.PHONY: all check install uninstall clean deps lint bench demo
 .SECONDARY:
 
 all: $(BINS)
@@ -72,7 +72,12 @@ check: all
 	@tests/run
 
 deps:
-	@sh tools/deps.sh
+	@sh scripts/deps.sh
+
+# The README's first command: what a newcomer runs on a fresh machine.
+demo: deps
+	@$(MAKE) --no-print-directory all
+	bin/kineto2graph -v examples/ddp-step.json | bin/graph-deps --summary
 
 install: all
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
@@ -84,7 +89,7 @@ uninstall:
 
 lint:
 	clang-format --dry-run --Werror $(COMMON_SRC) $(wildcard common/*.h tools/*.c tools/*.h tools/*/*.c tools/*/*.h) || true
-	shellcheck -x tools/deps.sh tests/run .ci/run $(wildcard bench/*.sh pipelines/*.sh)
+	shellcheck -x scripts/deps.sh tests/run .ci/run $(wildcard bench/*.sh pipelines/*.sh)
 	for m in $(MANS); do mandoc -Tlint -W warning $$m; done
 
 bench: all

@@ -1,0 +1,29 @@
+#!/bin/sh
+# Install the Debian packages kgraph's build and tests need, if missing.
+# As root it runs apt-get; otherwise it prints the command and fails.
+set -eu
+
+pkgs="gcc make pkg-config libmsgpack-dev libzstd-dev libxxhash-dev \
+libyajl-dev zlib1g-dev bats jq python3 perl mandoc"
+
+missing=
+for p in $pkgs; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
+		missing="$missing $p"
+	fi
+done
+if [ -z "$missing" ]; then
+	echo "deps: all present"
+	exit 0
+fi
+cmd="apt-get install -y --no-install-recommends$missing"
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: missing:$missing" >&2
+	echo "deps: run as root: apt-get update && $cmd" >&2
+	exit 1
+fi
+echo "deps: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing

@@ -203,19 +203,11 @@ pk_cstr(msgpack_packer *pk, const char *s)
 	pk_str(pk, s, strlen(s));
 }
 
-static void
-pk_kv_i64(msgpack_packer *pk, const char *k, int64_t v)
-{
-	pk_cstr(pk, k);
-	msgpack_pack_int64(pk, v);
-}
+/* Keys are literals: their length is known at compile time. */
+#define pk_key(pk, lit) pk_str((pk), (lit), sizeof(lit) - 1)
 
-static void
-pk_kv_str(msgpack_packer *pk, const char *k, const char *v)
-{
-	pk_cstr(pk, k);
-	pk_cstr(pk, v);
-}
+#define pk_kv_i64(pk, k, v) (pk_key((pk), k), msgpack_pack_int64((pk), (v)))
+#define pk_kv_str(pk, k, v) (pk_key((pk), k), pk_cstr((pk), (v)))
 
 int
 kg_write_header(struct kg_writer *w, const struct kg_header *h)
@@ -393,7 +385,7 @@ kg_write_cov(struct kg_writer *w, const struct kg_cov *c)
 	pk_cstr(pk, "c");
 	msgpack_pack_map(pk, c->n);
 	for (i = 0; i < c->n; i++)
-		pk_kv_i64(pk, c->name[i], c->val[i]);
+		pk_cstr(pk, c->name[i]), msgpack_pack_int64(pk, c->val[i]);
 	return record_done(w);
 }
 

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -95,6 +96,13 @@ out_open(struct out *o, const char *path, int binary)
 	o->tmp = xmalloc(strlen(path) + 16);
 	sprintf(o->tmp, "%s.tmpXXXXXX", path);
 	fd = mkstemp(o->tmp);
+	if (fd >= 0) {
+		/* mkstemp makes 0600; give the file the usual 0666 & ~umask. */
+		mode_t mask = umask(0);
+
+		umask(mask);
+		fchmod(fd, 0666 & ~mask);
+	}
 	if (fd < 0 || (o->fp = fdopen(fd, "wb")) == NULL) {
 		errmsg("%s: %s", path, strerror(errno));
 		if (fd >= 0)

@@ -124,7 +124,9 @@ struct gb {
 	uint32_t *nextgpu; /* RT: chain of the GPU events it launched */
 	uint32_t *nextleaf;/* selected leaf: next selected leaf on its thread */
 	uint32_t *task;    /* per event: task id */
-	int64_t *dur;      /* per event: the duration the simulator will use */
+	struct umap newdur; /* event -> index in durv: calls whose wait is cut off */
+	int64_t *durv;
+	size_t ndurv, capdurv;
 	uint32_t *order;   /* tasks: ev indices in id order */
 	size_t ntask;
 	uint32_t *outproc; /* trace proc -> output proc id */
@@ -135,6 +137,32 @@ struct gb {
 };
 
 static const struct ev *sort_ev; /* qsort has no context argument */
+
+/* A blocking call keeps only its time after the wait: d in [0, original]. */
+static void
+set_dur(struct gb *g, uint32_t x, int64_t d)
+{
+	uint32_t i = umap_get(&g->newdur, x);
+
+	if (d < 0)
+		d = 0;
+	if (d > g->t->ev[x].dur)
+		d = g->t->ev[x].dur;
+	if (i == KG_NONE) {
+		umap_put(&g->newdur, x, (uint32_t)g->ndurv);
+		VEC_PUSH(g->durv, g->ndurv, g->capdurv, d);
+	} else {
+		g->durv[i] = d;
+	}
+}
+
+static int64_t
+get_dur(const struct gb *g, uint32_t x)
+{
+	uint32_t i = umap_get(&g->newdur, x);
+
+	return i == KG_NONE ? g->t->ev[x].dur : g->durv[i];
+}
 
 static int
 cmp_cpu(const void *a, const void *b)
@@ -546,11 +574,7 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 					uint32_t nx = g->nextleaf[x];
 
 					kg_cov_add(cov, "copy_blocking", 1);
-					g->dur[x] = t->ev[gx].ts - e->ts;
-					if (g->dur[x] < 0)
-						g->dur[x] = 0;
-					if (g->dur[x] > e->dur)
-						g->dur[x] = e->dur;
+					set_dur(g, x, t->ev[gx].ts - e->ts);
 					if (nx != KG_NONE)
 						edge(g, gx, nx, KG_E_SYNC, t->ev[nx].ts - end_of(&t->ev[gx]),
 						    KG_HOW_TRACE, s, x, KG_NONE);
@@ -678,7 +702,7 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 					int64_t from = maxend > e->ts ? maxend : e->ts;
 					int64_t d = end_of(e) - from;
 
-					g->dur[x] = d < 0 ? 0 : d > e->dur ? e->dur : d;
+					set_dur(g, x, d);
 				}
 			}
 		} else if (sr != NULL && sel) {
@@ -840,7 +864,7 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 	k->id = g->task[x];
 	k->proc = g->outproc[e->proc];
 	k->name = e->name;
-	k->dur = g->dur[x];
+	k->dur = get_dur(g, x);
 	k->odur = e->dur;
 	k->ts = e->ts - tbase;
 	k->iter = g->iter[x] == INT32_MIN ? -1 : g->iter[x];
@@ -955,12 +979,11 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	g.nextgpu = xmalloc(t->nev * sizeof(*g.nextgpu));
 	g.nextleaf = xmalloc(t->nev * sizeof(*g.nextleaf));
 	g.task = xmalloc(t->nev * sizeof(*g.task));
-	g.dur = xmalloc(t->nev * sizeof(*g.dur));
+	umap_init(&g.newdur, 64);
 	for (i = 0; i < t->nev; i++) {
 		const struct ev *e = &t->ev[i];
 
 		g.encl[i] = g.launch[i] = g.nextgpu[i] = g.nextleaf[i] = g.task[i] = KG_NONE;
-		g.dur[i] = e->dur;
 		g.iter[i] = INT32_MIN;
 		if (e->cls == EV_OP || e->cls == EV_RT)
 			VEC_PUSH(cpu, ncpu, cap1, (uint32_t)i);
@@ -1188,7 +1211,8 @@ out_free:
 	free(g.nextgpu);
 	free(g.nextleaf);
 	free(g.task);
-	free(g.dur);
+	umap_release(&g.newdur);
+	free(g.durv);
 	free(g.order);
 	free(g.outproc);
 out:

@@ -8,6 +8,7 @@ ROOT=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 TRACES=$(cd "$ROOT/../shared/traces" 2>/dev/null && pwd || echo "$ROOT/../shared/traces")
 FIX="$ROOT/tests/fixtures"
 export LC_ALL=C
+bats_require_minimum_version 1.5.0
 PATH="$ROOT/bin:$PATH"
 
 setup() {

@@ -131,23 +131,40 @@ find_cycle(const char *name, const struct section *s, const struct kg_reader *r)
 			seen[x] = 1;
 			x = pred[x];
 		}
-		/* x is on the cycle; print it forwards (reverse of pred). */
+		/* x is on the cycle; print it forwards (pred reversed), from
+		 * its smallest task id, so the message does not depend on
+		 * where the walk came in. */
 		{
 			uint32_t *cyc = NULL, y = x;
-			size_t nc = 0, cap = 0, k;
+			size_t nc = 0, cap = 0, k, lo = 0;
 
 			do {
 				VEC_PUSH(cyc, nc, cap, y);
 				y = pred[y];
 			} while (y != x);
+			for (k = 0; k < nc / 2; k++) {
+				uint32_t tmp = cyc[k];
+
+				cyc[k] = cyc[nc - 1 - k];
+				cyc[nc - 1 - k] = tmp;
+			}
+			for (k = 1; k < nc; k++)
+				if (cyc[k] < cyc[lo])
+					lo = k;
 			fprintf(stderr, "%s: %s: %s: cycle through %zu tasks:", progname, name,
 			    section_label(s, buf, sizeof(buf)), nc);
-			for (k = nc; k-- > 0 && nc - k <= 8;)
-				fprintf(stderr, " %s#%u ->", kg_str(r, s->task[cyc[k]].name) ?
-				    kg_str(r, s->task[cyc[k]].name) : "?", cyc[k]);
-			fprintf(stderr, " %s%s#%u\n", nc > 8 ? "... " : "",
-			    kg_str(r, s->task[cyc[nc - 1]].name) ? kg_str(r, s->task[cyc[nc - 1]].name) : "?",
-			    cyc[nc - 1]);
+			for (k = 0; k <= nc; k++) {
+				uint32_t id = cyc[(lo + k) % nc];
+				const char *tn = kg_str(r, s->task[id].name);
+
+				if (k == 8 && nc > 8) {
+					fputs(" ... ->", stderr);
+					k = nc;
+					id = cyc[lo];
+					tn = kg_str(r, s->task[id].name);
+				}
+				fprintf(stderr, " %s#%u%s", tn ? tn : "?", id, k < nc ? " ->" : "\n");
+			}
 			free(cyc);
 		}
 		free(pred);

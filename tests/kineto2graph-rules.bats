@@ -1,0 +1,346 @@
+#!/usr/bin/env bats
+# kineto2graph's dependency rules, one hand-written trace per rule.
+#
+# tests/fixtures/rules/NAME.json is a small Kineto trace written for the
+# project; NAME.edges lists the edges it must give (as edges_by_name
+# prints them), each after a comment saying why. Every number checked
+# below is worked out by hand from the fixture, in the comment beside it.
+# Fixture times are in µs, graph times in ns (×1000).
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+RULES="$FIX/rules"
+
+# Convert fixture NAME into NAME.kg (options before the name go to
+# kineto2graph); it must succeed without a word on stderr.
+k2g() {
+	local name=$1
+	shift
+	run -0 --separate-stderr kineto2graph "$@" -o "$name.kg" "$RULES/$name.json"
+	[ "$output" = "" ]
+	[ "$stderr" = "" ]
+}
+
+# The edges of NAME.kg against NAME.edges: comments dropped, both sorted.
+check_edges() {
+	grep -v '^#' "$RULES/$1.edges" | sort >want.edges
+	edges_by_name "$1.kg" | sort >got.edges
+	diff -u want.edges got.edges
+}
+
+# edges_by_name, sorted.
+sorted_edges() {
+	edges_by_name "$1" | sort
+}
+
+# The edges of one kind, with their delay and runtime binding:
+# "SRC -> DST dl=N on=STREAM via=TASK at=TASK", a task written NAME#CORR
+# (NAME alone for a CPU op), STREAM the CUDA stream id, "-" where absent.
+edge_info() {
+	graphcat -r "$1" | jq -s -r --arg k "$2" '
+		(map(select(.r == "task")) | INDEX(.id)) as $t |
+		(map(select(.r == "proc")) | INDEX(.id)) as $p |
+		def task($i):
+			if $i == null then "-"
+			else $t[$i | tostring] | .n + (if .corr then "#\(.corr)" else "" end)
+			end;
+		.[] | select(.r == "edge" and .k == $k) |
+		"\(task(.src)) -> \(task(.dst)) dl=\(.dl // 0)" +
+		" on=\(if .on == null then "-" else $p[.on | tostring].tid end)" +
+		" via=\(task(.via)) at=\(task(.at))"' | sort
+}
+
+# One line per task matching the jq condition $2: the fields $3 (a jq
+# string template body), in task id order.
+tasks() {
+	graphcat -r "$1" | jq -r "select(.r == \"task\" and ($2)) | \"$3\""
+}
+
+# The header as one JSON line (jq would round tbase, so it stays text).
+header() {
+	graphcat -r "$1" | head -n 1
+}
+
+@test "kineto2graph: nested cpu ops flatten into leaf tasks chained by thread edges whose delay is the host gap" {
+	k2g thread
+	check_edges thread
+
+	# Leaves only: aten::parent, aten::mid and aten::with_call enclose
+	# something; ProfilerStep#1 and fwd_range are annotations.
+	run -0 tasks thread.kg 'true' '\(.k) \(.n)'
+	[ "$output" = "cpu aten::child_a
+cpu aten::child_b
+rt cudaLaunchKernel
+kern kern_t
+cpu aten::tail" ]
+
+	# Gaps between consecutive leaves: 1050-1030, 1125-1060, 1160-1135 µs.
+	run -0 edge_info thread.kg thread
+	[ "$output" = "aten::child_a -> aten::child_b dl=20000 on=- via=- at=-
+aten::child_b -> cudaLaunchKernel#11 dl=65000 on=- via=- at=-
+cudaLaunchKernel#11 -> aten::tail dl=25000 on=- via=- at=-" ]
+
+	# ts from the first task (aten::child_a, 1010 µs); d is dur.
+	run -0 tasks thread.kg '.k == "cpu"' '\(.n) \(.ts) \(.d)'
+	[ "$output" = "aten::child_a 0 20000
+aten::child_b 40000 10000
+aten::tail 150000 10000" ]
+	header thread.kg | grep -q '"tbase":1010000,'
+
+	# The call's op (and the kernel's, through its launch) is the
+	# innermost op around the call, with that op's Input Dims.
+	run -0 tasks thread.kg '.k == "rt" or .k == "kern"' '\(.n) \(.op) \(.sh)'
+	[ "$output" = "cudaLaunchKernel aten::with_call [[8],[]]
+kern_t aten::with_call [[8],[]]" ]
+}
+
+@test "kineto2graph: launches join kernels by correlation and a stream runs its kernels in start order" {
+	run -0 --separate-stderr kineto2graph -o launch_stream.kg "$RULES/launch_stream.json"
+	[ "$stderr" = "kineto2graph: warning: $RULES/launch_stream.json: 1 GPU tasks have no launch in the trace" ]
+	check_edges launch_stream
+
+	# Both calls are named cudaLaunchKernel: the launch edges must join
+	# equal correlations (21 and 22), not merely the same name.
+	run -0 edge_info launch_stream.kg launch
+	[ "$output" = "cudaLaunchKernel#21 -> kern_a#21 dl=0 on=- via=- at=-
+cudaLaunchKernel#22 -> kern_b#22 dl=0 on=- via=- at=-" ]
+
+	# A GPU task's op is its launch's op; kern_orphan has none.
+	run -0 tasks launch_stream.kg '.k == "kern"' '\(.n) \(.op // "-")'
+	[ "$output" = "kern_orphan -
+kern_a aten::mm
+kern_b aten::add" ]
+
+	[ "$(cov launch_joined launch_stream.kg)" = 2 ]
+	[ "$(cov launch_unjoined launch_stream.kg)" = 1 ]
+
+	# -q silences the warning.
+	run -0 --separate-stderr kineto2graph -q -o q.kg "$RULES/launch_stream.json"
+	[ "$stderr" = "" ]
+}
+
+@test "kineto2graph: a cuda_sync Stream Wait Event binds the recorded stream's last task to the waiting stream's next task" {
+	k2g event_explicit
+	check_edges event_explicit
+
+	# on: the recording stream (7, from the cuda_sync record, though the
+	# thread last launched on 9); via: the record (correlation 33); at:
+	# the wait (correlation 35).
+	run -0 edge_info event_explicit.kg event
+	[ "$output" = "kern_s7_last#31 -> kern_s20#37 dl=0 on=7 via=cudaEventRecord#33 at=cudaStreamWaitEvent#35" ]
+	[ "$(cov wait_explicit event_explicit.kg)" = 1 ]
+	[ "$(cov wait_inferred event_explicit.kg)" = 0 ]
+	[ "$(cov wait_unresolved event_explicit.kg)" = 0 ]
+}
+
+@test "kineto2graph: without cuda_sync records an event wait is inferred from the streams of the launches around it" {
+	k2g event_inferred
+	check_edges event_inferred
+
+	run -0 edge_info event_inferred.kg event
+	[ "$output" = "kern_s7_a#42 -> kern_s20#45 dl=0 on=7 via=cudaEventRecord#43 at=cudaStreamWaitEvent#44" ]
+	[ "$(cov wait_inferred event_inferred.kg)" = 1 ]
+	[ "$(cov wait_explicit event_inferred.kg)" = 0 ]
+}
+
+@test "kineto2graph: a stream synchronize waits for the stream's last kernel and keeps only its time after it" {
+	k2g sync_stream
+	check_edges sync_stream
+
+	run -0 edge_info sync_stream.kg sync
+	[ "$output" = "kern_sync_b#52 -> cudaStreamSynchronize#53 dl=0 on=7 via=cudaStreamSynchronize#53 at=-" ]
+
+	# The call runs 1020-1075 µs, kern_sync_b 1040-1070 µs: d keeps
+	# 1075-1070 = 5 µs, od the whole 55 µs.
+	run -0 tasks sync_stream.kg '.n == "cudaStreamSynchronize"' '\(.d) \(.od)'
+	[ "$output" = "5000 55000" ]
+	[ "$(cov sync_bound sync_stream.kg)" = 1 ]
+}
+
+@test "kineto2graph: a device synchronize waits for the last kernel of every stream" {
+	k2g sync_device
+	check_edges sync_device
+
+	run -0 edge_info sync_device.kg sync
+	[ "$output" = "kern_dev_s7#61 -> cudaDeviceSynchronize#63 dl=0 on=7 via=cudaDeviceSynchronize#63 at=-
+kern_dev_s9#62 -> cudaDeviceSynchronize#63 dl=0 on=9 via=cudaDeviceSynchronize#63 at=-" ]
+
+	# The call runs 1020-1090 µs; the later kernel (kern_dev_s9) ends at
+	# 1025+55 = 1080 µs: d = 10 µs, od = 70 µs.
+	run -0 tasks sync_device.kg '.n == "cudaDeviceSynchronize"' '\(.d) \(.od)'
+	[ "$output" = "10000 70000" ]
+	[ "$(cov sync_bound sync_device.kg)" = 1 ]
+}
+
+@test "kineto2graph: an event synchronize waits for the task its cudaEventRecord captured" {
+	k2g sync_event
+	check_edges sync_event
+
+	run -0 edge_info sync_event.kg sync
+	[ "$output" = "kern_ev#71 -> cudaEventSynchronize#73 dl=0 on=7 via=cudaEventRecord#72 at=-" ]
+
+	# The call runs 1020-1085 µs, kern_ev ends at 1080 µs (kern_ev_late,
+	# launched after the record, does not count): d = 5 µs, od = 65 µs.
+	run -0 tasks sync_event.kg '.n == "cudaEventSynchronize"' '\(.d) \(.od)'
+	[ "$output" = "5000 65000" ]
+}
+
+@test "kineto2graph: a pageable device-to-host copy whose call outlasts it holds back the thread's next task" {
+	k2g blocking_copy
+	check_edges blocking_copy
+
+	# dl: aten::after_copy starts 1065 µs, the copy ends 1030+20 = 1050 µs.
+	run -0 edge_info blocking_copy.kg sync
+	[ "$output" = "Memcpy DtoH (Device -> Pageable)#83 -> aten::after_copy dl=15000 on=7 via=cudaMemcpyAsync#83 at=-" ]
+
+	# The blocking call keeps its time up to the copy's start (1030-1010
+	# µs); the wait after that is what the sync edge stands for. The
+	# pinned copy's call (1002-1006 µs) is untouched.
+	run -0 tasks blocking_copy.kg '.n == "cudaMemcpyAsync"' '\(.corr) \(.d) \(.od // .d)'
+	[ "$output" = "81 4000 4000
+83 20000 50000" ]
+
+	run -0 tasks blocking_copy.kg '.k == "cpy"' '\(.n) \(.by)'
+	[ "$output" = "Memcpy HtoD (Pinned -> Device) 1024
+Memcpy DtoH (Device -> Pageable) 4096" ]
+	[ "$(cov copy_blocking blocking_copy.kg)" = 1 ]
+}
+
+@test "kineto2graph: the autograd thread's work hangs between the main thread's tasks by handoff edges" {
+	k2g handoff
+	check_edges handoff
+
+	# aten::main_a ends 1050, aten::bwd_a starts 1065; aten::bwd_b ends
+	# 1150, aten::main_b starts 1160 (µs).
+	run -0 edge_info handoff.kg handoff
+	[ "$output" = "aten::bwd_b -> aten::main_b dl=10000 on=- via=- at=-
+aten::main_a -> aten::bwd_a dl=15000 on=- via=- at=-" ]
+
+	# The main thread (the ProfilerStep's) comes first though its tid is
+	# the larger; thread names come from the metadata.
+	run -0 sh -c "graphcat -r handoff.kg | jq -c 'select(.r == \"proc\") | [.id, .k, .tid, .n, .main // false]'"
+	[ "$output" = '[0,"thread",100,"thread 100 (python)",true]
+[1,"thread",50,"thread 50 (pt_autograd_0)",false]' ]
+}
+
+@test "kineto2graph: --iteration keeps one ProfilerStep's tasks and refuses a step the trace lacks" {
+	# Every step: aten::setup (900 µs) lies outside both steps and is
+	# dropped; the rest gives 6 tasks, steps listed ascending though the
+	# file holds #2 first.
+	k2g iterations
+	check_edges iterations
+	header iterations.kg | grep -q '"iters":\[1,2\],'
+	run -0 tasks iterations.kg 'true' '\(.n) \(.it)'
+	[ "$output" = "cudaLaunchKernel 1
+aten::op_it1 1
+kern_it1 1
+aten::op_it2 2
+cudaLaunchKernel 2
+kern_it2 2" ]
+	[ "$(cov outside_iter iterations.kg)" = 1 ]
+
+	# Step 1: its launch, its op, and kern_it1, which starts in step 2's
+	# time (1105 µs) but takes its launch's iteration.
+	run -0 --separate-stderr kineto2graph --iteration 1 -o it1.kg "$RULES/iterations.json"
+	[ "$stderr" = "" ]
+	header it1.kg | grep -q '"iters":\[1\],'
+	run -0 tasks it1.kg 'true' '\(.n) \(.it)'
+	[ "$output" = "cudaLaunchKernel 1
+aten::op_it1 1
+kern_it1 1" ]
+	run -0 sorted_edges it1.kg
+	[ "$output" = "cudaLaunchKernel -> aten::op_it1 thread trace
+cudaLaunchKernel -> kern_it1 launch trace" ]
+	# Dropped: aten::setup, and step 2's op, launch and kernel.
+	[ "$(cov outside_iter it1.kg)" = 4 ]
+
+	# Step 2: times count from its first task, aten::op_it2 (1110 µs).
+	run -0 --separate-stderr kineto2graph --iteration 2 -o it2.kg "$RULES/iterations.json"
+	[ "$stderr" = "" ]
+	header it2.kg | grep -q '"iters":\[2\],'
+	header it2.kg | grep -q '"tbase":1110000,'
+	run -0 tasks it2.kg 'true' '\(.n) \(.it) \(.ts)'
+	[ "$output" = "aten::op_it2 2 0
+cudaLaunchKernel 2 15000
+kern_it2 2 30000" ]
+
+	run -1 --separate-stderr kineto2graph --iteration 99 -o it99.kg "$RULES/iterations.json"
+	[ "$output" = "" ]
+	[ "$stderr" = "kineto2graph: $RULES/iterations.json: no iteration 99 (the trace has 1 to 2)" ]
+	[ ! -e it99.kg ]
+}
+
+@test "kineto2graph: NCCL kernels of all three name generations become coll tasks, with the metadata's size and group" {
+	k2g nccl
+	check_edges nccl
+
+	# Without metadata the name gives the collective; by and gs keep
+	# their defaults (0, -1). With it: 1024 Float elements = 4096 bytes,
+	# group of 2, process group "0" of ranks "[0, 1]".
+	run -0 tasks nccl.kg '.k == "coll" or .k == "kern"' '\(.k) \(.coll // "-") \(.by // 0) \(.gs // -1) \(.dt // "-") \(.pg // "-") \(.pgr // "-") \(.corr)'
+	[ "$output" = "coll allreduce 0 -1 - - - 101
+kern - 0 -1 - - - 105
+coll sendrecv 0 -1 - - - 102
+coll allgather 0 -1 - - - 103
+coll allreduce 4096 2 Float 0 [0, 1] 104" ]
+	[ "$(cov tasks_coll nccl.kg)" = 4 ]
+	[ "$(cov tasks_kern nccl.kg)" = 1 ]
+	[ "$(cov coll_recognised nccl.kg)" = 4 ]
+	[ "$(cov coll_meta nccl.kg)" = 1 ]
+}
+
+@test "kineto2graph: a PyTorch 1.8 trace (Operator, Runtime, Kernel, \"stream 7\" tids) gives the same kind of graph" {
+	k2g legacy
+	check_edges legacy
+
+	# ProfilerStep#3 is filed as an Operator there: a step, not a task.
+	header legacy.kg | grep -q '"rank":-1,'
+	header legacy.kg | grep -q '"iters":\[3\],'
+	run -0 tasks legacy.kg 'true' '\(.k) \(.n) \(.it)'
+	[ "$output" = "rt cudaMemsetAsync 3
+set Memset (Device) 3
+rt cudaLaunchKernel 3
+kern legacy_conv_kernel 3
+cpu aten::relu_ 3
+rt cudaStreamSynchronize 3" ]
+
+	# The memset's size, and its op's "Input dims" (lower-case d there).
+	run -0 tasks legacy.kg '.k == "set"' '\(.by) \(.op) \(.sh)'
+	[ "$output" = "512 aten::zero_ [[64]]" ]
+
+	# Synchronize 1075-1085 µs after legacy_conv_kernel ends at 1080 µs.
+	run -0 tasks legacy.kg '.n == "cudaStreamSynchronize"' '\(.d) \(.od)'
+	[ "$output" = "5000 10000" ]
+
+	# The numeric string tid is the thread id; "stream 7" is stream 7.
+	run -0 sh -c "graphcat -r legacy.kg | jq -c 'select(.r == \"proc\") | [.k, .pid, .tid, .main // false]'"
+	[ "$output" = '["thread",200,1890023232,true]
+["stream",0,7,false]' ]
+
+	# The four flow events (cat async) are skipped, and counted.
+	[ "$(cov skip:async legacy.kg)" = 4 ]
+}
+
+@test "kineto2graph: float µs timestamps relative to baseTimeNanoseconds become exact integer ns" {
+	k2g float_ts
+	check_edges float_ts
+
+	# tbase = 1700000000000000000 + 1000.5 µs (the first task).
+	header float_ts.kg | grep -q '"tbase":1700000000001000500,'
+	header float_ts.kg | grep -q '"rank":1,"world":2,'
+	header float_ts.kg | grep -q '"iters":\[5\],'
+
+	# ts: 1000.5, 1012.125, 1020.333 and 1030.0015 µs (rounded half up
+	# to 1030002 ns) less 1000500 ns; d: 10.25, 3.5, 4 and 2.0004 µs.
+	run -0 tasks float_ts.kg 'true' '\(.n) \(.ts) \(.d)'
+	[ "$output" = "aten::float_a 0 10250
+cudaLaunchKernel 11625 3500
+kern_float 19833 4000
+aten::float_b 29502 2000" ]
+
+	# 1012.125 - (1000.5 + 10.25) µs and 1030.002 - (1012.125 + 3.5) µs.
+	run -0 edge_info float_ts.kg thread
+	[ "$output" = "aten::float_a -> cudaLaunchKernel#301 dl=1375 on=- via=- at=-
+cudaLaunchKernel#301 -> aten::float_b dl=14377 on=- via=- at=-" ]
+}

@@ -406,11 +406,17 @@ nccl_kernel(const char *name)
 static int64_t
 dtype_size(const char *s)
 {
+	/* NCCL metadata spells ScalarType names; Input type spells C++ types. */
 	static const struct { const char *n; int64_t sz; } tab[] = {
 		{ "Float", 4 }, { "Double", 8 }, { "Half", 2 }, { "BFloat16", 2 },
 		{ "Int", 4 }, { "Long", 8 }, { "Short", 2 }, { "Char", 1 },
 		{ "Byte", 1 }, { "Bool", 1 }, { "ComplexFloat", 8 },
-		{ "ComplexDouble", 16 }, { "ComplexHalf", 4 }, { NULL, 0 }
+		{ "ComplexDouble", 16 }, { "ComplexHalf", 4 },
+		{ "float", 4 }, { "double", 8 }, { "c10::Half", 2 },
+		{ "c10::BFloat16", 2 }, { "int", 4 }, { "long int", 8 },
+		{ "short int", 2 }, { "signed char", 1 }, { "unsigned char", 1 },
+		{ "bool", 1 }, { "c10::complex<float>", 8 },
+		{ "c10::complex<double>", 16 }, { NULL, 0 }
 	};
 	size_t i;
 
@@ -892,21 +898,32 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 		k->shapes = t->ev[op].shapes;
 	}
 	if (e->cls == EV_KERN) {
-		int c = nccl_kernel(t->str.str[e->name]);
+		int c = nccl_kernel(t->str.str[e->name]), opc = KG_COLL_NONE, depth;
 		const struct collmeta *cm = NULL;
+		uint32_t up;
 
 		if (c < 0)
 			return;
 		k->kind = KG_COLL;
+		/* Metadata on the kernel, else on the nearest enclosing op that
+		 * has it; the type, failing metadata, from a c10d:: op's name. */
 		if (e->extra != KG_NONE)
 			cm = &t->coll[e->extra];
-		else if (op != KG_NONE && t->ev[op].extra != KG_NONE)
-			cm = &t->coll[t->ev[op].extra];
+		for (up = op, depth = 0; up != KG_NONE && depth < 16; up = g->encl[up], depth++) {
+			const char *on = t->str.str[t->ev[up].name];
+
+			if (cm == NULL && t->ev[up].extra != KG_NONE)
+				cm = &t->coll[t->ev[up].extra];
+			if (opc == KG_COLL_NONE && (starts(on, "c10d::") || starts(on, "nccl:")))
+				opc = coll_from_meta(on);
+		}
 		if (cm != NULL && cm->name != KG_NONE) {
 			int mc = coll_from_meta(t->str.str[cm->name]);
 
 			if (mc != KG_COLL_NONE)
 				c = mc;
+		} else if (opc != KG_COLL_NONE && !(c == KG_COLL_SENDRECV && opc != KG_COLL_ALLTOALL)) {
+			c = opc; /* all_to_all runs as SendRecv kernels */
 		}
 		k->coll = c == KG_COLL_NONE ? KG_COLL_NONE : c;
 		if (cm != NULL) {
@@ -1140,8 +1157,10 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		}
 		if (k.kind == KG_COLL) {
 			kg_cov_add(cov, "coll_recognised", 1);
-			if (k.gsize >= 0 || k.bytes > 0)
+			if (k.gsize >= 0)
 				kg_cov_add(cov, "coll_meta", 1);
+			if (k.bytes > 0)
+				kg_cov_add(cov, "coll_bytes", 1);
 		}
 	}
 

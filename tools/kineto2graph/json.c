@@ -36,7 +36,7 @@ enum key {
 	E_PH, E_CAT, E_NAME, E_PID, E_TID, E_TS, E_DUR, E_ARGS,
 	A_CORR, A_STREAM, A_DEVICE, A_BYTES, A_DIMS, A_COLL, A_INNEL, A_OUTNEL,
 	A_GSIZE, A_DTYPE, A_PGNAME, A_PGRANKS, A_SEQ, A_SYNCKIND, A_WSTREAM,
-	A_WCORR, A_NAME,
+	A_WCORR, A_NAME, A_ITYPE,
 	T_EVENTS, T_BASE, T_DIST,
 	D_RANK, D_WORLD
 };
@@ -59,7 +59,7 @@ struct cur {
 	int64_t wstream, wcorr;
 	char *cap; /* captured compact JSON (Input Dims, Process Group Ranks) */
 	size_t caplen, capcap;
-	uint32_t dims, pgranks;
+	uint32_t dims, pgranks, itypes;
 	char *aname; /* args.name (metadata events) */
 	size_t anamelen, anamecap;
 };
@@ -70,7 +70,7 @@ struct jp {
 	unsigned char ctx[MAX_DEPTH + 1];
 	unsigned char first[MAX_DEPTH + 1]; /* capture: no comma needed yet */
 	int key;     /* key of the value that comes next */
-	int capkey;  /* A_DIMS or A_PGRANKS while capturing */
+	int capkey;  /* A_DIMS, A_ITYPE or A_PGRANKS while capturing */
 	int capdepth;
 	int seen_events;
 	struct cur c;
@@ -96,7 +96,7 @@ keyname(int k)
 		"args.Out msg nelems", "args.Group size", "args.dtype",
 		"args.Process Group Name", "args.Process Group Ranks", "args.Seq",
 		"args.cuda_sync_kind", "args.wait_on_stream",
-		"args.wait_on_cuda_event_record_corr_id", "args.name",
+		"args.wait_on_cuda_event_record_corr_id", "args.name", "args.Input type",
 		"traceEvents", "baseTimeNanoseconds", "distributedInfo",
 		"distributedInfo.rank", "distributedInfo.world_size"
 	};
@@ -164,6 +164,8 @@ args_key(const char *s, size_t len)
 			return A_DIMS;
 		if (KEQ("In msg nelems"))
 			return A_INNEL;
+		if (KEQ("Input type"))
+			return A_ITYPE;
 		break;
 	case 'C':
 		if (KEQ("Collective name"))
@@ -351,7 +353,7 @@ cur_reset(struct cur *c)
 	c->cm_any = 0;
 	c->synckind = -1;
 	c->wstream = c->wcorr = -1;
-	c->dims = c->pgranks = KG_NONE;
+	c->dims = c->pgranks = c->itypes = KG_NONE;
 	c->anamelen = 0;
 }
 
@@ -444,8 +446,9 @@ on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr)
 	case A_NAME:
 	case A_PGRANKS:
 	case A_DIMS:
+	case A_ITYPE:
 		if (isstr <= 0) {
-			if (k == A_DIMS || k == A_PGRANKS)
+			if (k == A_DIMS || k == A_PGRANKS || k == A_ITYPE)
 				return 1; /* null or a bare number: nothing to keep */
 			return fail(p, "field %s: expected a string", keyname(k));
 		}
@@ -465,6 +468,8 @@ on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr)
 		case A_DIMS:
 			c->dims = intern_get(&p->t->str, (const char *)s, len);
 			break;
+		case A_ITYPE:
+			break; /* a bare string: not the list PyTorch writes */
 		case A_SYNCKIND:
 #define SK(lit) (len == sizeof(lit) - 1 && memcmp(s, lit, len) == 0)
 			c->synckind = SK("Stream Sync") ? SYNC_STREAM :
@@ -609,7 +614,7 @@ push(struct jp *p, int is_map)
 		nc = C_ARGS;
 	} else if (parent == C_EVENT && k != K_NONE) {
 		return fail(p, "field %s: expected a number or a string", keyname(k));
-	} else if (parent == C_ARGS && (k == A_DIMS || k == A_PGRANKS)) {
+	} else if (parent == C_ARGS && (k == A_DIMS || k == A_PGRANKS || k == A_ITYPE)) {
 		p->c.caplen = 0;
 		cap_put(&p->c, is_map ? "{" : "[", 1);
 		p->capkey = k;
@@ -641,6 +646,8 @@ pop(struct jp *p, int is_map)
 
 			if (p->capkey == A_DIMS)
 				p->c.dims = id;
+			else if (p->capkey == A_ITYPE)
+				p->c.itypes = id;
 			else
 				p->c.pgranks = p->c.cm.pgr = id, p->c.cm_any = 1;
 		}
@@ -715,6 +722,48 @@ skip_flush(struct trace *t)
 	if (skips.other)
 		kg_cov_add(&t->cov, "skip:(other)", skips.other);
 	memset(&skips, 0, sizeof(skips));
+}
+
+/*
+ * Communication ops without NCCL metadata (PyTorch before 2.2): the
+ * message is the first input, so its element count is the product of the
+ * first list of Input Dims and its type the first of Input type, e.g.
+ * c10d::alltoall_base_ with [[6144], [6144], ...] and ["float", ...].
+ */
+static void
+comm_op_size(struct trace *t, struct cur *c)
+{
+	const char *d, *ty, *q;
+	int64_t n = 1, v;
+	int any = 0;
+
+	if (c->dims == KG_NONE || c->itypes == KG_NONE)
+		return;
+	if (!(c->namelen > 6 && memcmp(c->name, "c10d::", 6) == 0) &&
+	    !(c->namelen == 18 && memcmp(c->name, "record_param_comms", 18) == 0))
+		return;
+	d = t->str.str[c->dims];
+	if (strncmp(d, "[[", 2) != 0)
+		return;
+	for (q = d + 2; *q != ']' && *q != '\0';) {
+		char *end;
+
+		v = strtoll(q, &end, 10);
+		if (end == q || v < 0 || (v > 0 && n > INT64_MAX / v))
+			return;
+		n *= v;
+		any = 1;
+		q = *end == ',' ? end + 1 : end;
+	}
+	ty = t->str.str[c->itypes];
+	if (!any || strncmp(ty, "[\"", 2) != 0)
+		return;
+	q = strchr(ty + 2, '"');
+	if (q == NULL || q == ty + 2)
+		return;
+	c->cm.in_nelems = n;
+	c->cm.dtype = intern_get(&t->str, ty + 2, (size_t)(q - (ty + 2)));
+	c->cm_any = 1;
 }
 
 #define CATIS(lit) (c->catlen == sizeof(lit) - 1 && memcmp(c->cat, lit, c->catlen) == 0)
@@ -841,6 +890,8 @@ keep_event(struct jp *p)
 		if (cls == EV_RT && c->corr < 0)
 			kg_cov_add(&t->cov, "missing:correlation", 1);
 	}
+	if (cls == EV_OP && !c->cm_any)
+		comm_op_size(t, c);
 	if (c->cm_any && (cls == EV_OP || cls == EV_KERN)) {
 		e.extra = (uint32_t)t->ncoll;
 		VEC_PUSH(t->coll, t->ncoll, t->capcoll, c->cm);

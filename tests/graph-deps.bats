@@ -87,7 +87,7 @@ setup_file() {
 @test "graph-deps: --check reports edges to unknown tasks and exits 1" {
 	echo '{"r":"edge","src":1,"dst":9,"k":"sync"}' | tiny > unk.kg
 	run -1 --separate-stderr graph-deps --check unk.kg
-	[ "$stderr" = "graph-deps: unk.kg: section 0 (rank 3): 1 edges name unknown tasks" ]
+	[ "$stderr" = "graph-deps: unk.kg: section 0 (rank 3): 1 edge names unknown tasks" ]
 }
 
 @test "graph-deps: --check counts backwards edges by kind without failing" {

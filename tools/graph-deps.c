@@ -5,7 +5,7 @@
  *   --summary  edge counts by kind and provenance
  *   --drop K   the stream without edges of the given kinds
  *
- * State: --check holds one section at a time (20 bytes a task, 12 an
+ * State: --check holds one section at a time (24 bytes a task, 12 an
  * edge); --summary and --drop hold nothing beyond the current record.
  */
 #include <getopt.h>
@@ -208,8 +208,9 @@ finish_section(const struct opts *o, const char *name, struct section *s,
 		}
 		putchar('\n');
 		if (s->unknown > 0)
-			errmsg("%s: %s: %llu edges name unknown tasks", name,
-			    section_label(s, buf, sizeof(buf)), (unsigned long long)s->unknown);
+			errmsg("%s: %s: %llu edge%s name%s unknown tasks", name,
+			    section_label(s, buf, sizeof(buf)), (unsigned long long)s->unknown,
+			    s->unknown == 1 ? "" : "s", s->unknown == 1 ? "s" : "");
 		bad = cyc || s->unknown > 0;
 	} else if (o->mode == M_SUMMARY) {
 		printf("%s: %s: %zu tasks\n", name, section_label(s, buf, sizeof(buf)), s->ntask);
@@ -243,13 +244,14 @@ process(const struct opts *o, const char *path, struct kg_writer *w, int *sectio
 	memset(&s, 0, sizeof(s));
 	if (kg_reader_init(&r, fp) < 0) {
 		errmsg("%s: %s", name, r.err);
+		rc = 1;
 		goto out;
 	}
 	kg_rec_init(&rec);
 	while ((t = kg_read(&r, &rec)) > 0) {
 		if (t == KG_R_HEADER) {
 			s.rank = rec.header.rank;
-			s.index = (*sections)++;
+			s.index = (*sections)++; /* counted per input file */
 			if (o->mode == M_DROP) {
 				struct kg_header h = rec.header;
 				const char **tools = xmalloc((h.ntools + 1) * sizeof(*tools));
@@ -337,7 +339,11 @@ parse_kinds(const char *arg, unsigned *mask)
 		if (*p == ',')
 			p++;
 	}
-	return *mask ? 0 : -1;
+	if (*mask == 0) {
+		errmsg("--drop needs at least one dependency kind");
+		return -1;
+	}
+	return 0;
 }
 
 int
@@ -407,13 +413,26 @@ main(int argc, char **argv)
 			return 1;
 		}
 	}
+	/* --check and --summary look at every input; --drop stops at the
+	 * first failure, since its output is no longer whole. */
 	if (argc == 0)
 		rc = process(&o, NULL, &w, &sections);
-	for (i = 0; i < argc && rc == 0; i++)
-		rc = process(&o, argv[i], &w, &sections);
+	for (i = 0; i < argc && (rc == 0 || o.mode != M_DROP); i++) {
+		sections = 0;
+		rc |= process(&o, argv[i], &w, &sections);
+	}
 	if (o.mode == M_DROP) {
-		/* A failed input leaves its section open: no reader takes the
-		 * stream as whole. */
+		if (rc != 0 && out.path == NULL && !w.failed) {
+			/* Sections already went down the pipe: leave the stream
+			 * with an unterminated section, so no reader takes it as
+			 * whole. */
+			struct kg_header h;
+
+			memset(&h, 0, sizeof(h));
+			h.producer = "graph-deps " KG_VERSION;
+			h.rank = h.world = -1;
+			kg_write_header(&w, &h);
+		}
 		if (kg_writer_finish(&w) < 0 && rc == 0) {
 			errmsg("%s: %s", o.output ? o.output : "stdout", w.err);
 			rc = 1;
@@ -422,7 +441,7 @@ main(int argc, char **argv)
 		if (rc != 0) {
 			out_abort(&out);
 			if (out.path == NULL)
-				close_stdout();
+				fclose(stdout); /* the error is already told */
 			return 1;
 		}
 		return out_commit(&out);

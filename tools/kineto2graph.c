@@ -145,7 +145,7 @@ run(struct opts *o, int argc, char **argv)
 	if (rc != 0) {
 		out_abort(&out);
 		if (out.path == NULL)
-			close_stdout();
+			fclose(stdout); /* the error is already told */
 		return 1;
 	}
 	return out_commit(&out);

@@ -73,6 +73,7 @@ struct jp {
 	int capkey;  /* A_DIMS, A_ITYPE or A_PGRANKS while capturing */
 	int capdepth;
 	int seen_events;
+	int top;     /* the top-level value opened a container */
 	struct cur c;
 	char err[200];
 };
@@ -588,8 +589,10 @@ push(struct jp *p, int is_map)
 
 	if (p->depth == MAX_DEPTH)
 		return fail(p, "nesting deeper than %s levels", "64");
-	if (p->depth == 0)
+	if (p->depth == 0) {
 		nc = is_map ? C_TOP : C_EVENTS;
+		p->top = 1;
+	}
 	else if (parent == C_CAPTURE) {
 		cap_sep(p);
 		cap_put(&p->c, is_map ? "{" : "[", 1);
@@ -1065,12 +1068,12 @@ trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 		    p.depth > 0 && p.ctx[p.depth] == C_EVENT ? "an event" : "a value");
 		goto out;
 	}
-	if (p.ctx[1] == C_TOP && !p.seen_events) {
-		snprintf(err, errlen, "not a Kineto trace (no traceEvents array)");
+	if (!p.top) {
+		snprintf(err, errlen, "not a Kineto trace (not a JSON object)");
 		goto out;
 	}
-	if (p.ctx[1] != C_TOP && p.ctx[1] != C_EVENTS) {
-		snprintf(err, errlen, "not a Kineto trace (not a JSON object)");
+	if (p.ctx[1] == C_TOP && !p.seen_events) {
+		snprintf(err, errlen, "not a Kineto trace (no traceEvents array)");
 		goto out;
 	}
 	rc = 0;

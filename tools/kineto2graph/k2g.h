@@ -2,7 +2,7 @@
  * kineto2graph's private parts: the events it keeps from a Kineto trace
  * (json.c reads them, streaming), and the graph it builds from them
  * (graph.c). One `struct trace` holds one input file; its memory grows
- * with the events kept (about 56 bytes each, plus interned strings), never
+ * with the events kept (40 bytes each, plus interned strings), never
  * with the JSON text.
  */
 #ifndef K2G_H

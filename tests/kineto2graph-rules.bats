@@ -7,7 +7,6 @@
 # below is worked out by hand from the fixture, in the comment beside it.
 # Fixture times are in µs, graph times in ns (×1000).
 
-bats_require_minimum_version 1.5.0
 load helpers
 
 RULES="$FIX/rules"
@@ -192,30 +191,37 @@ kern_dev_s9#62 -> cudaDeviceSynchronize#63 dl=0 on=9 via=cudaDeviceSynchronize#6
 
 	# dl: aten::after_copy starts 1065 µs, the copy ends 1030+20 = 1050 µs.
 	run -0 edge_info blocking_copy.kg sync
-	[ "$output" = "Memcpy DtoH (Device -> Pageable)#83 -> aten::after_copy dl=15000 on=7 via=cudaMemcpyAsync#83 at=-" ]
+	[ "$output" = "Memcpy DtoH (Device -> Pageable)#84 -> aten::after_copy dl=15000 on=7 via=cudaMemcpyAsync#84 at=-" ]
+	[ "$(cov copy_blocking blocking_copy.kg)" = 1 ]
 
-	# The blocking call keeps its time up to the copy's start (1030-1010
-	# µs); the wait after that is what the sync edge stands for. The
-	# pinned copy's call (1002-1006 µs) is untouched.
+	# The blocking call keeps as d its own time: until the copy began
+	# (1030 µs), less the wait for the stream's previous task,
+	# kern_pre_copy, which ran until 1030 µs: nothing is left, d = 0.
+	# The wait is what the sync edge and stream order stand for. The
+	# other two calls keep their durations (4 and 6 µs).
 	run -0 tasks blocking_copy.kg '.n == "cudaMemcpyAsync"' '\(.corr) \(.d) \(.od // .d)'
 	[ "$output" = "81 4000 4000
-83 20000 50000" ]
+82 6000 6000
+84 0 43000" ]
 
 	run -0 tasks blocking_copy.kg '.k == "cpy"' '\(.n) \(.by)'
-	[ "$output" = "Memcpy HtoD (Pinned -> Device) 1024
+	[ "$output" = "Memcpy HtoD (Pageable -> Device) 1024
+Memcpy HtoD (Pinned -> Device) 256
 Memcpy DtoH (Device -> Pageable) 4096" ]
-	[ "$(cov copy_blocking blocking_copy.kg)" = 1 ]
 }
 
-@test "kineto2graph: the autograd thread's work hangs between the main thread's tasks by handoff edges" {
+@test "kineto2graph: each iteration's run of autograd-thread tasks hangs between main-thread tasks by handoff edges" {
 	k2g handoff
 	check_edges handoff
 
-	# aten::main_a ends 1050, aten::bwd_a starts 1065; aten::bwd_b ends
-	# 1150, aten::main_b starts 1160 (µs).
+	# Step 1: aten::main_a ends 1050, aten::bwd_a starts 1065; aten::bwd_b
+	# ends 1150, aten::main_b starts 1160. Step 2: aten::main_c ends
+	# 1250, aten::bwd_c runs 1260-1300, aten::main_d starts 1320 (µs).
 	run -0 edge_info handoff.kg handoff
 	[ "$output" = "aten::bwd_b -> aten::main_b dl=10000 on=- via=- at=-
-aten::main_a -> aten::bwd_a dl=15000 on=- via=- at=-" ]
+aten::bwd_c -> aten::main_d dl=20000 on=- via=- at=-
+aten::main_a -> aten::bwd_a dl=15000 on=- via=- at=-
+aten::main_c -> aten::bwd_c dl=10000 on=- via=- at=-" ]
 
 	# The main thread (the ProfilerStep's) comes first though its tid is
 	# the larger; thread names come from the metadata.
@@ -267,8 +273,9 @@ kern_it2 2 30000" ]
 
 	run -1 --separate-stderr kineto2graph --iteration 99 -o it99.kg "$RULES/iterations.json"
 	[ "$output" = "" ]
-	[ "$stderr" = "kineto2graph: $RULES/iterations.json: no iteration 99 (the trace has 1 to 2)" ]
-	[ ! -e it99.kg ]
+	[ "$stderr" = "kineto2graph: $RULES/iterations.json: no iteration 99 (the trace has 1, 2)" ]
+	# No stream left behind, not even the temporary one.
+	[ "$(ls -d it99.kg* 2>/dev/null)" = "" ]
 }
 
 @test "kineto2graph: NCCL kernels of all three name generations become coll tasks, with the metadata's size and group" {
@@ -288,6 +295,7 @@ coll allreduce 4096 2 Float 0 [0, 1] 104" ]
 	[ "$(cov tasks_kern nccl.kg)" = 1 ]
 	[ "$(cov coll_recognised nccl.kg)" = 4 ]
 	[ "$(cov coll_meta nccl.kg)" = 1 ]
+	[ "$(cov coll_bytes nccl.kg)" = 1 ]
 }
 
 @test "kineto2graph: a PyTorch 1.8 trace (Operator, Runtime, Kernel, \"stream 7\" tids) gives the same kind of graph" {

@@ -292,9 +292,19 @@ find_steps(struct gb *g, char *err, size_t errlen)
 			return -1;
 		}
 		if (i == g->nsteps) {
-			snprintf(err, errlen, "no iteration %lld (the trace has %lld to %lld)",
-			    (long long)g->o->iter, (long long)g->steps[0].n,
-			    (long long)g->steps[g->nsteps - 1].n);
+			char have[128];
+			size_t k, n = 0;
+
+			/* Name the steps there are: a list if short, else a range. */
+			if (g->nsteps <= 8)
+				for (k = 0; k < g->nsteps && n < sizeof(have); k++)
+					n += (size_t)snprintf(have + n, sizeof(have) - n, "%s%lld",
+					    k ? ", " : "", (long long)g->steps[k].n);
+			else
+				snprintf(have, sizeof(have), "%lld to %lld", (long long)g->steps[0].n,
+				    (long long)g->steps[g->nsteps - 1].n);
+			snprintf(err, errlen, "no iteration %lld (the trace has %s)",
+			    (long long)g->o->iter, have);
 			return -1;
 		}
 	}
@@ -472,12 +482,39 @@ struct wait {
 	uint32_t rec, at; /* the record and wait calls */
 	uint32_t stream;  /* trace proc of the recording stream */
 	int how;
+	/* Inferred waits: candidates in order of preference, tried at the
+	 * next launch; see bind_inferred. */
+	uint32_t cand[3], cstream[3], crec[3];
+	int ncand;
 };
 
 struct record {
 	uint32_t src, stream, call;
 	int how;
 };
+
+/*
+ * An inferred wait binds to the first candidate the trace does not
+ * contradict: a task the waiting task started before cannot have been
+ * waited for (that would be a wrong guess, not clock jitter, past 1 us).
+ */
+static int
+bind_inferred(const struct gb *g, struct wait *wt, uint32_t gx)
+{
+	int i;
+
+	for (i = 0; i < wt->ncand; i++) {
+		const struct ev *src = &g->t->ev[wt->cand[i]];
+
+		if (end_of(src) <= g->t->ev[gx].ts + 1000) {
+			wt->src = wt->cand[i];
+			wt->stream = wt->cstream[i];
+			wt->rec = wt->crec[i];
+			return 0;
+		}
+	}
+	return -1;
+}
 
 /*
  * Rule 4: runtime calls in time order across threads. `last[s]` is the
@@ -525,7 +562,7 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 	}
 
 	for (i = 0; i < nrt; i++) {
-		uint32_t x = rts[i], th = t->ev[x].proc, gx, sx;
+		uint32_t x = rts[i], th = t->ev[x].proc, gx, sx, prev;
 		const struct ev *e = &t->ev[x];
 		const char *n = evname(g, e);
 		const struct syncrec *sr = NULL;
@@ -558,6 +595,12 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 					struct wait *wt = &twait[th][j];
 					size_t k;
 
+					if (bind_inferred(g, wt, gx) < 0) {
+						wt->src = KG_NONE;
+						if (g->sel[gx])
+							kg_cov_add(cov, "wait_unresolved", 1);
+						continue;
+					}
 					for (k = 0; k < j; k++) /* one edge per source */
 						if (twait[th][k].src == wt->src)
 							break;
@@ -568,6 +611,7 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 						kg_cov_add(cov, "wait_inferred", 1);
 				}
 				ntwait[th] = 0;
+				prev = last[s];
 				if (last[s] == KG_NONE || t->ev[gx].ts >= t->ev[last[s]].ts)
 					last[s] = gx;
 				thr_stream[th] = s;
@@ -579,8 +623,14 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 				      end_of(e) >= end_of(&t->ev[gx])))) {
 					uint32_t nx = g->nextleaf[x];
 
+					int64_t from = e->ts;
+
+					/* The call's own time: until the copy began, less
+					 * any wait for the stream's previous task. */
+					if (prev != KG_NONE && end_of(&t->ev[prev]) > from)
+						from = end_of(&t->ev[prev]);
 					kg_cov_add(cov, "copy_blocking", 1);
-					set_dur(g, x, t->ev[gx].ts - e->ts);
+					set_dur(g, x, t->ev[gx].ts - from);
 					if (nx != KG_NONE)
 						edge(g, gx, nx, KG_E_SYNC, t->ev[nx].ts - end_of(&t->ev[gx]),
 						    KG_HOW_TRACE, s, x, KG_NONE);
@@ -636,20 +686,32 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 					pend[b][npend[b]++] = wt;
 				}
 			} else {
-				/* Inferred: the event this thread recorded since its
-				 * last launch, else the stream it launched on last
-				 * (some traces hold no cudaEventRecord at all). */
+				/* Inferred, candidates in order: the event this
+				 * thread recorded since its last launch; the last
+				 * task on the stream it launched on last (some
+				 * traces hold no cudaEventRecord at all); an older
+				 * record of this thread. The first one the trace
+				 * does not contradict wins (bind_inferred). */
 				const struct record *r = thr_record[th] != KG_NONE ?
 				    &recs[thr_record[th]] : NULL;
+				int fresh = r != NULL && t->ev[r->call].ts >= thr_launch_ts[th];
+				uint32_t cur = thr_stream[th] != KG_NONE ? last[thr_stream[th]] : KG_NONE;
 
 				wt.how = KG_HOW_INFERRED;
-				if (r != NULL && t->ev[r->call].ts >= thr_launch_ts[th]) {
-					wt.src = r->src, wt.rec = r->call, wt.stream = r->stream;
-				} else {
-					wt.stream = thr_stream[th];
-					wt.src = wt.stream != KG_NONE ? last[wt.stream] : KG_NONE;
-					wt.rec = KG_NONE;
+				wt.ncand = 0;
+				if (fresh && r->src != KG_NONE) {
+					wt.cand[wt.ncand] = r->src, wt.cstream[wt.ncand] = r->stream;
+					wt.crec[wt.ncand++] = r->call;
 				}
+				if (cur != KG_NONE) {
+					wt.cand[wt.ncand] = cur, wt.cstream[wt.ncand] = thr_stream[th];
+					wt.crec[wt.ncand++] = KG_NONE;
+				}
+				if (!fresh && r != NULL && r->src != KG_NONE) {
+					wt.cand[wt.ncand] = r->src, wt.cstream[wt.ncand] = r->stream;
+					wt.crec[wt.ncand++] = r->call;
+				}
+				wt.src = wt.ncand > 0 ? wt.cand[0] : KG_NONE;
 				if (wt.src != KG_NONE) {
 					grow(&twait[th], &captwait[th], ntwait[th] + 1, sizeof(**twait));
 					twait[th][ntwait[th]++] = wt;

@@ -93,6 +93,19 @@ out_open(struct out *o, const char *path, int binary)
 		return 0;
 	}
 	o->path = path;
+	{
+		struct stat st;
+
+		/* A FIFO or a device is written into, not replaced. */
+		if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+			o->fp = fopen(path, "wb");
+			if (o->fp == NULL) {
+				errmsg("%s: %s", path, strerror(errno));
+				return -1;
+			}
+			return 0;
+		}
+	}
 	o->tmp = xmalloc(strlen(path) + 16);
 	sprintf(o->tmp, "%s.tmpXXXXXX", path);
 	fd = mkstemp(o->tmp);
@@ -121,6 +134,13 @@ out_commit(struct out *o)
 
 	if (o->path == NULL)
 		return close_stdout();
+	if (o->tmp == NULL) { /* not a regular file: written in place */
+		if (fflush(o->fp) != 0 || ferror(o->fp) || fclose(o->fp) != 0) {
+			errmsg("%s: %s", o->path, strerror(errno ? errno : EIO));
+			return 1;
+		}
+		return 0;
+	}
 	if (fflush(o->fp) != 0 || ferror(o->fp) || fclose(o->fp) != 0) {
 		errmsg("%s: %s", o->path, strerror(errno ? errno : EIO));
 		unlink(o->tmp);
@@ -140,7 +160,8 @@ out_abort(struct out *o)
 {
 	if (o->path != NULL) {
 		fclose(o->fp);
-		unlink(o->tmp);
+		if (o->tmp != NULL)
+			unlink(o->tmp);
 		free(o->tmp);
 		o->tmp = NULL;
 	}

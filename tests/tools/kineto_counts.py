@@ -4,16 +4,26 @@
     kineto_counts.py TRACE.json[.gz]
     -> cpu=N rt=N kern=N coll=N cpy=N set=N
 
-An independent reading of the rules in kineto2graph(1) for
-`--iteration all`, written from the rules and the Kineto format, not from
-the C code, so that tests/traces.bats can hold the two against each other:
+An independent reading of which tasks kineto2graph keeps with
+`--iteration all`, written from the rules below and the Kineto format,
+not from the C code, so that tests/traces.bats can hold the two against
+each other. One reading differs from kineto2graph(1)'s wording on
+purpose: there, an event is inside an op when it starts before the op
+ends, so an op of zero length never holds anything (see cpu below).
 
 - Only complete events (ph "X") are timeline events.
 - cpu: CPU ops (cat cpu_op, or Operator in PyTorch 1.8 files) that are
   leaves: no other CPU op or runtime call of the same thread lies inside
   them. ProfilerStep#N ranges are iterations, not ops. A runtime call
-  never contains anything. Two ops with the same interval: the first one
-  in the file is taken as the parent.
+  never contains anything. B lies inside A when it starts at A's start
+  or later but before A's end, and ends by A's end: so an event of zero
+  length at A's start is inside even a zero-length A, one at A's end is
+  not. Two ops with the same interval: the first in the file is the
+  parent (Kineto writes a parent before its callees). At Kineto's
+  microsecond clock this is right for aten::item and its callee
+  aten::_local_scalar_dense, both lasting 0 at one instant (hundreds of
+  times in real traces); the file cannot tell it from two calls in a row
+  within one microsecond (aten::to twice, rarer), counted as nested too.
 - rt: runtime calls (cuda_runtime, Runtime, cuda_driver).
 - kern / coll: kernels (kernel, Kernel); coll when the name starts with
   ncclKernel_ or ncclDevKernel_.
@@ -76,10 +86,11 @@ def leaves(ops_and_rts):
             continue
         leaf = True
         j = i + 1
-        # Everything that starts inside [ts, end] follows in this order;
-        # one that also ends by `end` is inside.
+        # What starts at ts or later follows in this order: look at those
+        # that start by `end` for one inside (see the module's comment).
         while j < len(ev) and ev[j][0] <= end:
-            if ev[j][1] <= end and not (ev[j][0] == end and end > ts):
+            b_ts, b_end = ev[j][0], ev[j][1]
+            if (b_ts == ts or b_ts < end) and b_end <= end:
                 leaf = False
                 break
             j += 1

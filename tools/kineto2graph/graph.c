@@ -277,7 +277,8 @@ find_steps(struct gb *g, char *err, size_t errlen)
 		g->steps[g->nsteps].proc = e->proc;
 		g->nsteps++;
 	}
-	qsort(g->steps, g->nsteps, sizeof(*g->steps), cmp_step);
+	if (g->nsteps > 1)
+		qsort(g->steps, g->nsteps, sizeof(*g->steps), cmp_step);
 	/* Steps abut; clock jitter can make one end a little after the next starts. */
 	for (i = 1; i < g->nsteps; i++)
 		if (g->steps[i - 1].end > g->steps[i].ts)
@@ -314,9 +315,25 @@ find_steps(struct gb *g, char *err, size_t errlen)
 }
 
 /*
+ * Is e inside op? It starts in it; or, both starting at the same
+ * microsecond, it ends no later: the zero-length pairs of PyTorch's
+ * integer-microsecond clock (aten::item calling _local_scalar_dense) are
+ * a call and its callee far more often than two calls in a row.
+ */
+static int
+inside(const struct ev *e, const struct ev *op)
+{
+	if (e->ts < op->ts)
+		return 0;
+	if (e->ts < op->ts + op->dur)
+		return 1;
+	return e->ts == op->ts && e->ts + e->dur <= op->ts + op->dur;
+}
+
+/*
  * Rule 2: walk each thread's CPU events in (start, longest first) order
- * with a stack of open ops. An event that starts inside the top of the
- * stack is inside it; an op that gets something inside is no leaf.
+ * with a stack of open ops. An event inside the top of the stack (see
+ * inside()) is its child; an op that gets something inside is no leaf.
  * Runtime calls never enclose anything: an event that starts inside one
  * is clock jitter, and follows it.
  */
@@ -336,7 +353,7 @@ flatten(struct gb *g, uint32_t *cpu, size_t ncpu, uint8_t *leaf)
 			sp = 0;
 			proc = e->proc;
 		}
-		while (sp > 0 && t->ev[stack[sp - 1]].ts + t->ev[stack[sp - 1]].dur <= e->ts)
+		while (sp > 0 && !inside(e, &t->ev[stack[sp - 1]]))
 			sp--;
 		g->encl[x] = sp > 0 ? stack[sp - 1] : KG_NONE;
 		if (sp > 0)
@@ -1070,8 +1087,10 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 			VEC_PUSH(gpu, ngpu, cap2, (uint32_t)i);
 	}
 	sort_ev = t->ev;
-	qsort(cpu, ncpu, sizeof(*cpu), cmp_cpu);
-	qsort(gpu, ngpu, sizeof(*gpu), cmp_cpu);
+	if (ncpu > 1)
+		qsort(cpu, ncpu, sizeof(*cpu), cmp_cpu);
+	if (ngpu > 1)
+		qsort(gpu, ngpu, sizeof(*gpu), cmp_cpu);
 	flatten(&g, cpu, ncpu, leaf);
 
 	/* Iterations and launches. */
@@ -1123,7 +1142,8 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		snprintf(err, errlen, "no tasks in the selected iterations");
 		goto out_free;
 	}
-	qsort(g.order, g.ntask, sizeof(*g.order), cmp_time);
+	if (g.ntask > 1)
+		qsort(g.order, g.ntask, sizeof(*g.order), cmp_time);
 	for (i = 0; i < g.ntask; i++)
 		g.task[g.order[i]] = (uint32_t)i;
 
@@ -1154,7 +1174,8 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	free(prevleaf);
 	sort_trace = t;
 	sort_main = g.main_proc;
-	qsort(procs, nprocs, sizeof(*procs), cmp_outproc_q);
+	if (nprocs > 1)
+		qsort(procs, nprocs, sizeof(*procs), cmp_outproc_q);
 	for (i = 0; i < nprocs; i++)
 		g.outproc[procs[i]] = (uint32_t)i;
 
@@ -1162,7 +1183,8 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	for (i = 0; i < ncpu; i++)
 		if (t->ev[cpu[i]].cls == EV_RT)
 			VEC_PUSH(rts, nrt, cap4, cpu[i]);
-	qsort(rts, nrt, sizeof(*rts), cmp_time);
+	if (nrt > 1)
+		qsort(rts, nrt, sizeof(*rts), cmp_time);
 	kg_cov_init(&scratch);
 	g.cov = &scratch;
 	g.dry = 1;

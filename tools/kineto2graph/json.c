@@ -14,6 +14,7 @@
  * categories are ignored and counted.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -26,6 +27,10 @@
 #define CHUNK (256 * 1024)
 #define MAX_DEPTH 64
 #define MAX_STRING (1 << 20)
+/* Times (ts, dur, baseTimeNanoseconds) are kept within half the int64
+ * range, so that sums and differences of two never overflow: +-146 years
+ * of nanoseconds. */
+#define MAX_TIME (INT64_MAX / 2)
 
 /* Where a token sits. */
 enum ctx { C_TOP, C_EVENTS, C_EVENT, C_ARGS, C_DIST, C_SKIP, C_CAPTURE };
@@ -81,10 +86,31 @@ struct jp {
 #define BIT(k) (1u << ((k) - E_PH))
 
 static int
-fail(struct jp *p, const char *fmt, const char *field)
+fail(struct jp *p, const char *fmt, ...)
 {
-	snprintf(p->err, sizeof(p->err), fmt, field);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(p->err, sizeof(p->err), fmt, ap);
+	va_end(ap);
 	return 0;
+}
+
+/* What a known key's value must be, for messages. */
+static const char *
+expects(int k)
+{
+	switch (k) {
+	case E_PH: case E_CAT: case E_NAME: case A_COLL: case A_DTYPE:
+	case A_PGNAME: case A_SYNCKIND: case A_NAME:
+		return "a string";
+	case E_PID: case E_TID:
+		return "a number or a string";
+	case E_TS: case E_DUR:
+		return "a number";
+	default:
+		return "an integer";
+	}
 }
 
 static const char *
@@ -221,7 +247,7 @@ us_to_ns(const char *s, size_t len, int64_t *out)
 	if (i == len)
 		return -1;
 	for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
-		if (ip > INT64_MAX / 10000)
+		if (ip > MAX_TIME / 10000)
 			return -1;
 		ip = ip * 10 + (s[i] - '0');
 	}
@@ -245,12 +271,14 @@ us_to_ns(const char *s, size_t len, int64_t *out)
 		memcpy(buf, s, len);
 		buf[len] = '\0';
 		d = strtod(buf, NULL) * 1000.0;
-		if (!(d > -9.2e18 && d < 9.2e18))
+		if (!(d > -(double)MAX_TIME && d < (double)MAX_TIME))
 			return -1;
 		*out = (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
 		return 0;
 	}
 	ip = ip * 1000 + frac;
+	if (ip > MAX_TIME)
+		return -1;
 	*out = neg ? -ip : ip;
 	return 0;
 }
@@ -376,6 +404,10 @@ on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr)
 			cap_put(c, (const char *)s, len);
 		return 1;
 	}
+	if (ctx == C_EVENTS)
+		return fail(p, "%s", "traceEvents: an event is not an object");
+	if (ctx == C_EVENT && k == E_ARGS)
+		return fail(p, "field %s: expected an object", "args");
 	if (ctx == C_SKIP || k == K_NONE)
 		return 1;
 	if (ctx == C_TOP || ctx == C_DIST) {
@@ -383,8 +415,11 @@ on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr)
 			return 1; /* not an array / object: ignored like unknown */
 		if (isstr != 0 || to_i64((const char *)s, len, &v) < 0)
 			return fail(p, "field %s: expected an integer", keyname(k));
-		if (k == T_BASE)
+		if (k == T_BASE) {
+			if (v < 0 || v > MAX_TIME)
+				return fail(p, "field %s: out of range", keyname(k));
 			p->t->base_ns = v, p->t->have_base = 1;
+		}
 		else if (k == D_RANK)
 			p->t->rank = v;
 		else if (k == D_WORLD)
@@ -616,7 +651,7 @@ push(struct jp *p, int is_map)
 			return fail(p, "field %s: expected an object", "args");
 		nc = C_ARGS;
 	} else if (parent == C_EVENT && k != K_NONE) {
-		return fail(p, "field %s: expected a number or a string", keyname(k));
+		return fail(p, "field %s: expected %s", keyname(k), expects(k));
 	} else if (parent == C_ARGS && (k == A_DIMS || k == A_PGRANKS || k == A_ITYPE)) {
 		p->c.caplen = 0;
 		cap_put(&p->c, is_map ? "{" : "[", 1);
@@ -624,7 +659,7 @@ push(struct jp *p, int is_map)
 		p->capdepth = p->depth + 1;
 		nc = C_CAPTURE;
 	} else if (parent == C_ARGS && k != K_NONE) {
-		return fail(p, "field %s: expected a number or a string", keyname(k));
+		return fail(p, "field %s: expected %s", keyname(k), expects(k));
 	} else
 		nc = C_SKIP;
 	p->depth++;

@@ -87,9 +87,13 @@ install: all
 uninstall:
 	for t in $(TOOLS); do rm -f $(DESTDIR)$(BINDIR)/$$t $(DESTDIR)$(MANDIR)/man1/$$t.1; done
 
+# clang-format is advisory (it names the files it would change); the
+# shell and man-page checks must pass.
 lint:
-	clang-format --dry-run --Werror $(COMMON_SRC) $(wildcard common/*.h tools/*.c tools/*.h tools/*/*.c tools/*/*.h) || true
-	shellcheck -x scripts/deps.sh tests/run .ci/run $(wildcard bench/*.sh pipelines/*.sh)
+	@for f in $(COMMON_SRC) $(wildcard common/*.h tools/*.c tools/*.h tools/*/*.c tools/*/*.h); do \
+		clang-format --dry-run $$f 2>&1 | grep -q . && echo "clang-format: $$f: would change"; \
+	done; true
+	shellcheck -x scripts/deps.sh tests/run .ci/run bench/ingest bench/json-parsers/run
 	for m in $(MANS); do mandoc -Tlint -W warning $$m; done
 
 bench: all

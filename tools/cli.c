@@ -180,3 +180,42 @@ close_stdout(void)
 	}
 	return 0;
 }
+
+int
+gout_open(struct gout *g, const char *path, int level)
+{
+	g->name = path != NULL && strcmp(path, "-") != 0 ? path : "stdout";
+	if (out_open(&g->out, path, 1) < 0)
+		return -1;
+	if (kg_writer_init(&g->w, g->out.fp, level) < 0) {
+		errmsg("%s", g->w.err);
+		out_abort(&g->out);
+		return -1;
+	}
+	return 0;
+}
+
+int
+gout_close(struct gout *g, int rc, const char *producer)
+{
+	if (rc != 0 && g->out.path == NULL && !g->w.failed) {
+		struct kg_header h;
+
+		memset(&h, 0, sizeof(h));
+		h.producer = producer;
+		h.rank = h.world = -1;
+		kg_write_header(&g->w, &h);
+	}
+	if (kg_writer_finish(&g->w) < 0 && rc == 0) {
+		errmsg("%s: %s", g->name, g->w.err);
+		rc = 1;
+	}
+	kg_writer_release(&g->w);
+	if (rc != 0) {
+		out_abort(&g->out);
+		if (g->out.path == NULL)
+			fclose(stdout); /* the error is already told */
+		return 1;
+	}
+	return out_commit(&g->out);
+}

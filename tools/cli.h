@@ -10,6 +10,8 @@
 
 #include <stdio.h>
 
+#include "kg.h"
+
 #define KG_VERSION "0.1"
 
 extern const char *progname;
@@ -40,6 +42,21 @@ struct out {
 int out_open(struct out *o, const char *path, int binary);
 int out_commit(struct out *o);
 void out_abort(struct out *o);
+/*
+ * A graph stream to write: the output and its writer. gout_close finishes
+ * it and returns the exit status: with rc 0 it commits; otherwise a file
+ * is removed, and a pipe is left with an unterminated section (a header
+ * from `producer` and no end), so that no reader takes what already went
+ * down it as whole.
+ */
+struct gout {
+	struct out out;
+	struct kg_writer w;
+	const char *name; /* for messages: the file, or "stdout" */
+};
+int gout_open(struct gout *g, const char *path, int level);
+int gout_close(struct gout *g, int rc, const char *producer);
+
 /* Close stdout checking for write errors (text tools); 0 or 1. */
 int close_stdout(void);
 

@@ -230,7 +230,7 @@ finish_section(const struct opts *o, const char *name, struct section *s,
 }
 
 static int
-process(const struct opts *o, const char *path, struct kg_writer *w, int *sections)
+process(const struct opts *o, const char *path, struct gout *g, int *sections)
 {
 	const char *name = input_name(path);
 	struct kg_reader r;
@@ -260,7 +260,7 @@ process(const struct opts *o, const char *path, struct kg_writer *w, int *sectio
 				tools[h.ntools] = "graph-deps " KG_VERSION;
 				h.tools = tools;
 				h.ntools++;
-				rc = kg_write_header(w, &h);
+				rc = kg_write_header(&g->w, &h);
 				free(tools);
 				if (rc < 0)
 					break;
@@ -298,13 +298,13 @@ process(const struct opts *o, const char *path, struct kg_writer *w, int *sectio
 			if (o->mode != M_DROP && finish_section(o, name, &s, &r))
 				rc = 1;
 		}
-		if (o->mode == M_DROP && kg_write_raw(w, rec.raw, t) < 0) {
+		if (o->mode == M_DROP && kg_write_raw(&g->w, rec.raw, t) < 0) {
 			rc = -1;
 			break;
 		}
 	}
 	if (rc < 0) {
-		errmsg("%s: %s", o->output ? o->output : "stdout", w->err);
+		errmsg("%s: %s", g->name, g->w.err);
 		rc = 1;
 	} else if (t < 0) {
 		errmsg("%s: %s", name, r.err);
@@ -360,8 +360,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct opts o;
-	struct out out;
-	struct kg_writer w;
+	struct gout g;
 	int c, i, rc = 0, sections = 0, modes = 0;
 
 	cli_init("graph-deps");
@@ -404,48 +403,18 @@ main(int argc, char **argv)
 	}
 	argc -= optind;
 	argv += optind;
-	if (o.mode == M_DROP) {
-		if (out_open(&out, o.output, 1) < 0)
-			return 1;
-		if (kg_writer_init(&w, out.fp, 3) < 0) {
-			errmsg("%s", w.err);
-			out_abort(&out);
-			return 1;
-		}
-	}
+	if (o.mode == M_DROP && gout_open(&g, o.output, 3) < 0)
+		return 1;
 	/* --check and --summary look at every input; --drop stops at the
 	 * first failure, since its output is no longer whole. */
 	if (argc == 0)
-		rc = process(&o, NULL, &w, &sections);
+		rc = process(&o, NULL, &g, &sections);
 	for (i = 0; i < argc && (rc == 0 || o.mode != M_DROP); i++) {
 		sections = 0;
-		rc |= process(&o, argv[i], &w, &sections);
+		rc |= process(&o, argv[i], &g, &sections);
 	}
-	if (o.mode == M_DROP) {
-		if (rc != 0 && out.path == NULL && !w.failed) {
-			/* Sections already went down the pipe: leave the stream
-			 * with an unterminated section, so no reader takes it as
-			 * whole. */
-			struct kg_header h;
-
-			memset(&h, 0, sizeof(h));
-			h.producer = "graph-deps " KG_VERSION;
-			h.rank = h.world = -1;
-			kg_write_header(&w, &h);
-		}
-		if (kg_writer_finish(&w) < 0 && rc == 0) {
-			errmsg("%s: %s", o.output ? o.output : "stdout", w.err);
-			rc = 1;
-		}
-		kg_writer_release(&w);
-		if (rc != 0) {
-			out_abort(&out);
-			if (out.path == NULL)
-				fclose(stdout); /* the error is already told */
-			return 1;
-		}
-		return out_commit(&out);
-	}
+	if (o.mode == M_DROP)
+		return gout_close(&g, rc, "graph-deps " KG_VERSION);
 	if (close_stdout() != 0)
 		rc = 1;
 	return rc;

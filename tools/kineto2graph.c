@@ -65,7 +65,7 @@ warn_cov(const char *name, const struct kg_cov *c)
 
 /* One input file: read, build, write one section. 0, or 1 on failure. */
 static int
-convert(const struct opts *o, const char *path, struct kg_writer *w, int *wrote)
+convert(const struct opts *o, const char *path, struct gout *g)
 {
 	const char *name = input_name(path);
 	struct trace t;
@@ -87,15 +87,14 @@ convert(const struct opts *o, const char *path, struct kg_writer *w, int *wrote)
 		rc = 1;
 		goto out;
 	}
-	rc = graph_build(&t, &o->b, w, &cov, err, sizeof(err));
+	rc = graph_build(&t, &o->b, &g->w, &cov, err, sizeof(err));
 	if (rc == -1) {
 		errmsg("%s: %s", name, err);
 		rc = 1;
 		goto out;
 	}
-	*wrote = 1;
 	if (rc == -2) {
-		errmsg("%s: %s", o->output ? o->output : "stdout", w->err);
+		errmsg("%s: %s", g->name, g->w.err);
 		rc = 1;
 		goto out;
 	}
@@ -112,43 +111,16 @@ out:
 static int
 run(struct opts *o, int argc, char **argv)
 {
-	struct out out;
-	struct kg_writer w;
-	int i, rc = 0, wrote = 0;
+	struct gout g;
+	int i, rc = 0;
 
-	if (out_open(&out, o->output, 1) < 0)
+	if (gout_open(&g, o->output, o->level) < 0)
 		return 1;
-	if (kg_writer_init(&w, out.fp, o->level) < 0) {
-		errmsg("%s", w.err);
-		out_abort(&out);
-		return 1;
-	}
 	if (argc == 0)
-		rc = convert(o, NULL, &w, &wrote);
+		rc = convert(o, NULL, &g);
 	for (i = 0; i < argc && rc == 0; i++)
-		rc = convert(o, argv[i], &w, &wrote);
-	if (rc != 0 && out.path == NULL && wrote && !w.failed) {
-		/* Sections already went down the pipe: leave the stream with
-		 * an unterminated section, so no reader takes it as whole. */
-		struct kg_header h;
-
-		memset(&h, 0, sizeof(h));
-		h.producer = o->b.producer;
-		h.rank = h.world = -1;
-		kg_write_header(&w, &h);
-	}
-	if (kg_writer_finish(&w) < 0 && rc == 0) {
-		errmsg("%s: %s", o->output ? o->output : "stdout", w.err);
-		rc = 1;
-	}
-	kg_writer_release(&w);
-	if (rc != 0) {
-		out_abort(&out);
-		if (out.path == NULL)
-			fclose(stdout); /* the error is already told */
-		return 1;
-	}
-	return out_commit(&out);
+		rc = convert(o, argv[i], &g);
+	return gout_close(&g, rc, o->b.producer);
 }
 
 int

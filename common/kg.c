@@ -20,6 +20,7 @@ const char *const kg_coll_name[KG_NCOLL] = {
 const char *const kg_phase_name[KG_NPHASE] = { "", "fwd", "bwd", "opt", "other" };
 
 #define OUT_CHUNK (256 * 1024)
+#define KEYIS(k, lit) ((k)->size == sizeof(lit) - 1 && memcmp((k)->ptr, lit, sizeof(lit) - 1) == 0)
 #define IN_CHUNK (128 * 1024)
 
 int
@@ -390,6 +391,18 @@ kg_write_cov(struct kg_writer *w, const struct kg_cov *c)
 }
 
 int
+kg_write_sim(struct kg_writer *w, uint64_t tasks, int64_t makespan)
+{
+	msgpack_packer *pk = &w->pk;
+
+	msgpack_pack_map(pk, 3);
+	pk_kv_str(pk, "r", "sim");
+	pk_kv_i64(pk, "tasks", (int64_t)tasks);
+	pk_kv_i64(pk, "makespan", makespan);
+	return record_done(w);
+}
+
+int
 kg_write_end(struct kg_writer *w)
 {
 	msgpack_packer *pk = &w->pk;
@@ -427,6 +440,28 @@ kg_write_raw(struct kg_writer *w, const msgpack_object *o, int type)
 		return kg_write_end(w);
 	}
 	msgpack_pack_object(&w->pk, *o);
+	return record_done(w);
+}
+
+int
+kg_write_task_sim(struct kg_writer *w, const msgpack_object *o, int64_t ss, int64_t se)
+{
+	const msgpack_object_map *m = &o->via.map;
+	uint32_t i, n = 0;
+
+	for (i = 0; i < m->size; i++)
+		if (!(KEYIS(&m->ptr[i].key.via.str, "ss") || KEYIS(&m->ptr[i].key.via.str, "se")))
+			n++;
+	msgpack_pack_map(&w->pk, n + 2);
+	for (i = 0; i < m->size; i++) {
+		if (KEYIS(&m->ptr[i].key.via.str, "ss") || KEYIS(&m->ptr[i].key.via.str, "se"))
+			continue;
+		msgpack_pack_object(&w->pk, m->ptr[i].key);
+		msgpack_pack_object(&w->pk, m->ptr[i].val);
+	}
+	pk_kv_i64(&w->pk, "ss", ss);
+	pk_kv_i64(&w->pk, "se", se);
+	w->ntasks++;
 	return record_done(w);
 }
 
@@ -657,7 +692,6 @@ missing(struct kg_reader *r, const char *key)
 	return -1;
 }
 
-#define KEYIS(k, lit) ((k)->size == sizeof(lit) - 1 && memcmp((k)->ptr, lit, sizeof(lit) - 1) == 0)
 
 static int
 dec_header(struct kg_reader *r, const msgpack_object_map *m, struct kg_header *h)

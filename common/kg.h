@@ -136,6 +136,8 @@ int kg_write_proc(struct kg_writer *w, const struct kg_proc *p);
 int kg_write_task(struct kg_writer *w, const struct kg_task *t);
 int kg_write_edge(struct kg_writer *w, const struct kg_edge *e);
 int kg_write_cov(struct kg_writer *w, const struct kg_cov *c);
+/* The `sim` record graphsim adds to a section: tasks simulated, makespan. */
+int kg_write_sim(struct kg_writer *w, uint64_t tasks, int64_t makespan);
 /* Close the section: the `end` record with the counts since the header. */
 int kg_write_end(struct kg_writer *w);
 /*
@@ -144,6 +146,12 @@ int kg_write_end(struct kg_writer *w);
  * typed writers.
  */
 int kg_write_raw(struct kg_writer *w, const msgpack_object *o, int type);
+/*
+ * A task record read from another stream, with its simulated start and
+ * end set (replacing any it had); every other field passes unchanged.
+ */
+int kg_write_task_sim(struct kg_writer *w, const msgpack_object *task,
+    int64_t ss, int64_t se);
 /* End the zstd frame and flush. Call once, after the last section. */
 int kg_writer_finish(struct kg_writer *w);
 void kg_writer_release(struct kg_writer *w);

@@ -877,8 +877,10 @@ handoff(struct gb *g, const uint32_t *cpu, size_t ncpu, const uint8_t *leaf)
 		uint32_t p = t->ev[cpu[i]].proc, first = KG_NONE, lastx = KG_NONE;
 		int has_op = 0;
 
+		/* Any CPU op counts, leaf or not: autograd's ops enclose the
+		 * launches that are its only tasks. */
 		for (j = i; j < ncpu && t->ev[cpu[j]].proc == p; j++)
-			if (leaf[cpu[j]] && g->sel[cpu[j]] && t->ev[cpu[j]].cls == EV_OP)
+			if (t->ev[cpu[j]].cls == EV_OP && iter_selected(g, g->iter[cpu[j]]))
 				has_op = 1;
 		if (p == g->main_proc || !has_op || nm == 0)
 			continue;

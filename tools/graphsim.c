@@ -1,0 +1,531 @@
+/*
+ * graphsim: simulate a graph stream. Every task gets a simulated start
+ * and end (`ss`, `se`); each section gains a `sim` record.
+ *
+ * List scheduling after Lumos: processors (threads, streams) are serial;
+ * a task starts when its fixed dependencies have ended (plus their
+ * delays) and its processor is free. Runtime dependencies (`sync` and
+ * `event` edges that name a stream `on` and a binding point `via`) are
+ * bound while simulating: "the last task launched on stream `on` before
+ * `via` ran", so an edit that adds or moves kernels keeps them right.
+ * Original timestamps are never read.
+ *
+ * State: one section at a time, whole: its records as read (to pass them
+ * on unchanged), and about 90 bytes a task and 24 an edge.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "kg.h"
+#include "util.h"
+
+static const char usage[] = "graphsim [-q] [-o FILE] [FILE ...]";
+
+static const char help[] =
+    "Simulate graph streams: give every task a simulated start and end.\n"
+    "\n"
+    "  -o, --output FILE   write the stream to FILE instead of stdout\n"
+    "  -q, --quiet         no warnings\n"
+    "  -h, --help          this help\n"
+    "      --version       the version\n"
+    "\n"
+    "With no FILE, or FILE -, read standard input. See graphsim(1).\n";
+
+#define PRODUCER "graphsim " KG_VERSION
+
+struct sedge {
+	uint32_t src, dst, on, via;
+	int64_t delay;
+	uint8_t kind;
+	uint8_t rt; /* bound while simulating */
+};
+
+struct wnode {
+	uint32_t task, next;
+	int64_t delay;
+};
+
+struct heapent {
+	int64_t t;
+	uint32_t id;
+};
+
+struct sim {
+	/* tasks */
+	size_t n, cap;
+	uint32_t *proc;
+	int64_t *dur;
+	/* edges */
+	struct sedge *e;
+	size_t ne, cape;
+	/* derived */
+	uint32_t *soff, *succ;    /* fixed successors: edge indices */
+	uint32_t *roff, *rin;     /* runtime in-edges by destination */
+	uint32_t *loff, *lgpu;    /* tasks each task launches */
+	uint32_t *indeg, *pending, *capt, *whead;
+	int64_t *ready, *start, *end;
+	uint8_t *state, *isvia;   /* state: 0 waiting, 1 bound, 2 done */
+	uint32_t *via_on;
+	size_t nproc;
+	uint32_t *last;           /* per proc: last task launched on it */
+	uint32_t *lastby;         /* per proc: the call that launched it */
+	int64_t *free;            /* per proc: when it is free */
+	struct wnode *wn;
+	size_t nwn, capwn;
+	struct heapent *heap;
+	size_t nheap, capheap;
+};
+
+static void
+heap_push(struct sim *s, int64_t t, uint32_t id)
+{
+	size_t i;
+
+	grow(&s->heap, &s->capheap, s->nheap + 1, sizeof(*s->heap));
+	i = s->nheap++;
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+
+		if (s->heap[p].t < t || (s->heap[p].t == t && s->heap[p].id < id))
+			break;
+		s->heap[i] = s->heap[p];
+		i = p;
+	}
+	s->heap[i].t = t;
+	s->heap[i].id = id;
+}
+
+static struct heapent
+heap_pop(struct sim *s)
+{
+	struct heapent top = s->heap[0], x = s->heap[--s->nheap];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= s->nheap)
+			break;
+		if (c + 1 < s->nheap && (s->heap[c + 1].t < s->heap[c].t ||
+		    (s->heap[c + 1].t == s->heap[c].t && s->heap[c + 1].id < s->heap[c].id)))
+			c++;
+		if (x.t < s->heap[c].t || (x.t == s->heap[c].t && x.id < s->heap[c].id))
+			break;
+		s->heap[i] = s->heap[c];
+		i = c;
+	}
+	if (s->nheap > 0)
+		s->heap[i] = x;
+	return top;
+}
+
+static void
+sim_reset(struct sim *s)
+{
+	free(s->soff), free(s->succ), free(s->roff), free(s->rin);
+	free(s->loff), free(s->lgpu), free(s->indeg), free(s->pending);
+	free(s->capt), free(s->whead), free(s->ready), free(s->start);
+	free(s->end), free(s->state), free(s->isvia), free(s->via_on);
+	free(s->last), free(s->lastby), free(s->free);
+	s->soff = s->succ = s->roff = s->rin = s->loff = s->lgpu = NULL;
+	s->indeg = s->pending = s->capt = s->whead = s->via_on = s->last = s->lastby = NULL;
+	s->ready = s->start = s->end = s->free = NULL;
+	s->state = s->isvia = NULL;
+	s->n = s->ne = s->nwn = s->nheap = 0;
+	s->nproc = 0;
+}
+
+static void
+sim_release(struct sim *s)
+{
+	sim_reset(s);
+	free(s->proc);
+	free(s->dur);
+	free(s->e);
+	free(s->wn);
+	free(s->heap);
+}
+
+/* Counting sort of edge indices by a key into off[0..n] and idx. */
+static void
+bucket(size_t n, size_t ne, const struct sedge *e, int by_dst, int (*keep)(const struct sedge *),
+    uint32_t **offp, uint32_t **idxp)
+{
+	uint32_t *off = xcalloc(n + 1, sizeof(*off)), *pos, *idx;
+	size_t i, m = 0;
+
+	for (i = 0; i < ne; i++)
+		if (keep(&e[i]))
+			off[(by_dst ? e[i].dst : e[i].src) + 1]++, m++;
+	for (i = 0; i < n; i++)
+		off[i + 1] += off[i];
+	idx = xmalloc((m + 1) * sizeof(*idx));
+	pos = xmalloc((n + 1) * sizeof(*pos));
+	memcpy(pos, off, (n + 1) * sizeof(*pos));
+	for (i = 0; i < ne; i++)
+		if (keep(&e[i]))
+			idx[pos[by_dst ? e[i].dst : e[i].src]++] = (uint32_t)i;
+	free(pos);
+	*offp = off;
+	*idxp = idx;
+}
+
+static int is_fixed(const struct sedge *e) { return !e->rt; }
+static int is_rt(const struct sedge *e) { return e->rt; }
+static int is_launch(const struct sedge *e) { return e->kind == KG_E_LAUNCH; }
+
+/*
+ * Bind task x's runtime dependencies. Returns the time it may start, or
+ * -1 when it must wait for a bound task not yet scheduled (it is then on
+ * that task's waiter list).
+ */
+static int64_t
+bind_runtime(struct sim *s, uint32_t x, int64_t t)
+{
+	uint32_t k;
+
+	for (k = s->roff[x]; k < s->roff[x + 1]; k++) {
+		const struct sedge *e = &s->e[s->rin[k]];
+		uint32_t b;
+
+		if (e->via == x)
+			b = e->on < s->nproc ? s->last[e->on] : KG_NONE;
+		else if (s->state[e->via] == 2)
+			b = s->capt[e->via];
+		else
+			b = e->src; /* the binding point has not run: keep the trace's */
+		if (b == KG_NONE || b == x)
+			continue;
+		if (s->state[b] == 2) {
+			if (s->end[b] + e->delay > t)
+				t = s->end[b] + e->delay;
+		} else {
+			struct wnode w = { x, s->whead[b], e->delay };
+
+			VEC_PUSH(s->wn, s->nwn, s->capwn, w);
+			s->whead[b] = (uint32_t)(s->nwn - 1);
+			s->pending[x]++;
+		}
+	}
+	return s->pending[x] ? -1 : t;
+}
+
+/* Simulate the section; 0, or -1 if some tasks can never start. */
+static int
+simulate(struct sim *s)
+{
+	size_t n = s->n, i, done = 0;
+	uint32_t k;
+
+	s->indeg = xcalloc(n, sizeof(*s->indeg));
+	s->pending = xcalloc(n, sizeof(*s->pending));
+	s->capt = xmalloc(n * sizeof(*s->capt));
+	s->whead = xmalloc(n * sizeof(*s->whead));
+	s->ready = xcalloc(n, sizeof(*s->ready));
+	s->start = xcalloc(n, sizeof(*s->start));
+	s->end = xcalloc(n, sizeof(*s->end));
+	s->state = xcalloc(n, 1);
+	s->isvia = xcalloc(n, 1);
+	s->via_on = xmalloc(n * sizeof(*s->via_on));
+	s->last = xmalloc(s->nproc * sizeof(*s->last));
+	s->lastby = xmalloc(s->nproc * sizeof(*s->lastby));
+	s->free = xcalloc(s->nproc, sizeof(*s->free));
+	for (i = 0; i < n; i++)
+		s->capt[i] = s->whead[i] = s->via_on[i] = KG_NONE;
+	for (i = 0; i < s->nproc; i++)
+		s->last[i] = s->lastby[i] = KG_NONE;
+	bucket(n, s->ne, s->e, 0, is_launch, &s->loff, &s->lgpu);
+	for (i = 0; i < s->ne; i++) {
+		struct sedge *e = &s->e[i];
+
+		/* A runtime edge from a task its binding point launched (a
+		 * blocking copy's) is fixed: that task is the one. */
+		for (k = e->rt ? s->loff[e->via] : 0; e->rt && k < s->loff[e->via + 1]; k++)
+			if (s->e[s->lgpu[k]].dst == e->src)
+				e->rt = 0;
+	}
+	bucket(n, s->ne, s->e, 0, is_fixed, &s->soff, &s->succ);
+	bucket(n, s->ne, s->e, 1, is_rt, &s->roff, &s->rin);
+	for (i = 0; i < s->ne; i++) {
+		const struct sedge *e = &s->e[i];
+
+		if (!e->rt)
+			s->indeg[e->dst]++;
+		else if (e->via != e->dst) {
+			s->isvia[e->via] = 1;
+			s->via_on[e->via] = e->on;
+		}
+	}
+	for (i = 0; i < n; i++)
+		if (s->indeg[i] == 0)
+			heap_push(s, 0, (uint32_t)i);
+	while (s->nheap > 0) {
+		struct heapent h = heap_pop(s);
+		uint32_t x = h.id, p = s->proc[x];
+		int64_t t = h.t;
+
+		if (s->state[x] == 0) {
+			s->state[x] = 1;
+			t = bind_runtime(s, x, t);
+			if (t < 0)
+				continue; /* pushed again when its last waited task ends */
+			if (t > h.t) {
+				heap_push(s, t, x);
+				continue;
+			}
+		}
+		if (s->free[p] > t)
+			t = s->free[p];
+		s->start[x] = t;
+		s->end[x] = t + s->dur[x];
+		s->free[p] = s->end[x];
+		s->state[x] = 2;
+		done++;
+		/* Launches: what this call puts on streams is now launched
+		 * (the latest of them, when it puts several on one stream). */
+		for (k = s->loff[x]; k < s->loff[x + 1]; k++) {
+			uint32_t gt = s->e[s->lgpu[k]].dst, q = s->proc[gt];
+
+			if (s->lastby[q] != x || gt > s->last[q]) {
+				s->last[q] = gt;
+				s->lastby[q] = x;
+			}
+		}
+		if (s->isvia[x] && s->via_on[x] < s->nproc)
+			s->capt[x] = s->last[s->via_on[x]];
+		for (k = s->soff[x]; k < s->soff[x + 1]; k++) {
+			const struct sedge *e = &s->e[s->succ[k]];
+			int64_t r = s->end[x] + e->delay;
+
+			if (r > s->ready[e->dst])
+				s->ready[e->dst] = r;
+			if (--s->indeg[e->dst] == 0)
+				heap_push(s, s->ready[e->dst], e->dst);
+		}
+		for (k = s->whead[x]; k != KG_NONE; k = s->wn[k].next) {
+			uint32_t w = s->wn[k].task;
+			int64_t r = s->end[x] + s->wn[k].delay;
+
+			if (r > s->ready[w])
+				s->ready[w] = r;
+			if (--s->pending[w] == 0)
+				heap_push(s, s->ready[w], w);
+		}
+	}
+	return done == n ? 0 : -1;
+}
+
+/* Name up to three tasks that never started, and what holds them. */
+static void
+report_stuck(const char *name, int section, const struct sim *s, const struct kg_reader *r,
+    const uint32_t *names)
+{
+	char buf[512];
+	size_t i, len = 0, shown = 0, stuck = 0;
+
+	for (i = 0; i < s->n; i++)
+		if (s->state[i] != 2)
+			stuck++;
+	for (i = 0; i < s->n && shown < 3; i++) {
+		const char *tn;
+
+		if (s->state[i] == 2)
+			continue;
+		tn = kg_str(r, names[i]);
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s#%zu",
+		    shown ? ", " : "", tn ? tn : "?", i);
+		if (len >= sizeof(buf))
+			len = sizeof(buf) - 1;
+		shown++;
+	}
+	errmsg("%s: section %d: %zu task%s can never start (a cycle, or a wait on a task "
+	    "that never runs): %s%s", name, section, stuck, stuck == 1 ? "" : "s", buf,
+	    stuck > shown ? ", ..." : "");
+}
+
+static int
+process(const char *path, struct gout *g, struct sim *s)
+{
+	const char *name = input_name(path);
+	struct kg_reader r;
+	struct kg_rec rec;
+	msgpack_sbuffer buf;
+	uint8_t *types = NULL;
+	uint32_t *names = NULL;
+	size_t ntypes = 0, captypes = 0, capnames = 0;
+	FILE *fp = open_input(path);
+	int t, rc = 0, section = 0;
+
+	if (fp == NULL)
+		return 1;
+	if (kg_reader_init(&r, fp) < 0) {
+		errmsg("%s: %s", name, r.err);
+		if (fp != stdin)
+			fclose(fp);
+		return 1;
+	}
+	msgpack_sbuffer_init(&buf);
+	kg_rec_init(&rec);
+	while ((t = kg_read(&r, &rec)) > 0) {
+		msgpack_packer pk;
+
+		if (t == KG_R_HEADER) {
+			struct kg_header h = rec.header;
+			const char **tools = xmalloc((h.ntools + 1) * sizeof(*tools));
+
+			memcpy(tools, h.tools, h.ntools * sizeof(*tools));
+			tools[h.ntools] = PRODUCER;
+			h.tools = tools;
+			h.ntools++;
+			rc = kg_write_header(&g->w, &h);
+			free(tools);
+			if (rc < 0)
+				break;
+			sim_reset(s);
+			ntypes = 0;
+			msgpack_sbuffer_clear(&buf);
+			continue;
+		}
+		if (t == KG_R_PROC) {
+			s->nproc++;
+		} else if (t == KG_R_TASK) {
+			size_t c = s->cap;
+
+			grow(&s->proc, &c, s->n + 1, sizeof(*s->proc));
+			c = s->cap;
+			grow(&s->dur, &c, s->n + 1, sizeof(*s->dur));
+			c = s->cap;
+			grow(&names, &capnames, s->n + 1, sizeof(*names));
+			s->cap = c;
+			s->proc[s->n] = rec.task.proc;
+			s->dur[s->n] = rec.task.dur;
+			names[s->n] = rec.task.name;
+			s->n++;
+		} else if (t == KG_R_EDGE) {
+			struct sedge e;
+
+			if (rec.edge.src >= s->n || rec.edge.dst >= s->n) {
+				errmsg("%s: record %llu: edge to an unknown task", name,
+				    (unsigned long long)r.nrec);
+				rc = 1;
+				break;
+			}
+			e.src = rec.edge.src;
+			e.dst = rec.edge.dst;
+			e.delay = rec.edge.delay;
+			e.kind = (uint8_t)rec.edge.kind;
+			e.on = rec.edge.on < s->nproc ? rec.edge.on : KG_NONE;
+			e.via = rec.edge.via < s->n ? rec.edge.via : KG_NONE;
+			e.rt = (rec.edge.kind == KG_E_SYNC || rec.edge.kind == KG_E_EVENT) &&
+			    e.on != KG_NONE && e.via != KG_NONE;
+			VEC_PUSH(s->e, s->ne, s->cape, e);
+		}
+		if (t == KG_R_END) {
+			rc = simulate(s);
+			if (rc < 0) {
+				report_stuck(name, section, s, &r, names);
+				rc = 1;
+				break;
+			}
+			{
+				msgpack_unpacked u;
+				size_t off = 0, ti = 0, ri = 0;
+				int64_t makespan = 0;
+
+				msgpack_unpacked_init(&u);
+				while (ri < ntypes && msgpack_unpack_next(&u, buf.data, buf.size, &off) ==
+				    MSGPACK_UNPACK_SUCCESS) {
+					int ty = types[ri++];
+
+					if (ty == KG_R_TASK) {
+						if (s->end[ti] > makespan)
+							makespan = s->end[ti];
+						rc = kg_write_task_sim(&g->w, &u.data, s->start[ti], s->end[ti]);
+						ti++;
+					} else {
+						rc = kg_write_raw(&g->w, &u.data, ty);
+					}
+					if (rc < 0)
+						break;
+				}
+				msgpack_unpacked_destroy(&u);
+				if (rc == 0)
+					rc = kg_write_sim(&g->w, s->n, makespan);
+				if (rc == 0)
+					rc = kg_write_end(&g->w);
+				if (rc < 0) {
+					errmsg("%s: %s", g->name, g->w.err);
+					rc = 1;
+					break;
+				}
+			}
+			section++;
+			continue;
+		}
+		/* Keep the record as read, to pass it on. */
+		msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+		msgpack_pack_object(&pk, *rec.raw);
+		grow(&types, &captypes, ntypes + 1, 1);
+		types[ntypes++] = (uint8_t)t;
+	}
+	if (t < 0 && rc == 0) {
+		errmsg("%s: %s", name, r.err);
+		rc = 1;
+	}
+	msgpack_sbuffer_destroy(&buf);
+	free(types);
+	free(names);
+	kg_rec_release(&rec);
+	kg_reader_release(&r);
+	if (fp != stdin)
+		fclose(fp);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *output = NULL;
+	struct gout g;
+	struct sim s;
+	int c, i, rc = 0;
+
+	cli_init("graphsim");
+	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'h':
+			printf("usage: %s\n\n%s", usage, help);
+			return close_stdout();
+		case 'V':
+			version_exit();
+		default:
+			usage_exit(usage);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (gout_open(&g, output, 3) < 0)
+		return 1;
+	memset(&s, 0, sizeof(s));
+	if (argc == 0)
+		rc = process(NULL, &g, &s);
+	for (i = 0; i < argc && rc == 0; i++)
+		rc = process(argv[i], &g, &s);
+	sim_release(&s);
+	return gout_close(&g, rc, PRODUCER);
+}

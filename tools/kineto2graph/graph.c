@@ -494,6 +494,8 @@ is_launch_api(const char *n)
 }
 
 /* What a pending cross-stream wait remembers until the next launch on its stream. */
+#define NRECENT 4 /* streams a thread launched onto lately, for inference */
+
 struct wait {
 	uint32_t src;     /* GPU event the record captured, KG_NONE if none */
 	uint32_t rec, at; /* the record and wait calls */
@@ -501,7 +503,7 @@ struct wait {
 	int how;
 	/* Inferred waits: candidates in order of preference, tried at the
 	 * next launch; see bind_inferred. */
-	uint32_t cand[3], cstream[3], crec[3];
+	uint32_t cand[NRECENT + 2], cstream[NRECENT + 2], crec[NRECENT + 2];
 	int ncand;
 };
 
@@ -523,6 +525,9 @@ bind_inferred(const struct gb *g, struct wait *wt, uint32_t gx)
 	for (i = 0; i < wt->ncand; i++) {
 		const struct ev *src = &g->t->ev[wt->cand[i]];
 
+		/* An event of the waiting stream itself orders nothing. */
+		if (wt->cstream[i] == g->t->ev[gx].proc)
+			continue;
 		if (end_of(src) <= g->t->ev[gx].ts + 1000) {
 			wt->src = wt->cand[i];
 			wt->stream = wt->cstream[i];
@@ -545,6 +550,7 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 	struct umap syncs, recmap, waitstream;
 	uint32_t *last = xmalloc(t->nproc * sizeof(*last));
 	uint32_t *thr_stream = xmalloc(t->nproc * sizeof(*thr_stream));
+	uint32_t (*recent)[NRECENT] = xmalloc(t->nproc * sizeof(*recent));
 	uint32_t *thr_record = xmalloc(t->nproc * sizeof(*thr_record));
 	struct wait **twait = xcalloc(t->nproc, sizeof(*twait));
 	size_t *ntwait = xcalloc(t->nproc, sizeof(*ntwait));
@@ -558,6 +564,8 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 
 	for (i = 0; i < t->nproc; i++) {
 		last[i] = thr_stream[i] = thr_record[i] = KG_NONE;
+		for (j = 0; j < NRECENT; j++)
+			recent[i][j] = KG_NONE;
 		thr_launch_ts[i] = INT64_MIN;
 	}
 	umap_init(&syncs, t->nsync);
@@ -632,6 +640,12 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 				if (last[s] == KG_NONE || t->ev[gx].ts >= t->ev[last[s]].ts)
 					last[s] = gx;
 				thr_stream[th] = s;
+				/* Move s to the front of the thread's recent streams. */
+				for (j = 0; j < NRECENT - 1 && recent[th][j] != s; j++)
+					;
+				for (; j > 0; j--)
+					recent[th][j] = recent[th][j - 1];
+				recent[th][0] = s;
 				thr_launch_ts[th] = e->ts;
 				/* Blocking copies: the thread goes on only after the copy. */
 				if (t->ev[gx].cls == EV_CPY && sel && g->sel[gx] &&
@@ -705,14 +719,17 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 			} else {
 				/* Inferred, candidates in order: the event this
 				 * thread recorded since its last launch; the last
-				 * task on the stream it launched on last (some
-				 * traces hold no cudaEventRecord at all); an older
-				 * record of this thread. The first one the trace
-				 * does not contradict wins (bind_inferred). */
+				 * task of each stream the thread launched onto
+				 * lately, most recent first (some traces hold no
+				 * cudaEventRecord at all, and c10d records NCCL's
+				 * events where the profiler does not see it); an
+				 * older record of this thread. At the next launch,
+				 * the first candidate on another stream that the
+				 * trace does not contradict wins (bind_inferred). */
 				const struct record *r = thr_record[th] != KG_NONE ?
 				    &recs[thr_record[th]] : NULL;
 				int fresh = r != NULL && t->ev[r->call].ts >= thr_launch_ts[th];
-				uint32_t cur = thr_stream[th] != KG_NONE ? last[thr_stream[th]] : KG_NONE;
+				int q;
 
 				wt.how = KG_HOW_INFERRED;
 				wt.ncand = 0;
@@ -720,10 +737,12 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 					wt.cand[wt.ncand] = r->src, wt.cstream[wt.ncand] = r->stream;
 					wt.crec[wt.ncand++] = r->call;
 				}
-				if (cur != KG_NONE) {
-					wt.cand[wt.ncand] = cur, wt.cstream[wt.ncand] = thr_stream[th];
-					wt.crec[wt.ncand++] = KG_NONE;
-				}
+				for (q = 0; q < NRECENT && recent[th][q] != KG_NONE; q++)
+					if (last[recent[th][q]] != KG_NONE) {
+						wt.cand[wt.ncand] = last[recent[th][q]];
+						wt.cstream[wt.ncand] = recent[th][q];
+						wt.crec[wt.ncand++] = KG_NONE;
+					}
 				if (!fresh && r != NULL && r->src != KG_NONE) {
 					wt.cand[wt.ncand] = r->src, wt.cstream[wt.ncand] = r->stream;
 					wt.crec[wt.ncand++] = r->call;
@@ -814,6 +833,7 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 	free(recs);
 	free(last);
 	free(thr_stream);
+	free(recent);
 	free(thr_record);
 	umap_release(&syncs);
 	umap_release(&recmap);

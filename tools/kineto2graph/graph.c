@@ -109,6 +109,8 @@ umap_get(const struct umap *m, uint32_t k)
 	return m->key[i] == k ? m->val[i] : KG_NONE;
 }
 
+struct gap;
+
 /* Build state. Arrays indexed by event hold KG_NONE where not applicable. */
 struct gb {
 	struct trace *t;
@@ -118,7 +120,7 @@ struct gb {
 	size_t nsteps;
 	uint32_t main_proc;
 	int32_t *iter;     /* per event; INT32_MIN outside any step */
-	uint8_t *sel;      /* per event: a selected task */
+	uint8_t *sel;      /* per event: bit 0 a selected task, bit 1 an event edge in */
 	uint32_t *encl;    /* RT / OP: innermost enclosing op (ev index) */
 	uint32_t *launch;  /* GPU: its launch call (ev index) */
 	uint32_t *nextgpu; /* RT: chain of the GPU events it launched */
@@ -133,6 +135,9 @@ struct gb {
 	struct kg_writer *w;
 	int werr;
 	int dry; /* a first pass that only settles durations */
+	struct umap gapmap; /* GPU event -> index in gaps (rule 6) */
+	struct gap *gaps;
+	size_t ngaps;
 	uint64_t nedges;
 };
 
@@ -461,6 +466,8 @@ edge(struct gb *g, uint32_t src, uint32_t dst, int kind, int64_t delay, int how,
 {
 	struct kg_edge e;
 
+	if (kind == KG_E_EVENT)
+		g->sel[dst] |= 2; /* has a cross-stream wait: see explain_gaps */
 	if (g->werr || g->dry)
 		return;
 	kg_edge_init(&e);
@@ -494,7 +501,7 @@ is_launch_api(const char *n)
 }
 
 /* What a pending cross-stream wait remembers until the next launch on its stream. */
-#define NRECENT 4 /* streams a thread launched onto lately, for inference */
+#define NRECENT 8 /* streams a thread launched onto lately, for inference */
 
 struct wait {
 	uint32_t src;     /* GPU event the record captured, KG_NONE if none */
@@ -513,29 +520,35 @@ struct record {
 };
 
 /*
- * An inferred wait binds to the first candidate the trace does not
- * contradict: a task the waiting task started before cannot have been
- * waited for (that would be a wrong guess, not clock jitter, past 1 us).
+ * An inferred wait binds to the candidate, on a stream other than the
+ * waiting one, that ends last without the trace contradicting it: a task
+ * that ended after the waiting task started (past 1 us of clock jitter)
+ * cannot have been waited for, and of the rest the latest is the one
+ * that explains the waiting task's start best (a stream held back by a
+ * wait starts right after what it waited for). Ties go to the earlier
+ * candidate in the order they were gathered.
  */
 static int
 bind_inferred(const struct gb *g, struct wait *wt, uint32_t gx)
 {
-	int i;
+	int i, best = -1;
 
 	for (i = 0; i < wt->ncand; i++) {
 		const struct ev *src = &g->t->ev[wt->cand[i]];
 
-		/* An event of the waiting stream itself orders nothing. */
 		if (wt->cstream[i] == g->t->ev[gx].proc)
 			continue;
-		if (end_of(src) <= g->t->ev[gx].ts + 1000) {
-			wt->src = wt->cand[i];
-			wt->stream = wt->cstream[i];
-			wt->rec = wt->crec[i];
-			return 0;
-		}
+		if (end_of(src) > g->t->ev[gx].ts + 1000)
+			continue;
+		if (best < 0 || end_of(src) > end_of(&g->t->ev[wt->cand[best]]))
+			best = i;
 	}
-	return -1;
+	if (best < 0)
+		return -1;
+	wt->src = wt->cand[best];
+	wt->stream = wt->cstream[best];
+	wt->rec = wt->crec[best];
+	return 0;
 }
 
 /*
@@ -840,6 +853,115 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 	umap_release(&waitstream);
 }
 
+struct endent {
+	int64_t end;
+	uint32_t x;
+};
+
+static int
+cmp_end(const void *a, const void *b)
+{
+	const struct endent *p = a, *q = b;
+
+	if (p->end != q->end)
+		return p->end < q->end ? -1 : 1;
+	return p->x < q->x ? -1 : p->x > q->x;
+}
+
+/*
+ * Rule 6: a GPU task that starts well after everything known to hold it
+ * back (its launch call, its stream's previous task, an event wait) was
+ * held back by something the trace does not name: a wait inside a CUDA
+ * graph (cudaGraphLaunch puts many kernels on streams at once, with the
+ * graph's own cross-stream edges), an event whose record and wait the
+ * profiler missed, or work it did not record. If a task of another
+ * stream of the same device ended within GAP_SLACK before it started,
+ * that task is taken as what it waited for: an `event` edge, inferred.
+ * Otherwise the unexplained time is kept as the delay of the edge that
+ * held it last (launch or stream order), as host gaps are kept on
+ * thread edges: a replay keeps it, and says so in the coverage counts.
+ */
+#define GAP_SLACK 20000 /* ns */
+
+struct gap {
+	uint32_t src;   /* an other-stream task it waited for, or KG_NONE */
+	int64_t dl;     /* else the delay to add */
+	int on_launch;  /* ... on the launch edge (1) or the stream edge (0) */
+};
+
+static void
+explain_gaps(struct gb *g, const uint32_t *gpu, size_t ngpu)
+{
+	const struct trace *t = g->t;
+	struct endent *ends = xmalloc((ngpu + 1) * sizeof(*ends));
+	size_t n = 0, i, cap = 0;
+
+	for (i = 0; i < ngpu; i++)
+		if (g->sel[gpu[i]] & 1)
+			ends[n].end = end_of(&t->ev[gpu[i]]), ends[n++].x = gpu[i];
+	if (n > 1)
+		qsort(ends, n, sizeof(*ends), cmp_end);
+	for (i = 0; i < ngpu; i++) {
+		uint32_t x = gpu[i], prev = i > 0 && t->ev[gpu[i - 1]].proc == t->ev[x].proc ?
+		    gpu[i - 1] : KG_NONE;
+		const struct ev *e = &t->ev[x];
+		int64_t held = INT64_MIN;
+		size_t lo = 0, hi = n, k, steps;
+		struct gap gp;
+
+		while (prev != KG_NONE && !(g->sel[prev] & 1)) /* the selected one before */
+			prev = KG_NONE;
+		if (g->sel[x] != 1)
+			continue; /* not selected, or an event wait already holds it */
+		gp.on_launch = 0;
+		if (g->launch[x] != KG_NONE) {
+			held = end_of(&t->ev[g->launch[x]]);
+			gp.on_launch = 1;
+		}
+		if (prev != KG_NONE && end_of(&t->ev[prev]) >= held) {
+			held = end_of(&t->ev[prev]);
+			gp.on_launch = 0;
+		}
+		if (held == INT64_MIN || e->ts - held <= GAP_SLACK)
+			continue;
+		while (lo < hi) { /* first end past e->ts */
+			size_t mid = (lo + hi) / 2;
+
+			if (ends[mid].end <= e->ts + 1000)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		gp.src = KG_NONE;
+		gp.dl = e->ts - held;
+		for (k = lo, steps = 0; k-- > 0 && steps < 32; steps++) {
+			const struct ev *y = &t->ev[ends[k].x];
+
+			if (ends[k].end < e->ts - GAP_SLACK)
+				break;
+			if (y->proc == e->proc || t->proc[y->proc].pid != t->proc[e->proc].pid)
+				continue;
+			gp.src = ends[k].x;
+			break;
+		}
+		umap_put(&g->gapmap, x, (uint32_t)g->ngaps);
+		grow(&g->gaps, &cap, g->ngaps + 1, sizeof(*g->gaps));
+		g->gaps[g->ngaps++] = gp;
+	}
+	free(ends);
+}
+
+/* The delay rule 6 adds to x's launch (on_launch 1) or stream edge. */
+static int64_t
+gap_delay(const struct gb *g, uint32_t x, int on_launch)
+{
+	uint32_t i = umap_get(&g->gapmap, x);
+
+	if (i == KG_NONE || g->gaps[i].src != KG_NONE || g->gaps[i].on_launch != on_launch)
+		return 0;
+	return g->gaps[i].dl;
+}
+
 /* The last main-thread leaf that ended by ts, and the first that starts at or after ts. */
 static uint32_t
 main_before(const struct gb *g, const uint32_t *m, size_t n, int64_t ts)
@@ -1076,17 +1198,14 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	if (find_steps(&g, err, errlen) < 0)
 		goto out;
 	if (g.nsteps == 0) {
-		/* No ProfilerStep: the main thread is the one with most CPU ops. */
-		size_t *cnt = xcalloc(t->nproc, sizeof(*cnt)), best = 0;
+		/* No ProfilerStep: the main thread is the one whose first CPU
+		 * op comes first (Python's main thread starts the others). */
+		int64_t first = INT64_MAX;
 
-		for (i = 0; i < t->nev; i++)
-			if (t->ev[i].cls == EV_OP)
-				cnt[t->ev[i].proc]++;
 		g.main_proc = KG_NONE;
-		for (i = 0; i < t->nproc; i++)
-			if (cnt[i] > best)
-				best = cnt[i], g.main_proc = (uint32_t)i;
-		free(cnt);
+		for (i = 0; i < t->nev; i++)
+			if (t->ev[i].cls == EV_OP && t->ev[i].ts < first)
+				first = t->ev[i].ts, g.main_proc = t->ev[i].proc;
 	}
 
 	g.iter = xmalloc(t->nev * sizeof(*g.iter));
@@ -1098,6 +1217,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	g.nextleaf = xmalloc(t->nev * sizeof(*g.nextleaf));
 	g.task = xmalloc(t->nev * sizeof(*g.task));
 	umap_init(&g.newdur, 64);
+	umap_init(&g.gapmap, 64);
 	for (i = 0; i < t->nev; i++) {
 		const struct ev *e = &t->ev[i];
 
@@ -1211,6 +1331,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	g.cov = &scratch;
 	g.dry = 1;
 	bind_runtime(&g, rts, nrt);
+	explain_gaps(&g, gpu, ngpu);
 	kg_cov_release(&scratch);
 	g.dry = 0;
 	g.cov = cov;
@@ -1287,7 +1408,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		if (!g.sel[x])
 			continue;
 		if (g.launch[x] != KG_NONE) {
-			edge(&g, g.launch[x], x, KG_E_LAUNCH, 0, KG_HOW_TRACE,
+			edge(&g, g.launch[x], x, KG_E_LAUNCH, gap_delay(&g, x, 1), KG_HOW_TRACE,
 			    KG_NONE, KG_NONE, KG_NONE);
 			kg_cov_add(cov, "launch_joined", 1);
 		} else {
@@ -1306,10 +1427,24 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		if (j == ngpu || t->ev[gpu[j]].proc != t->ev[x].proc)
 			continue;
 		y = gpu[j];
-		edge(&g, x, y, KG_E_STREAM, 0, KG_HOW_TRACE, KG_NONE, KG_NONE, KG_NONE);
+		edge(&g, x, y, KG_E_STREAM, gap_delay(&g, y, 0), KG_HOW_TRACE, KG_NONE, KG_NONE,
+		    KG_NONE);
 	}
 	bind_runtime(&g, rts, nrt);
 	handoff(&g, cpu, ncpu, leaf);
+	for (i = 0; i < ngpu; i++) {
+		uint32_t gi = umap_get(&g.gapmap, gpu[i]);
+
+		if (gi == KG_NONE)
+			continue;
+		if (g.gaps[gi].src != KG_NONE) {
+			edge(&g, g.gaps[gi].src, gpu[i], KG_E_EVENT, 0, KG_HOW_INFERRED,
+			    KG_NONE, KG_NONE, KG_NONE);
+			kg_cov_add(cov, "gap_inferred", 1);
+		} else {
+			kg_cov_add(cov, "gap_kept", 1);
+		}
+	}
 	if (g.werr)
 		goto werr;
 
@@ -1337,6 +1472,8 @@ out_free:
 	free(g.nextleaf);
 	free(g.task);
 	umap_release(&g.newdur);
+	umap_release(&g.gapmap);
+	free(g.gaps);
 	free(g.durv);
 	free(g.order);
 	free(g.outproc);

@@ -135,6 +135,9 @@ struct gb {
 	struct kg_writer *w;
 	int werr;
 	int dry; /* a first pass that only settles durations */
+	struct umap evmap;  /* GPU event -> index in evheld */
+	int64_t *evheld;    /* latest end of the event waits into it */
+	size_t nevheld, capevheld;
 	struct umap gapmap; /* GPU event -> index in gaps (rule 6) */
 	struct gap *gaps;
 	size_t ngaps;
@@ -142,6 +145,12 @@ struct gb {
 };
 
 static const struct ev *sort_ev; /* qsort has no context argument */
+
+static int64_t
+end_of(const struct ev *e)
+{
+	return e->ts + e->dur;
+}
 
 /* A blocking call keeps only its time after the wait: d in [0, original]. */
 static void
@@ -466,8 +475,17 @@ edge(struct gb *g, uint32_t src, uint32_t dst, int kind, int64_t delay, int how,
 {
 	struct kg_edge e;
 
-	if (kind == KG_E_EVENT)
-		g->sel[dst] |= 2; /* has a cross-stream wait: see explain_gaps */
+	if (kind == KG_E_EVENT && g->dry) {
+		/* What cross-stream waits hold dst until: see explain_gaps. */
+		uint32_t i = umap_get(&g->evmap, dst);
+
+		if (i == KG_NONE) {
+			umap_put(&g->evmap, dst, (uint32_t)g->nevheld);
+			VEC_PUSH(g->evheld, g->nevheld, g->capevheld, end_of(&g->t->ev[src]) + delay);
+		} else if (end_of(&g->t->ev[src]) + delay > g->evheld[i]) {
+			g->evheld[i] = end_of(&g->t->ev[src]) + delay;
+		}
+	}
 	if (g->werr || g->dry)
 		return;
 	kg_edge_init(&e);
@@ -484,11 +502,6 @@ edge(struct gb *g, uint32_t src, uint32_t dst, int kind, int64_t delay, int how,
 	g->nedges++;
 }
 
-static int64_t
-end_of(const struct ev *e)
-{
-	return e->ts + e->dur;
-}
 
 /* Is this runtime call one that puts work on a stream? */
 static int
@@ -886,7 +899,9 @@ cmp_end(const void *a, const void *b)
 struct gap {
 	uint32_t src;   /* an other-stream task it waited for, or KG_NONE */
 	int64_t dl;     /* else the delay to add */
-	int on_launch;  /* ... on the launch edge (1) or the stream edge (0) */
+	int on_launch;  /* ... on the launch edge (1), the stream edge (0), or an
+	                   edge from the window's first task (2); 3 while held
+	                   by an event wait (then one of the others) */
 };
 
 static void
@@ -911,8 +926,8 @@ explain_gaps(struct gb *g, const uint32_t *gpu, size_t ngpu)
 
 		while (prev != KG_NONE && !(g->sel[prev] & 1)) /* the selected one before */
 			prev = KG_NONE;
-		if (g->sel[x] != 1)
-			continue; /* not selected, or an event wait already holds it */
+		if (!(g->sel[x] & 1))
+			continue;
 		gp.on_launch = 0;
 		if (g->launch[x] != KG_NONE) {
 			held = end_of(&t->ev[g->launch[x]]);
@@ -922,7 +937,20 @@ explain_gaps(struct gb *g, const uint32_t *gpu, size_t ngpu)
 			held = end_of(&t->ev[prev]);
 			gp.on_launch = 0;
 		}
-		if (held == INT64_MIN || e->ts - held <= GAP_SLACK)
+		if (umap_get(&g->evmap, x) != KG_NONE && g->evheld[umap_get(&g->evmap, x)] >= held &&
+		    g->launch[x] != KG_NONE) {
+			held = g->evheld[umap_get(&g->evmap, x)];
+			gp.on_launch = 3; /* an event wait held it last */
+		}
+		if (held == INT64_MIN) {
+			/* Launched before the window, first on its stream: it keeps
+			 * its offset from the window's first task (g->order[0]). */
+			if (x == g->order[0])
+				continue;
+			held = t->ev[g->order[0]].ts;
+			gp.on_launch = 2;
+		}
+		if (e->ts - held <= GAP_SLACK)
 			continue;
 		while (lo < hi) { /* first end past e->ts */
 			size_t mid = (lo + hi) / 2;
@@ -944,6 +972,14 @@ explain_gaps(struct gb *g, const uint32_t *gpu, size_t ngpu)
 			gp.src = ends[k].x;
 			break;
 		}
+		if (gp.src == KG_NONE && gp.on_launch == 3) {
+			/* Held last by an event wait that does not explain it:
+			 * keep the time on the stream edge, else the launch's. */
+			if (prev != KG_NONE)
+				gp.on_launch = 0, gp.dl = e->ts - end_of(&t->ev[prev]);
+			else
+				gp.on_launch = 1, gp.dl = e->ts - end_of(&t->ev[g->launch[x]]);
+		}
 		umap_put(&g->gapmap, x, (uint32_t)g->ngaps);
 		grow(&g->gaps, &cap, g->ngaps + 1, sizeof(*g->gaps));
 		g->gaps[g->ngaps++] = gp;
@@ -957,7 +993,9 @@ gap_delay(const struct gb *g, uint32_t x, int on_launch)
 {
 	uint32_t i = umap_get(&g->gapmap, x);
 
-	if (i == KG_NONE || g->gaps[i].src != KG_NONE || g->gaps[i].on_launch != on_launch)
+	if (i == KG_NONE || g->gaps[i].src != KG_NONE)
+		return 0;
+	if (g->gaps[i].on_launch != on_launch)
 		return 0;
 	return g->gaps[i].dl;
 }
@@ -1218,6 +1256,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	g.task = xmalloc(t->nev * sizeof(*g.task));
 	umap_init(&g.newdur, 64);
 	umap_init(&g.gapmap, 64);
+	umap_init(&g.evmap, 64);
 	for (i = 0; i < t->nev; i++) {
 		const struct ev *e = &t->ev[i];
 
@@ -1441,6 +1480,10 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 			edge(&g, g.gaps[gi].src, gpu[i], KG_E_EVENT, 0, KG_HOW_INFERRED,
 			    KG_NONE, KG_NONE, KG_NONE);
 			kg_cov_add(cov, "gap_inferred", 1);
+		} else if (g.gaps[gi].on_launch == 2) {
+			edge(&g, g.order[0], gpu[i], KG_E_LAUNCH, g.gaps[gi].dl, KG_HOW_INFERRED,
+			    KG_NONE, KG_NONE, KG_NONE);
+			kg_cov_add(cov, "gap_anchored", 1);
 		} else {
 			kg_cov_add(cov, "gap_kept", 1);
 		}
@@ -1473,6 +1516,8 @@ out_free:
 	free(g.task);
 	umap_release(&g.newdur);
 	umap_release(&g.gapmap);
+	umap_release(&g.evmap);
+	free(g.evheld);
 	free(g.gaps);
 	free(g.durv);
 	free(g.order);

@@ -100,10 +100,17 @@ kern_t aten::with_call [[8],[]]" ]
 	check_edges launch_stream
 
 	# Both calls are named cudaLaunchKernel: the launch edges must join
-	# equal correlations (21 and 22), not merely the same name.
+	# equal correlations (21 and 22), not merely the same name. Rule 6
+	# keeps a small gap on the edge that held the task last: kern_a
+	# starts 1040 us, 20 us after its call ended (1020; kern_orphan ended
+	# 1008), so its launch edge has dl 20000; kern_b waited for kern_a
+	# (ended 1080, after its call's 1060) and starts 1085, so the 5 us go
+	# on the stream edge and its launch edge has none.
 	run -0 edge_info launch_stream.kg launch
-	[ "$output" = "cudaLaunchKernel#21 -> kern_a#21 dl=0 on=- via=- at=-
+	[ "$output" = "cudaLaunchKernel#21 -> kern_a#21 dl=20000 on=- via=- at=-
 cudaLaunchKernel#22 -> kern_b#22 dl=0 on=- via=- at=-" ]
+	run -0 edge_info launch_stream.kg stream
+	[[ $output == *"kern_a#21 -> kern_b#22 dl=5000 "* ]]
 
 	# A GPU task's op is its launch's op; kern_orphan has none.
 	run -0 tasks launch_stream.kg '.k == "kern"' '\(.n) \(.op // "-")'
@@ -198,10 +205,12 @@ kern_dev_s9#62 -> cudaDeviceSynchronize#63 dl=0 on=9 via=cudaDeviceSynchronize#6
 	# (1030 µs), less the wait for the stream's previous task,
 	# kern_pre_copy, which ran until 1030 µs: nothing is left, d = 0.
 	# The wait is what the sync edge and stream order stand for. The
-	# other two calls keep their durations (4 and 6 µs).
+	# other two calls' copies began before the calls returned (1004 in
+	# 1002-1006, 1010 in 1007-1013): each keeps its time until then,
+	# 2 and 3 µs (launch overlap).
 	run -0 tasks blocking_copy.kg '.n == "cudaMemcpyAsync"' '\(.corr) \(.d) \(.od // .d)'
-	[ "$output" = "81 4000 4000
-82 6000 6000
+	[ "$output" = "81 2000 4000
+82 3000 6000
 84 0 43000" ]
 
 	run -0 tasks blocking_copy.kg '.k == "cpy"' '\(.n) \(.by)'

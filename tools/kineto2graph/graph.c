@@ -128,7 +128,8 @@ struct gb {
 	uint32_t *task;    /* per event: task id */
 	struct umap newdur; /* event -> index in durv: calls whose wait is cut off */
 	int64_t *durv;
-	size_t ndurv, capdurv;
+	uint8_t *durpre;
+	size_t ndurv, capdurv, capdurpre;
 	uint32_t *order;   /* tasks: ev indices in id order */
 	size_t ntask;
 	uint32_t *outproc; /* trace proc -> output proc id */
@@ -152,9 +153,16 @@ end_of(const struct ev *e)
 	return e->ts + e->dur;
 }
 
-/* A blocking call keeps only its time after the wait: d in [0, original]. */
+/*
+ * Calls whose simulated duration d differs from the trace's, d in [0,
+ * original]: a synchronizing call keeps its time after the wait, a
+ * blocking copy's call its time before the copy; a launch call whose work
+ * began on the GPU before the call returned keeps its time until then
+ * (`prefix`), and the rest of the call becomes host time after it (added
+ * to the delay of its thread edge, see tail_of).
+ */
 static void
-set_dur(struct gb *g, uint32_t x, int64_t d)
+set_dur(struct gb *g, uint32_t x, int64_t d, int prefix)
 {
 	uint32_t i = umap_get(&g->newdur, x);
 
@@ -165,9 +173,21 @@ set_dur(struct gb *g, uint32_t x, int64_t d)
 	if (i == KG_NONE) {
 		umap_put(&g->newdur, x, (uint32_t)g->ndurv);
 		VEC_PUSH(g->durv, g->ndurv, g->capdurv, d);
+		i = (uint32_t)(g->ndurv - 1);
+		grow(&g->durpre, &g->capdurpre, g->ndurv, 1);
 	} else {
 		g->durv[i] = d;
 	}
+	g->durpre[i] = (uint8_t)prefix;
+}
+
+/* Host time a prefix-cut call leaves to the gap after it. */
+static int64_t
+tail_of(const struct gb *g, uint32_t x)
+{
+	uint32_t i = umap_get(&g->newdur, x);
+
+	return i != KG_NONE && g->durpre[i] ? g->t->ev[x].dur - g->durv[i] : 0;
 }
 
 static int64_t
@@ -624,6 +644,8 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 			sr = &t->sync[t->ev[sx].extra];
 
 		if (g->nextgpu[x] != KG_NONE) { /* a launch */
+			int blocking = 0;
+
 			for (gx = g->nextgpu[x]; gx != KG_NONE; gx = g->nextgpu[gx]) {
 				uint32_t s = t->ev[gx].proc;
 
@@ -687,10 +709,24 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 					if (prev != KG_NONE && end_of(&t->ev[prev]) > from)
 						from = end_of(&t->ev[prev]);
 					kg_cov_add(cov, "copy_blocking", 1);
-					set_dur(g, x, t->ev[gx].ts - from);
+					set_dur(g, x, t->ev[gx].ts - from, 0);
+					blocking = 1;
 					if (nx != KG_NONE)
 						edge(g, gx, nx, KG_E_SYNC, t->ev[nx].ts - end_of(&t->ev[gx]),
 						    KG_HOW_TRACE, s, x, KG_NONE);
+				}
+			}
+			/* Work that began before the call returned: the call's
+			 * own time ends there (rule 4, launch overlap). */
+			if (!blocking && sel) {
+				int64_t first = INT64_MAX;
+
+				for (gx = g->nextgpu[x]; gx != KG_NONE; gx = g->nextgpu[gx])
+					if (g->sel[gx] && t->ev[gx].ts < first)
+						first = t->ev[gx].ts;
+				if (first < end_of(e)) {
+					set_dur(g, x, first - e->ts, 1);
+					kg_cov_add(cov, "launch_overlap", 1);
 				}
 			}
 			continue;
@@ -832,7 +868,7 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 					int64_t from = maxend > e->ts ? maxend : e->ts;
 					int64_t d = end_of(e) - from;
 
-					set_dur(g, x, d);
+					set_dur(g, x, d, 0);
 				}
 			}
 		} else if (sr != NULL && sel) {
@@ -902,6 +938,7 @@ struct gap {
 	int on_launch;  /* ... on the launch edge (1), the stream edge (0), or an
 	                   edge from the window's first task (2); 3 while held
 	                   by an event wait (then one of the others) */
+	int small;      /* within GAP_SLACK: not counted as a gap */
 };
 
 static void
@@ -950,8 +987,23 @@ explain_gaps(struct gb *g, const uint32_t *gpu, size_t ngpu)
 			held = t->ev[g->order[0]].ts;
 			gp.on_launch = 2;
 		}
-		if (e->ts - held <= GAP_SLACK)
+		if (e->ts - held <= 0)
 			continue;
+		if (e->ts - held <= GAP_SLACK) {
+			/* A small gap: the GPU's own time between tasks (about
+			 * a microsecond on a busy stream, a few after a launch).
+			 * It is kept on the edge that held the task last. */
+			if (gp.on_launch == 3)
+				continue;
+			gp.src = KG_NONE;
+			gp.dl = e->ts - held;
+			gp.small = 1;
+			umap_put(&g->gapmap, x, (uint32_t)g->ngaps);
+			grow(&g->gaps, &cap, g->ngaps + 1, sizeof(*g->gaps));
+			g->gaps[g->ngaps++] = gp;
+			continue;
+		}
+		gp.small = 0;
 		while (lo < hi) { /* first end past e->ts */
 			size_t mid = (lo + hi) / 2;
 
@@ -1438,7 +1490,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 			continue;
 		if (t->ev[nx].ts < end_of(&t->ev[x]))
 			kg_cov_add(cov, "overlap_clamped", 1);
-		edge(&g, x, nx, KG_E_THREAD, t->ev[nx].ts - end_of(&t->ev[x]),
+		edge(&g, x, nx, KG_E_THREAD, t->ev[nx].ts - end_of(&t->ev[x]) + tail_of(&g, x),
 		    KG_HOW_TRACE, KG_NONE, KG_NONE, KG_NONE);
 	}
 	for (i = 0; i < ngpu; i++) {
@@ -1474,7 +1526,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	for (i = 0; i < ngpu; i++) {
 		uint32_t gi = umap_get(&g.gapmap, gpu[i]);
 
-		if (gi == KG_NONE)
+		if (gi == KG_NONE || g.gaps[gi].small)
 			continue;
 		if (g.gaps[gi].src != KG_NONE) {
 			edge(&g, g.gaps[gi].src, gpu[i], KG_E_EVENT, 0, KG_HOW_INFERRED,
@@ -1520,6 +1572,7 @@ out_free:
 	free(g.evheld);
 	free(g.gaps);
 	free(g.durv);
+	free(g.durpre);
 	free(g.order);
 	free(g.outproc);
 out:

@@ -1,0 +1,582 @@
+/*
+ * graphstat: what a (simulated) graph stream says about each iteration:
+ * its span, Lumos's breakdown (exposed compute, overlapped, exposed
+ * communication, other), GPU utilization, measured against simulated,
+ * the dependency coverage the stream carries, and the kernels with the
+ * most exposed time.
+ *
+ * Definitions (doc/graphstat.1, DEFINITIONS), the same for measured times
+ * (`ts`, `od`) and simulated ones (`ss`, `se`):
+ * - The span of iteration N runs from the start of its first task on the
+ *   main thread (the one holding the ProfilerSteps) to the latest end of
+ *   its tasks on the main thread and on GPU streams.
+ * - Compute is the union of the iteration's kernel, memcpy and memset
+ *   intervals, communication the union of its collective intervals, both
+ *   clipped to the span: overlapped = |comp ∩ comm|, exposed compute =
+ *   |comp| - overlapped, exposed communication = |comm| - overlapped,
+ *   other = span - |comp ∪ comm|. The four sum to the span.
+ * - Utilization: for each 1 ms window from the span's start, the share of
+ *   it with at least one GPU task running.
+ *
+ * State: one section at a time: about 48 bytes a task, and the strings.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "kg.h"
+#include "util.h"
+
+static const char usage[] = "graphstat [--json | --csv] [--util FILE] [--top N] [FILE ...]";
+
+static const char help[] =
+    "Report iteration time, breakdown and utilization of graph streams,\n"
+    "measured and simulated.\n"
+    "\n"
+    "      --json        one JSON object per (rank, iteration) line\n"
+    "      --csv         one CSV row per (rank, iteration), with a header\n"
+    "      --util FILE   write the 1 ms utilization series to FILE as CSV\n"
+    "      --top N       list the N kernels with the most exposed time (default 10)\n"
+    "  -h, --help        this help\n"
+    "      --version     the version\n"
+    "\n"
+    "With no FILE, or FILE -, read standard input. See graphstat(1).\n";
+
+#define WINDOW 1000000 /* ns: utilization windows */
+
+enum fmt { F_TEXT, F_JSON, F_CSV };
+
+struct opts {
+	int fmt;
+	const char *util;
+	int top;
+};
+
+struct stask {
+	int64_t ts, te, ss, se; /* measured and simulated interval */
+	int64_t it;
+	uint32_t proc, name;
+	uint8_t kind;
+};
+
+struct iv {
+	int64_t a, b;
+};
+
+/* The numbers of one view (measured or simulated) of one iteration. */
+struct view {
+	int64_t start, end, span;
+	int64_t comp, comm, over, other; /* exposed compute, exposed comm, overlapped */
+	double util;                     /* mean of the 1 ms windows */
+};
+
+struct row {
+	int64_t rank, iter;
+	int sim;
+	struct view m, s;
+};
+
+static int
+cmp_iv(const void *a, const void *b)
+{
+	const struct iv *x = a, *y = b;
+
+	if (x->a != y->a)
+		return x->a < y->a ? -1 : 1;
+	return x->b < y->b ? -1 : x->b > y->b;
+}
+
+/* Sort and merge in place; returns the count of disjoint intervals. */
+static size_t
+merge(struct iv *v, size_t n)
+{
+	size_t i, k = 0;
+
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_iv);
+	for (i = 0; i < n; i++) {
+		if (v[i].b <= v[i].a)
+			continue;
+		if (k > 0 && v[i].a <= v[k - 1].b) {
+			if (v[i].b > v[k - 1].b)
+				v[k - 1].b = v[i].b;
+		} else {
+			v[k++] = v[i];
+		}
+	}
+	return k;
+}
+
+static int64_t
+total(const struct iv *v, size_t n)
+{
+	int64_t s = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		s += v[i].b - v[i].a;
+	return s;
+}
+
+/* |x ∩ y| for two merged lists. */
+static int64_t
+overlap(const struct iv *x, size_t nx, const struct iv *y, size_t ny)
+{
+	size_t i = 0, j = 0;
+	int64_t s = 0;
+
+	while (i < nx && j < ny) {
+		int64_t a = x[i].a > y[j].a ? x[i].a : y[j].a;
+		int64_t b = x[i].b < y[j].b ? x[i].b : y[j].b;
+
+		if (b > a)
+			s += b - a;
+		if (x[i].b < y[j].b)
+			i++;
+		else
+			j++;
+	}
+	return s;
+}
+
+struct section {
+	struct stask *t;
+	size_t n, cap;
+	uint8_t *pkind;   /* per proc: KG_THREAD / KG_STREAM */
+	uint8_t *pmain;
+	size_t np, capp, capm;
+	int64_t rank;
+	int sim;          /* every task has ss/se */
+	struct kg_cov cov;
+	/* scratch */
+	struct iv *a, *b, *u;
+	size_t capa, capb, capu;
+	/* exposed time per kernel name, over the section */
+	int64_t *expo;
+	size_t capexpo;
+};
+
+static int
+cmp_task_it(const void *a, const void *b)
+{
+	const struct stask *x = a, *y = b;
+
+	if (x->it != y->it)
+		return x->it < y->it ? -1 : 1;
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/*
+ * One view of iteration tasks t[0..n): span, breakdown, utilization;
+ * `simv` picks the simulated times. Exposed time per kernel name is added
+ * to expo when non-NULL. Returns 0, or -1 when the iteration has no task
+ * on the main thread.
+ */
+static int
+view(struct section *s, const struct stask *t, size_t n, int simv, struct view *v,
+    int64_t *expo, FILE *util, int64_t iter)
+{
+	size_t i, na = 0, nb = 0, nu = 0;
+	int64_t start = INT64_MAX, end = INT64_MIN, w;
+
+#define TS(x) (simv ? (x)->ss : (x)->ts)
+#define TE(x) (simv ? (x)->se : (x)->te)
+	for (i = 0; i < n; i++) {
+		const struct stask *x = &t[i];
+		int stream = s->pkind[x->proc] == KG_STREAM;
+
+		if (s->pmain[x->proc] && TS(x) < start)
+			start = TS(x);
+		if ((s->pmain[x->proc] || stream) && TE(x) > end)
+			end = TE(x);
+	}
+	if (start == INT64_MAX)
+		return -1;
+	memset(v, 0, sizeof(*v));
+	v->start = start;
+	v->end = end;
+	v->span = end - start;
+	grow(&s->a, &s->capa, n + 1, sizeof(*s->a));
+	grow(&s->b, &s->capb, n + 1, sizeof(*s->b));
+	grow(&s->u, &s->capu, 2 * n + 1, sizeof(*s->u));
+	for (i = 0; i < n; i++) {
+		const struct stask *x = &t[i];
+		struct iv iv = { TS(x) > start ? TS(x) : start, TE(x) < end ? TE(x) : end };
+
+		if (s->pkind[x->proc] != KG_STREAM || iv.b <= iv.a)
+			continue;
+		if (x->kind == KG_COLL)
+			s->b[nb++] = iv;
+		else
+			s->a[na++] = iv;
+		s->u[nu++] = iv;
+	}
+	na = merge(s->a, na);
+	nb = merge(s->b, nb);
+	nu = merge(s->u, nu);
+	v->over = overlap(s->a, na, s->b, nb);
+	v->comp = total(s->a, na) - v->over;
+	v->comm = total(s->b, nb) - v->over;
+	v->other = v->span - total(s->u, nu);
+	/* Utilization: busy share of each 1 ms window. */
+	{
+		size_t k = 0, nw = 0;
+		double sum = 0;
+
+		for (w = start; w < end; w += WINDOW) {
+			int64_t we = w + WINDOW < end ? w + WINDOW : end, busy = 0;
+			size_t j;
+
+			while (k < nu && s->u[k].b <= w)
+				k++;
+			for (j = k; j < nu && s->u[j].a < we; j++) {
+				int64_t a = s->u[j].a > w ? s->u[j].a : w;
+				int64_t b = s->u[j].b < we ? s->u[j].b : we;
+
+				if (b > a)
+					busy += b - a;
+			}
+			sum += (double)busy / (double)(we - w);
+			nw++;
+			if (util != NULL)
+				fprintf(util, "%lld,%lld,%s,%.3f,%.4f\n", (long long)s->rank,
+				    (long long)iter, simv ? "simulated" : "measured",
+				    (double)(w - start) / 1e6, (double)busy / (double)(we - w));
+		}
+		v->util = nw ? sum / (double)nw : 0;
+	}
+	/* Exposed time per kernel: its interval less the other kind's union. */
+	if (expo != NULL)
+		for (i = 0; i < n; i++) {
+			const struct stask *x = &t[i];
+			struct iv iv = { TS(x) > start ? TS(x) : start, TE(x) < end ? TE(x) : end };
+
+			if (s->pkind[x->proc] != KG_STREAM || iv.b <= iv.a)
+				continue;
+			if (x->kind == KG_COLL)
+				expo[x->name] += (iv.b - iv.a) - overlap(&iv, 1, s->a, na);
+			else
+				expo[x->name] += (iv.b - iv.a) - overlap(&iv, 1, s->b, nb);
+		}
+#undef TS
+#undef TE
+	return 0;
+}
+
+static double
+pct(int64_t sim, int64_t meas, int64_t base)
+{
+	return base ? 100.0 * (double)(sim - meas) / (double)base : 0;
+}
+
+static void
+print_row(const struct opts *o, const struct row *r, int *header)
+{
+	const struct view *v = r->sim ? &r->s : &r->m;
+
+	if (o->fmt == F_CSV) {
+		if (!*header) {
+			printf("rank,iteration,measured_ns,simulated_ns,error_pct,"
+			    "exposed_compute_ns,overlapped_ns,exposed_comm_ns,other_ns,"
+			    "measured_exposed_compute_ns,measured_overlapped_ns,"
+			    "measured_exposed_comm_ns,measured_other_ns,"
+			    "measured_util,simulated_util\n");
+			*header = 1;
+		}
+		printf("%lld,%lld,%lld,", (long long)r->rank, (long long)r->iter,
+		    (long long)r->m.span);
+		if (r->sim)
+			printf("%lld,%.4f,", (long long)r->s.span, pct(r->s.span, r->m.span, r->m.span));
+		else
+			printf(",,");
+		printf("%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%.4f,", (long long)v->comp,
+		    (long long)v->over, (long long)v->comm, (long long)v->other,
+		    (long long)r->m.comp, (long long)r->m.over, (long long)r->m.comm,
+		    (long long)r->m.other, r->m.util);
+		if (r->sim)
+			printf("%.4f\n", r->s.util);
+		else
+			printf("\n");
+	} else if (o->fmt == F_JSON) {
+		printf("{\"rank\":%lld,\"iteration\":%lld,\"measured_ns\":%lld,", (long long)r->rank,
+		    (long long)r->iter, (long long)r->m.span);
+		if (r->sim)
+			printf("\"simulated_ns\":%lld,\"error_pct\":%.4f,", (long long)r->s.span,
+			    pct(r->s.span, r->m.span, r->m.span));
+		else
+			printf("\"simulated_ns\":null,\"error_pct\":null,");
+		printf("\"exposed_compute_ns\":%lld,\"overlapped_ns\":%lld,"
+		    "\"exposed_comm_ns\":%lld,\"other_ns\":%lld,", (long long)v->comp,
+		    (long long)v->over, (long long)v->comm, (long long)v->other);
+		printf("\"measured\":{\"exposed_compute_ns\":%lld,\"overlapped_ns\":%lld,"
+		    "\"exposed_comm_ns\":%lld,\"other_ns\":%lld,\"util\":%.4f}",
+		    (long long)r->m.comp, (long long)r->m.over, (long long)r->m.comm,
+		    (long long)r->m.other, r->m.util);
+		if (r->sim)
+			printf(",\"simulated\":{\"exposed_compute_ns\":%lld,\"overlapped_ns\":%lld,"
+			    "\"exposed_comm_ns\":%lld,\"other_ns\":%lld,\"util\":%.4f}",
+			    (long long)r->s.comp, (long long)r->s.over, (long long)r->s.comm,
+			    (long long)r->s.other, r->s.util);
+		printf("}\n");
+	} else {
+		if (!*header) {
+			printf("%-5s %-9s %10s %10s %7s | %9s %9s %9s %9s | %5s\n", "rank", "iter",
+			    "meas ms", "sim ms", "err %", "exp.comp", "overlap", "exp.comm",
+			    "other", "util");
+			*header = 1;
+		}
+		printf("%-5lld %-9lld %10.3f ", (long long)r->rank, (long long)r->iter,
+		    (double)r->m.span / 1e6);
+		if (r->sim)
+			printf("%10.3f %+7.2f", (double)r->s.span / 1e6,
+			    pct(r->s.span, r->m.span, r->m.span));
+		else
+			printf("%10s %7s", "-", "-");
+		printf(" | %9.3f %9.3f %9.3f %9.3f | %4.0f%%\n", (double)v->comp / 1e6,
+		    (double)v->over / 1e6, (double)v->comm / 1e6, (double)v->other / 1e6,
+		    100 * (r->sim ? r->s.util : r->m.util));
+		if (r->sim)
+			printf("%-5s %-9s %10s %10s %7s | %+9.2f %+9.2f %+9.2f %+9.2f | (err, %% of span)\n",
+			    "", "", "", "", "", pct(r->s.comp, r->m.comp, r->m.span),
+			    pct(r->s.over, r->m.over, r->m.span), pct(r->s.comm, r->m.comm, r->m.span),
+			    pct(r->s.other, r->m.other, r->m.span));
+	}
+}
+
+struct rank_kernel {
+	int64_t t;
+	uint32_t name;
+};
+
+static int
+cmp_rk(const void *a, const void *b)
+{
+	const struct rank_kernel *x = a, *y = b;
+
+	if (x->t != y->t)
+		return x->t > y->t ? -1 : 1;
+	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+static void
+report_section(const struct opts *o, const char *name, struct section *s,
+    const struct kg_reader *r, FILE *util, int *header)
+{
+	size_t i, j;
+	size_t nstr = r->nstr;
+
+	if (s->n > 1)
+		qsort(s->t, s->n, sizeof(*s->t), cmp_task_it);
+	grow(&s->expo, &s->capexpo, nstr + 1, sizeof(*s->expo));
+	memset(s->expo, 0, (nstr + 1) * sizeof(*s->expo));
+	for (i = 0; i < s->n; i = j) {
+		struct row row;
+
+		for (j = i; j < s->n && s->t[j].it == s->t[i].it; j++)
+			;
+		memset(&row, 0, sizeof(row));
+		row.rank = s->rank;
+		row.iter = s->t[i].it;
+		row.sim = s->sim;
+		if (view(s, s->t + i, j - i, 0, &row.m, s->sim ? NULL : s->expo, util, row.iter) < 0)
+			continue; /* nothing on the main thread: not an iteration to report */
+		if (s->sim)
+			view(s, s->t + i, j - i, 1, &row.s, s->expo, util, row.iter);
+		print_row(o, &row, header);
+	}
+	if (o->fmt != F_TEXT)
+		return;
+	/* Coverage and the kernels with the most exposed time. */
+	if (s->cov.n > 0) {
+		printf("  coverage:");
+		for (i = 0; i < s->cov.n; i++)
+			printf(" %s=%lld", s->cov.name[i], (long long)s->cov.val[i]);
+		putchar('\n');
+	}
+	if (o->top > 0) {
+		struct rank_kernel *rk = xmalloc((nstr + 1) * sizeof(*rk));
+		size_t nk = 0;
+
+		for (i = 0; i < nstr; i++)
+			if (s->expo[i] > 0)
+				rk[nk].t = s->expo[i], rk[nk++].name = (uint32_t)i;
+		if (nk > 1)
+			qsort(rk, nk, sizeof(*rk), cmp_rk);
+		if (nk > 0)
+			printf("  most exposed kernels (%s, all iterations):\n",
+			    s->sim ? "simulated" : "measured");
+		for (i = 0; i < nk && i < (size_t)o->top; i++)
+			printf("  %10.3f ms  %.100s\n", (double)rk[i].t / 1e6, kg_str(r, rk[i].name));
+		free(rk);
+	}
+	(void)name;
+}
+
+static int
+process(const struct opts *o, const char *path, FILE *util, int *header)
+{
+	const char *name = input_name(path);
+	struct kg_reader r;
+	struct kg_rec rec;
+	struct section s;
+	FILE *fp = open_input(path);
+	int t, rc = 0;
+
+	if (fp == NULL)
+		return 1;
+	memset(&s, 0, sizeof(s));
+	kg_cov_init(&s.cov);
+	if (kg_reader_init(&r, fp) < 0) {
+		errmsg("%s: %s", name, r.err);
+		if (fp != stdin)
+			fclose(fp);
+		return 1;
+	}
+	kg_rec_init(&rec);
+	while ((t = kg_read(&r, &rec)) > 0) {
+		switch (t) {
+		case KG_R_HEADER:
+			s.n = s.np = 0;
+			s.rank = rec.header.rank;
+			s.sim = 1;
+			kg_cov_release(&s.cov);
+			break;
+		case KG_R_PROC: {
+			size_t c = s.capp;
+
+			grow(&s.pkind, &c, s.np + 1, 1);
+			grow(&s.pmain, &s.capm, s.np + 1, 1);
+			s.capp = c;
+			s.pkind[s.np] = (uint8_t)rec.proc.kind;
+			s.pmain[s.np] = (uint8_t)rec.proc.main;
+			s.np++;
+			break;
+		}
+		case KG_R_TASK: {
+			struct stask x;
+
+			x.ts = rec.task.ts;
+			x.te = rec.task.ts + rec.task.odur;
+			x.ss = rec.task.sim_start;
+			x.se = rec.task.sim_end;
+			x.it = rec.task.iter;
+			x.proc = rec.task.proc;
+			x.name = rec.task.name;
+			x.kind = (uint8_t)rec.task.kind;
+			if (!rec.task.has_sim)
+				s.sim = 0;
+			VEC_PUSH(s.t, s.n, s.cap, x);
+			break;
+		}
+		case KG_R_COV:
+			for (size_t i = 0; i < rec.cov.n; i++)
+				kg_cov_add(&s.cov, rec.cov.name[i], rec.cov.val[i]);
+			break;
+		case KG_R_END: {
+			int have_main = 0;
+
+			for (size_t i = 0; i < s.np; i++)
+				have_main |= s.pmain[i];
+			if (!have_main) /* no main thread named: take the first thread */
+				for (size_t i = 0; i < s.np; i++)
+					if (s.pkind[i] == KG_THREAD) {
+						s.pmain[i] = 1;
+						break;
+					}
+			if (s.n == 0)
+				s.sim = 0;
+			report_section(o, name, &s, &r, util, header);
+			break;
+		}
+		}
+	}
+	if (t < 0) {
+		errmsg("%s: %s", name, r.err);
+		rc = 1;
+	}
+	kg_rec_release(&rec);
+	kg_reader_release(&r);
+	kg_cov_release(&s.cov);
+	free(s.t);
+	free(s.pkind);
+	free(s.pmain);
+	free(s.a);
+	free(s.b);
+	free(s.u);
+	free(s.expo);
+	if (fp != stdin)
+		fclose(fp);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'J' },
+		{ "csv", no_argument, NULL, 'C' },
+		{ "util", required_argument, NULL, 'U' },
+		{ "top", required_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct opts o;
+	FILE *util = NULL;
+	int c, i, rc = 0, header = 0;
+	int64_t v;
+
+	cli_init("graphstat");
+	memset(&o, 0, sizeof(o));
+	o.top = 10;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'J':
+			o.fmt = F_JSON;
+			break;
+		case 'C':
+			o.fmt = F_CSV;
+			break;
+		case 'U':
+			o.util = optarg;
+			break;
+		case 'T':
+			if (parse_i64(optarg, 0, 100000, &v) < 0) {
+				errmsg("invalid --top '%s'", optarg);
+				usage_exit(usage);
+			}
+			o.top = (int)v;
+			break;
+		case 'h':
+			printf("usage: %s\n\n%s", usage, help);
+			return close_stdout();
+		case 'V':
+			version_exit();
+		default:
+			usage_exit(usage);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (o.util != NULL) {
+		util = fopen(o.util, "w");
+		if (util == NULL) {
+			errmsg("%s: %s", o.util, strerror(errno));
+			return 1;
+		}
+		fprintf(util, "rank,iteration,view,window_ms,busy\n");
+	}
+	if (argc == 0)
+		rc = process(&o, NULL, util, &header);
+	for (i = 0; i < argc; i++)
+		rc |= process(&o, argv[i], util, &header);
+	if (util != NULL && (ferror(util) || fclose(util) != 0)) {
+		errmsg("%s: write error", o.util);
+		rc = 1;
+	}
+	if (close_stdout() != 0)
+		rc = 1;
+	return rc;
+}

@@ -77,7 +77,7 @@ deps:
 # The README's first command: what a newcomer runs on a fresh machine.
 demo: deps
 	@$(MAKE) --no-print-directory all
-	bin/kineto2graph -v examples/ddp-step.json | bin/graph-deps --summary
+	bin/kineto2graph examples/ddp-step.json | bin/graphsim | bin/graphstat
 
 install: all
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1

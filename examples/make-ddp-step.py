@@ -95,7 +95,11 @@ _, cts = launch(MAIN, t2 + 110, 0, "Memcpy DtoH (Device -> Pageable)", 7, 3,
 # The copy call blocks until the copy is done, then returns.
 ev[-4]["dur"] = cts + 3 + 4 - (t2 + 110)
 ev[-5]["dur"] = ev[-4]["dur"] + 20
-step["dur"] = t2 + 110 + ev[-4]["dur"] + 30 - 1000
+# ev[-4] is the cudaMemcpyAsync call, ev[-5] aten::item around it
+# The next step of the loop: the optimizer clears the gradients.
+t3 = t2 + 110 + ev[-4]["dur"] + 25
+X("cpu_op", "Optimizer.zero_grad#SGD.zero_grad", MAIN, t3, 15, {})
+step["dur"] = t3 + 20 - 1000
 doc = {"schemaVersion": 1,
        "deviceProperties": [{"id": 0, "name": "example GPU", "numSms": 108}],
        "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 2},

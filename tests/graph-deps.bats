@@ -113,17 +113,19 @@ setup_file() {
 
 @test "graph-deps: --summary counts edges by kind and provenance" {
 	run -0 graph-deps --summary "$BATS_FILE_TMPDIR/ex.kg"
-	# the example: 12 thread edges (leaves on two threads: 8 on the main
+	# the example: 13 thread edges (leaves on two threads: 9 on the main
 	# thread, 4 on autograd's), 10 launches, 8 stream-order edges on
-	# stream 7, 2 event waits named by cuda_sync records, and 2 hand-offs
+	# stream 7, 2 event waits named by cuda_sync records, 2 hand-offs
 	# (main thread to autograd's first launch, autograd's last launch back
-	# to the optimizer's first call)
-	grep -qx 'thread   trace             12' <<< "$output"
+	# to the optimizer's first call), and 1 sync: loss.item()'s blocking
+	# copy holds back zero_grad
+	grep -qx 'thread   trace             13' <<< "$output"
 	grep -qx 'handoff  inferred           2' <<< "$output"
 	grep -qx 'launch   trace             10' <<< "$output"
 	grep -qx 'stream   trace              8' <<< "$output"
 	grep -qx 'event    explicit           2' <<< "$output"
-	grep -qx 'total                      34' <<< "$output"
+	grep -qx 'sync     trace              1' <<< "$output"
+	grep -qx 'total                      36' <<< "$output"
 }
 
 @test "graph-deps: --drop removes those kinds and keeps the rest" {
@@ -131,7 +133,7 @@ setup_file() {
 	run -0 graph-deps --summary d.kg
 	! grep -q '^event' <<< "$output"
 	! grep -q '^launch' <<< "$output"
-	grep -qx 'total                      22' <<< "$output"
+	grep -qx 'total                      24' <<< "$output"
 	# tasks are untouched, the header records the tool
 	[ "$(graphcat d.kg | grep -c '"r":"task"')" -eq "$(graphcat "$BATS_FILE_TMPDIR/ex.kg" | grep -c '"r":"task"')" ]
 	graphcat d.kg | head -n 1 | jq -e '.tools == ["kineto2graph 0.1", "graph-deps 0.1"]'

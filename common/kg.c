@@ -466,6 +466,71 @@ kg_write_task_sim(struct kg_writer *w, const msgpack_object *o, int64_t ss, int6
 }
 
 int
+kg_write_bytes(struct kg_writer *w, const char *bytes, size_t n, int type)
+{
+	switch (type) {
+	case KG_R_HEADER:
+		w->ntasks = w->nedges = w->nprocs = w->nstrs = 0;
+		break;
+	case KG_R_STR:
+		w->nstrs++;
+		break;
+	case KG_R_PROC:
+		w->nprocs++;
+		break;
+	case KG_R_TASK:
+		w->ntasks++;
+		break;
+	case KG_R_EDGE:
+		w->nedges++;
+		break;
+	case KG_R_END:
+		return kg_write_end(w);
+	}
+	if (msgpack_sbuffer_write(&w->sbuf, bytes, n) != 0) {
+		seterr(w->err, "out of memory");
+		w->failed = 1;
+		return -1;
+	}
+	return record_done(w);
+}
+
+int
+kg_write_task_sim_bytes(struct kg_writer *w, const char *b, size_t n,
+    const msgpack_object *o, int64_t ss, int64_t se)
+{
+	unsigned char c = (unsigned char)b[0];
+	size_t hdr;
+	uint32_t size;
+	uint32_t i;
+
+	if (o != NULL)
+		for (i = 0; i < o->via.map.size; i++)
+			if (KEYIS(&o->via.map.ptr[i].key.via.str, "ss") ||
+			    KEYIS(&o->via.map.ptr[i].key.via.str, "se"))
+				return kg_write_task_sim(w, o, ss, se);
+	/* The map's size from its header: fixmap, map 16 or map 32. */
+	if (c >= 0x80 && c <= 0x8f) {
+		hdr = 1, size = c & 0x0f;
+	} else if (c == 0xde && n >= 3) {
+		hdr = 3, size = (uint32_t)((unsigned char)b[1] << 8 | (unsigned char)b[2]);
+	} else if (c == 0xdf && n >= 5) {
+		hdr = 5, size = (uint32_t)(unsigned char)b[1] << 24 | (uint32_t)(unsigned char)b[2] << 16 |
+		    (uint32_t)(unsigned char)b[3] << 8 | (unsigned char)b[4];
+	} else {
+		seterr(w->err, "not a task record");
+		w->failed = 1;
+		return -1;
+	}
+	msgpack_pack_map(&w->pk, size + 2);
+	msgpack_sbuffer_write(&w->sbuf, b + hdr, n - hdr);
+	pk_kv_i64(&w->pk, "ss", ss);
+	pk_kv_i64(&w->pk, "se", se);
+	w->ntasks++;
+	return record_done(w);
+}
+
+int
 kg_writer_finish(struct kg_writer *w)
 {
 	if (flush(w, ZSTD_e_end) < 0)
@@ -498,7 +563,7 @@ kg_reader_init(struct kg_reader *r, FILE *fp)
 	memset(r, 0, sizeof(*r));
 	r->fp = fp;
 	r->dctx = ZSTD_createDCtx();
-	if (r->dctx == NULL || !msgpack_unpacker_init(&r->up, 1 << 16)) {
+	if (r->dctx == NULL) {
 		ZSTD_freeDCtx(r->dctx);
 		seterr(r->err, "cannot create decoder");
 		return -1;
@@ -534,7 +599,7 @@ kg_reader_release(struct kg_reader *r)
 	free(r->iters);
 	free(r->in);
 	msgpack_unpacked_destroy(&r->res);
-	msgpack_unpacker_destroy(&r->up);
+	free(r->buf);
 	ZSTD_freeDCtx(r->dctx);
 	memset(r, 0, sizeof(*r));
 }
@@ -579,15 +644,18 @@ fill(struct kg_reader *r)
 			}
 			return 0;
 		}
-		if (!msgpack_unpacker_reserve_buffer(&r->up, 1 << 16)) {
-			seterr(r->err, "out of memory");
-			return -1;
+		/* Room for 64 KiB more, after dropping what is parsed. */
+		if (r->off > 0) {
+			memmove(r->buf, r->buf + r->off, r->len - r->off);
+			r->len -= r->off;
+			r->off = 0;
 		}
+		grow(&r->buf, &r->cap, r->len + (1 << 16), 1);
 		in.src = r->in;
 		in.size = r->inlen;
 		in.pos = r->inpos;
-		out.dst = msgpack_unpacker_buffer(&r->up);
-		out.size = msgpack_unpacker_buffer_capacity(&r->up);
+		out.dst = r->buf + r->len;
+		out.size = r->cap - r->len;
 		out.pos = 0;
 		ret = ZSTD_decompressStream(r->dctx, &out, &in);
 		r->inpos = in.pos;
@@ -603,7 +671,7 @@ fill(struct kg_reader *r)
 		}
 		r->frame_left = ret;
 		if (out.pos > 0) {
-			msgpack_unpacker_buffer_consumed(&r->up, out.pos);
+			r->len += out.pos;
 			return (int)out.pos;
 		}
 	}
@@ -1123,8 +1191,14 @@ kg_read(struct kg_reader *r, struct kg_rec *rec)
 	uint32_t i;
 	int ret, t;
 
+	size_t off;
+
 	for (;;) {
-		ret = msgpack_unpacker_next(&r->up, &r->res);
+		/* msgpack_unpack_next parses whole records from our buffer; a
+		 * record cut by the buffer's end is parsed again after fill. */
+		off = r->off;
+		ret = r->len > r->off ?
+		    msgpack_unpack_next(&r->res, r->buf, r->len, &off) : MSGPACK_UNPACK_CONTINUE;
 		if (ret == MSGPACK_UNPACK_SUCCESS)
 			break;
 		if (ret == MSGPACK_UNPACK_PARSE_ERROR) {
@@ -1141,7 +1215,7 @@ kg_read(struct kg_reader *r, struct kg_rec *rec)
 		if (ret < 0)
 			return -1;
 		if (ret == 0) {
-			if (r->up.used != r->up.off) {
+			if (r->len != r->off) {
 				seterr(r->err, "truncated graph stream (ends inside record %llu)",
 				    (unsigned long long)r->nrec + 1);
 				return -1;
@@ -1162,6 +1236,9 @@ kg_read(struct kg_reader *r, struct kg_rec *rec)
 			return KG_R_EOF;
 		}
 	}
+	rec->bytes = r->buf + r->off;
+	rec->nbytes = off - r->off;
+	r->off = off;
 	r->nrec++;
 	o = &r->res.data;
 	rec->raw = o;

@@ -152,6 +152,16 @@ int kg_write_raw(struct kg_writer *w, const msgpack_object *o, int type);
  */
 int kg_write_task_sim(struct kg_writer *w, const msgpack_object *task,
     int64_t ss, int64_t se);
+/*
+ * The same, from the record's bytes as read (kg_rec.bytes), for a task
+ * with no ss/se yet: its fields are copied as they are, which spares
+ * decoding and packing them again. With task non-NULL, a task that has
+ * ss/se already is written through kg_write_task_sim.
+ */
+int kg_write_task_sim_bytes(struct kg_writer *w, const char *bytes, size_t n,
+    const msgpack_object *task, int64_t ss, int64_t se);
+/* A record's bytes as read, passed on unchanged (type as for kg_write_raw). */
+int kg_write_bytes(struct kg_writer *w, const char *bytes, size_t n, int type);
 /* End the zstd frame and flush. Call once, after the last section. */
 int kg_writer_finish(struct kg_writer *w);
 void kg_writer_release(struct kg_writer *w);
@@ -166,6 +176,8 @@ enum kg_rec_type {
 struct kg_rec {
 	int type;
 	const msgpack_object *raw; /* valid until the next kg_read */
+	const char *bytes;         /* the record's MessagePack bytes, as read; */
+	size_t nbytes;             /* valid until the next kg_read */
 	struct kg_header header;
 	struct kg_proc proc;
 	struct kg_task task;
@@ -177,7 +189,8 @@ struct kg_rec {
 struct kg_reader {
 	FILE *fp;
 	ZSTD_DCtx *dctx;
-	msgpack_unpacker up;
+	char *buf;         /* decompressed bytes; records are parsed from off */
+	size_t len, off, cap;
 	msgpack_unpacked res;
 	unsigned char *in;
 	size_t inlen, inpos;

@@ -209,7 +209,14 @@ bind_runtime(struct sim *s, uint32_t x, int64_t t)
 			s->pending[x]++;
 		}
 	}
-	return s->pending[x] ? -1 : t;
+	if (s->pending[x]) {
+		/* Keep what the placed sources demand for when it is pushed
+		 * again by the last pending one. */
+		if (t > s->ready[x])
+			s->ready[x] = t;
+		return -1;
+	}
+	return t;
 }
 
 /* Simulate the section; 0, or -1 if some tasks can never start. */
@@ -351,10 +358,11 @@ process(const char *path, struct gout *g, struct sim *s)
 	const char *name = input_name(path);
 	struct kg_reader r;
 	struct kg_rec rec;
-	msgpack_sbuffer buf;
-	uint8_t *types = NULL;
+	char *buf = NULL;        /* the section's records as read, back to back */
+	size_t len = 0, capbuf = 0, *offs = NULL, capoffs = 0;
+	uint8_t *types = NULL, *hadsim = NULL;
 	uint32_t *names = NULL;
-	size_t ntypes = 0, captypes = 0, capnames = 0;
+	size_t ntypes = 0, captypes = 0, capnames = 0, caphad = 0;
 	FILE *fp = open_input(path);
 	int t, rc = 0, section = 0;
 
@@ -366,11 +374,8 @@ process(const char *path, struct gout *g, struct sim *s)
 			fclose(fp);
 		return 1;
 	}
-	msgpack_sbuffer_init(&buf);
 	kg_rec_init(&rec);
 	while ((t = kg_read(&r, &rec)) > 0) {
-		msgpack_packer pk;
-
 		if (t == KG_R_HEADER) {
 			struct kg_header h = rec.header;
 			const char **tools = xmalloc((h.ntools + 1) * sizeof(*tools));
@@ -385,7 +390,7 @@ process(const char *path, struct gout *g, struct sim *s)
 				break;
 			sim_reset(s);
 			ntypes = 0;
-			msgpack_sbuffer_clear(&buf);
+			len = 0;
 			continue;
 		}
 		if (t == KG_R_PROC) {
@@ -402,6 +407,8 @@ process(const char *path, struct gout *g, struct sim *s)
 			s->proc[s->n] = rec.task.proc;
 			s->dur[s->n] = rec.task.dur;
 			names[s->n] = rec.task.name;
+			grow(&hadsim, &caphad, s->n + 1, 1);
+			hadsim[s->n] = (uint8_t)rec.task.has_sim;
 			s->n++;
 		} else if (t == KG_R_EDGE) {
 			struct sedge e;
@@ -430,27 +437,36 @@ process(const char *path, struct gout *g, struct sim *s)
 				break;
 			}
 			{
-				msgpack_unpacked u;
-				size_t off = 0, ti = 0, ri = 0;
+				size_t ti = 0, ri;
 				int64_t makespan = 0;
 
-				msgpack_unpacked_init(&u);
-				while (ri < ntypes && msgpack_unpack_next(&u, buf.data, buf.size, &off) ==
-				    MSGPACK_UNPACK_SUCCESS) {
-					int ty = types[ri++];
+				for (ri = 0; ri < ntypes && rc == 0; ri++) {
+					const char *b = buf + offs[ri];
+					size_t nb = (ri + 1 < ntypes ? offs[ri + 1] : len) - offs[ri];
 
-					if (ty == KG_R_TASK) {
-						if (s->end[ti] > makespan)
-							makespan = s->end[ti];
-						rc = kg_write_task_sim(&g->w, &u.data, s->start[ti], s->end[ti]);
-						ti++;
-					} else {
-						rc = kg_write_raw(&g->w, &u.data, ty);
+					if (types[ri] != KG_R_TASK) {
+						rc = kg_write_bytes(&g->w, b, nb, types[ri]);
+						continue;
 					}
-					if (rc < 0)
-						break;
+					if (s->end[ti] > makespan)
+						makespan = s->end[ti];
+					if (hadsim[ti]) {
+						/* Simulated before: decode it to replace ss/se. */
+						msgpack_unpacked u;
+						size_t off = 0;
+
+						msgpack_unpacked_init(&u);
+						if (msgpack_unpack_next(&u, b, nb, &off) == MSGPACK_UNPACK_SUCCESS)
+							rc = kg_write_task_sim(&g->w, &u.data, s->start[ti], s->end[ti]);
+						else
+							rc = -1;
+						msgpack_unpacked_destroy(&u);
+					} else {
+						rc = kg_write_task_sim_bytes(&g->w, b, nb, NULL,
+						    s->start[ti], s->end[ti]);
+					}
+					ti++;
 				}
-				msgpack_unpacked_destroy(&u);
 				if (rc == 0)
 					rc = kg_write_sim(&g->w, s->n, makespan);
 				if (rc == 0)
@@ -464,17 +480,35 @@ process(const char *path, struct gout *g, struct sim *s)
 			section++;
 			continue;
 		}
-		/* Keep the record as read, to pass it on. */
-		msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
-		msgpack_pack_object(&pk, *rec.raw);
+		/* Keep the record's bytes as read, to pass them on. */
+		if (t == KG_R_OTHER && rec.raw->type == MSGPACK_OBJECT_MAP) {
+			/* an earlier graphsim's sim record: this run writes its own */
+			const msgpack_object_kv *kv = rec.raw->via.map.ptr;
+			uint32_t q;
+
+			for (q = 0; q < rec.raw->via.map.size; q++)
+				if (kv[q].key.via.str.size == 1 && kv[q].key.via.str.ptr[0] == 'r' &&
+				    kv[q].val.type == MSGPACK_OBJECT_STR && kv[q].val.via.str.size == 3 &&
+				    memcmp(kv[q].val.via.str.ptr, "sim", 3) == 0)
+					break;
+			if (q < rec.raw->via.map.size)
+				continue;
+		}
+		grow(&buf, &capbuf, len + rec.nbytes, 1);
+		memcpy(buf + len, rec.bytes, rec.nbytes);
+		grow(&offs, &capoffs, ntypes + 1, sizeof(*offs));
 		grow(&types, &captypes, ntypes + 1, 1);
+		offs[ntypes] = len;
 		types[ntypes++] = (uint8_t)t;
+		len += rec.nbytes;
 	}
 	if (t < 0 && rc == 0) {
 		errmsg("%s: %s", name, r.err);
 		rc = 1;
 	}
-	msgpack_sbuffer_destroy(&buf);
+	free(buf);
+	free(offs);
+	free(hadsim);
 	free(types);
 	free(names);
 	kg_rec_release(&rec);
@@ -519,7 +553,7 @@ main(int argc, char **argv)
 	}
 	argc -= optind;
 	argv += optind;
-	if (gout_open(&g, output, 3) < 0)
+	if (gout_open(&g, output, 1) < 0)
 		return 1;
 	memset(&s, 0, sizeof(s));
 	if (argc == 0)

@@ -57,6 +57,7 @@ struct sim {
 	size_t n, cap;
 	uint32_t *proc;
 	int64_t *dur;
+	uint8_t *kind;
 	/* edges */
 	struct sedge *e;
 	size_t ne, cape;
@@ -143,6 +144,7 @@ sim_release(struct sim *s)
 	sim_reset(s);
 	free(s->proc);
 	free(s->dur);
+	free(s->kind);
 	free(s->e);
 	free(s->wn);
 	free(s->heap);
@@ -402,8 +404,11 @@ process(const char *path, struct gout *g, struct sim *s)
 			c = s->cap;
 			grow(&s->dur, &c, s->n + 1, sizeof(*s->dur));
 			c = s->cap;
+			grow(&s->kind, &c, s->n + 1, 1);
+			c = s->cap;
 			grow(&names, &capnames, s->n + 1, sizeof(*names));
 			s->cap = c;
+			s->kind[s->n] = (uint8_t)rec.task.kind;
 			s->proc[s->n] = rec.task.proc;
 			s->dur[s->n] = rec.task.dur;
 			names[s->n] = rec.task.name;
@@ -423,6 +428,11 @@ process(const char *path, struct gout *g, struct sim *s)
 			e.dst = rec.edge.dst;
 			e.delay = rec.edge.delay;
 			e.kind = (uint8_t)rec.edge.kind;
+			/* Only a runtime call launches: a `launch` edge from any
+			 * other task (kineto2graph's anchor for work launched
+			 * before the window) is a plain dependency. */
+			if (e.kind == KG_E_LAUNCH && s->kind[e.src] != KG_RT)
+				e.kind = KG_NEDGE_KIND;
 			e.on = rec.edge.on < s->nproc ? rec.edge.on : KG_NONE;
 			e.via = rec.edge.via < s->n ? rec.edge.via : KG_NONE;
 			e.rt = (rec.edge.kind == KG_E_SYNC || rec.edge.kind == KG_E_EVENT) &&

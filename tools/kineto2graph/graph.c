@@ -120,7 +120,7 @@ struct gb {
 	size_t nsteps;
 	uint32_t main_proc;
 	int32_t *iter;     /* per event; INT32_MIN outside any step */
-	uint8_t *sel;      /* per event: bit 0 a selected task, bit 1 an event edge in */
+	uint8_t *sel;      /* per event: a selected task */
 	uint32_t *encl;    /* RT / OP: innermost enclosing op (ev index) */
 	uint32_t *launch;  /* GPU: its launch call (ev index) */
 	uint32_t *nextgpu; /* RT: chain of the GPU events it launched */
@@ -961,13 +961,14 @@ explain_gaps(struct gb *g, const uint32_t *gpu, size_t ngpu)
 		size_t lo = 0, hi = n, k, steps;
 		struct gap gp;
 
-		while (prev != KG_NONE && !(g->sel[prev] & 1)) /* the selected one before */
-			prev = KG_NONE;
+		if (prev != KG_NONE && !(g->sel[prev] & 1))
+			prev = KG_NONE; /* (streams rarely hold unselected tasks between) */
 		if (!(g->sel[x] & 1))
 			continue;
 		gp.on_launch = 0;
 		if (g->launch[x] != KG_NONE) {
-			held = end_of(&t->ev[g->launch[x]]);
+			/* the call's end as simulated: a launch overlap cuts it */
+			held = t->ev[g->launch[x]].ts + get_dur(g, g->launch[x]);
 			gp.on_launch = 1;
 		}
 		if (prev != KG_NONE && end_of(&t->ev[prev]) >= held) {
@@ -981,11 +982,18 @@ explain_gaps(struct gb *g, const uint32_t *gpu, size_t ngpu)
 		}
 		if (held == INT64_MIN) {
 			/* Launched before the window, first on its stream: it keeps
-			 * its offset from the window's first task (g->order[0]). */
-			if (x == g->order[0])
+			 * its offset from the end of the window's first task
+			 * (g->order[0]); an edge's delay runs from its source's end. */
+			if (x == g->order[0] || e->ts <= end_of(&t->ev[g->order[0]]))
 				continue;
-			held = t->ev[g->order[0]].ts;
 			gp.on_launch = 2;
+			gp.src = KG_NONE;
+			gp.dl = e->ts - end_of(&t->ev[g->order[0]]);
+			gp.small = 0;
+			umap_put(&g->gapmap, x, (uint32_t)g->ngaps);
+			grow(&g->gaps, &cap, g->ngaps + 1, sizeof(*g->gaps));
+			g->gaps[g->ngaps++] = gp;
+			continue;
 		}
 		if (e->ts - held <= 0)
 			continue;
@@ -1007,7 +1015,7 @@ explain_gaps(struct gb *g, const uint32_t *gpu, size_t ngpu)
 		while (lo < hi) { /* first end past e->ts */
 			size_t mid = (lo + hi) / 2;
 
-			if (ends[mid].end <= e->ts + 1000)
+			if (ends[mid].end <= e->ts) /* ended by the time it started */
 				lo = mid + 1;
 			else
 				hi = mid;
@@ -1350,6 +1358,22 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		}
 	}
 	umap_release(&corr);
+	/* The chains were built by prepending: turn them to start order (per
+	 * stream), so a wait binds to the first task a launch puts on it. */
+	for (i = 0; i < ncpu; i++) {
+		uint32_t x = cpu[i], prevn = KG_NONE, cur = g.nextgpu[x];
+
+		if (t->ev[x].cls != EV_RT || cur == KG_NONE || g.nextgpu[cur] == KG_NONE)
+			continue;
+		while (cur != KG_NONE) {
+			uint32_t nx = g.nextgpu[cur];
+
+			g.nextgpu[cur] = prevn;
+			prevn = cur;
+			cur = nx;
+		}
+		g.nextgpu[x] = prevn;
+	}
 
 	/* Selection: the tasks of the chosen iterations. */
 	for (i = 0; i < t->nev; i++) {

@@ -16,8 +16,13 @@
  * 4. Runtime calls are walked in time order across threads, tracking the
  *    last task launched on each stream, to bind synchronizations and
  *    event waits (explicit from cuda_sync records, else inferred).
+ *    A launch call whose work began before it returned keeps its time
+ *    until then; the rest is host time after it.
  * 5. Hand-off between the main thread and threads that run CPU ops
  *    (autograd's backward thread).
+ * 6. GPU gaps: time a GPU task waited beyond what holds it in the graph
+ *    is bound to another stream's task that just ended, or kept as a
+ *    delay (explain_gaps).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -400,14 +400,16 @@ process(const char *path, struct gout *g, struct sim *s)
 		} else if (t == KG_R_TASK) {
 			size_t c = s->cap;
 
-			grow(&s->proc, &c, s->n + 1, sizeof(*s->proc));
-			c = s->cap;
-			grow(&s->dur, &c, s->n + 1, sizeof(*s->dur));
-			c = s->cap;
-			grow(&s->kind, &c, s->n + 1, 1);
-			c = s->cap;
+			/* One capacity for the three arrays: grow them together. */
+			if (s->n + 1 > s->cap) {
+				grow(&s->proc, &c, s->n + 1, sizeof(*s->proc));
+				c = s->cap;
+				grow(&s->dur, &c, s->n + 1, sizeof(*s->dur));
+				c = s->cap;
+				grow(&s->kind, &c, s->n + 1, 1);
+				s->cap = c;
+			}
 			grow(&names, &capnames, s->n + 1, sizeof(*names));
-			s->cap = c;
 			s->kind[s->n] = (uint8_t)rec.task.kind;
 			s->proc[s->n] = rec.task.proc;
 			s->dur[s->n] = rec.task.dur;

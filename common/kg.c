@@ -416,8 +416,13 @@ kg_write_end(struct kg_writer *w)
 	return record_done(w);
 }
 
-int
-kg_write_raw(struct kg_writer *w, const msgpack_object *o, int type)
+/*
+ * Count a record passed through for the section's end record; true for
+ * the end record itself, which is written anew (the caller may have
+ * dropped records).
+ */
+static int
+count_passed(struct kg_writer *w, int type)
 {
 	switch (type) {
 	case KG_R_HEADER:
@@ -436,9 +441,16 @@ kg_write_raw(struct kg_writer *w, const msgpack_object *o, int type)
 		w->nedges++;
 		break;
 	case KG_R_END:
-		/* Counts are recomputed: the caller may have dropped records. */
-		return kg_write_end(w);
+		return 1;
 	}
+	return 0;
+}
+
+int
+kg_write_raw(struct kg_writer *w, const msgpack_object *o, int type)
+{
+	if (count_passed(w, type))
+		return kg_write_end(w);
 	msgpack_pack_object(&w->pk, *o);
 	return record_done(w);
 }
@@ -468,25 +480,8 @@ kg_write_task_sim(struct kg_writer *w, const msgpack_object *o, int64_t ss, int6
 int
 kg_write_bytes(struct kg_writer *w, const char *bytes, size_t n, int type)
 {
-	switch (type) {
-	case KG_R_HEADER:
-		w->ntasks = w->nedges = w->nprocs = w->nstrs = 0;
-		break;
-	case KG_R_STR:
-		w->nstrs++;
-		break;
-	case KG_R_PROC:
-		w->nprocs++;
-		break;
-	case KG_R_TASK:
-		w->ntasks++;
-		break;
-	case KG_R_EDGE:
-		w->nedges++;
-		break;
-	case KG_R_END:
+	if (count_passed(w, type))
 		return kg_write_end(w);
-	}
 	if (msgpack_sbuffer_write(&w->sbuf, bytes, n) != 0) {
 		seterr(w->err, "out of memory");
 		w->failed = 1;

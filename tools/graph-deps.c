@@ -298,7 +298,7 @@ process(const struct opts *o, const char *path, struct gout *g, int *sections)
 			if (o->mode != M_DROP && finish_section(o, name, &s, &r))
 				rc = 1;
 		}
-		if (o->mode == M_DROP && kg_write_raw(&g->w, rec.raw, t) < 0) {
+		if (o->mode == M_DROP && kg_write_bytes(&g->w, rec.bytes, rec.nbytes, t) < 0) {
 			rc = -1;
 			break;
 		}

@@ -18,7 +18,8 @@
  * - Utilization: for each 1 ms window from the span's start, the share of
  *   it with at least one GPU task running.
  *
- * State: one section at a time: about 48 bytes a task, and the strings.
+ * State: one section at a time: 56 bytes a task, scratch for the largest
+ * iteration, and 8 bytes a string.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -268,7 +269,9 @@ view(struct section *s, const struct stask *t, size_t n, int simv, struct view *
 static double
 pct(int64_t sim, int64_t meas, int64_t base)
 {
-	return base ? 100.0 * (double)(sim - meas) / (double)base : 0;
+	double v = base ? 100.0 * (double)(sim - meas) / (double)base : 0;
+
+	return v > -5e-5 && v < 5e-5 ? 0 : v; /* no "-0.0000" */
 }
 
 static void
@@ -534,10 +537,12 @@ main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'J':
-			o.fmt = F_JSON;
-			break;
 		case 'C':
-			o.fmt = F_CSV;
+			if (o.fmt != F_TEXT && o.fmt != (c == 'J' ? F_JSON : F_CSV)) {
+				errmsg("--json and --csv exclude each other");
+				usage_exit(usage);
+			}
+			o.fmt = c == 'J' ? F_JSON : F_CSV;
 			break;
 		case 'U':
 			o.util = optarg;
@@ -572,9 +577,13 @@ main(int argc, char **argv)
 		rc = process(&o, NULL, util, &header);
 	for (i = 0; i < argc; i++)
 		rc |= process(&o, argv[i], util, &header);
-	if (util != NULL && (ferror(util) || fclose(util) != 0)) {
-		errmsg("%s: write error", o.util);
-		rc = 1;
+	if (util != NULL) {
+		int bad = ferror(util);
+
+		if (fclose(util) != 0 || bad) {
+			errmsg("%s: write error: %s", o.util, strerror(errno ? errno : EIO));
+			rc = 1;
+		}
 	}
 	if (close_stdout() != 0)
 		rc = 1;

@@ -256,7 +256,8 @@ process(const struct opts *o, const char *path, struct gout *g, int *sections)
 				struct kg_header h = rec.header;
 				const char **tools = xmalloc((h.ntools + 1) * sizeof(*tools));
 
-				memcpy(tools, h.tools, h.ntools * sizeof(*tools));
+				if (h.ntools > 0)
+					memcpy(tools, h.tools, h.ntools * sizeof(*tools));
 				tools[h.ntools] = "graph-deps " KG_VERSION;
 				h.tools = tools;
 				h.ntools++;

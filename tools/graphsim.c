@@ -382,7 +382,8 @@ process(const char *path, struct gout *g, struct sim *s)
 			struct kg_header h = rec.header;
 			const char **tools = xmalloc((h.ntools + 1) * sizeof(*tools));
 
-			memcpy(tools, h.tools, h.ntools * sizeof(*tools));
+			if (h.ntools > 0)
+				memcpy(tools, h.tools, h.ntools * sizeof(*tools));
 			tools[h.ntools] = PRODUCER;
 			h.tools = tools;
 			h.ntools++;

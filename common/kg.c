@@ -242,6 +242,23 @@ kg_write_header(struct kg_writer *w, const struct kg_header *h)
 }
 
 int
+kg_write_header_tool(struct kg_writer *w, const struct kg_header *h, const char *tool)
+{
+	struct kg_header nh = *h;
+	const char **tools = xmalloc((h->ntools + 1) * sizeof(*tools));
+	int rc;
+
+	if (h->ntools > 0)
+		memcpy(tools, h->tools, h->ntools * sizeof(*tools));
+	tools[h->ntools] = tool;
+	nh.tools = tools;
+	nh.ntools = h->ntools + 1;
+	rc = kg_write_header(w, &nh);
+	free(tools);
+	return rc;
+}
+
+int
 kg_write_str(struct kg_writer *w, uint32_t id, const char *s, size_t len)
 {
 	msgpack_pack_map(&w->pk, 3);

@@ -131,6 +131,8 @@ struct kg_writer {
 
 int kg_writer_init(struct kg_writer *w, FILE *fp, int level);
 int kg_write_header(struct kg_writer *w, const struct kg_header *h);
+/* A header read from another stream, with `tool` added to its tools. */
+int kg_write_header_tool(struct kg_writer *w, const struct kg_header *h, const char *tool);
 int kg_write_str(struct kg_writer *w, uint32_t id, const char *s, size_t len);
 int kg_write_proc(struct kg_writer *w, const struct kg_proc *p);
 int kg_write_task(struct kg_writer *w, const struct kg_task *t);

@@ -219,3 +219,39 @@ gout_close(struct gout *g, int rc, const char *producer)
 	}
 	return out_commit(&g->out);
 }
+
+int
+gin_open(struct gin *g, const char *path)
+{
+	g->name = input_name(path);
+	g->fp = open_input(path);
+	if (g->fp == NULL)
+		return -1;
+	if (kg_reader_init(&g->r, g->fp) < 0) {
+		errmsg("%s: %s", g->name, g->r.err);
+		if (g->fp != stdin)
+			fclose(g->fp);
+		return -1;
+	}
+	kg_rec_init(&g->rec);
+	return 0;
+}
+
+int
+gin_read(struct gin *g)
+{
+	int t = kg_read(&g->r, &g->rec);
+
+	if (t < 0)
+		errmsg("%s: %s", g->name, g->r.err);
+	return t;
+}
+
+void
+gin_close(struct gin *g)
+{
+	kg_rec_release(&g->rec);
+	kg_reader_release(&g->r);
+	if (g->fp != stdin)
+		fclose(g->fp);
+}

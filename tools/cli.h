@@ -57,6 +57,21 @@ struct gout {
 int gout_open(struct gout *g, const char *path, int level);
 int gout_close(struct gout *g, int rc, const char *producer);
 
+/*
+ * A graph stream to read: the operand ("-" or NULL for stdin), its reader
+ * and the record last read. gin_read returns kg_read's type, or -1 after
+ * printing `tool: FILE: reason`.
+ */
+struct gin {
+	FILE *fp;
+	struct kg_reader r;
+	struct kg_rec rec;
+	const char *name;
+};
+int gin_open(struct gin *g, const char *path);
+int gin_read(struct gin *g);
+void gin_close(struct gin *g);
+
 /* Close stdout checking for write errors (text tools); 0 or 1. */
 int close_stdout(void);
 

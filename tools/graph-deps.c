@@ -232,37 +232,19 @@ finish_section(const struct opts *o, const char *name, struct section *s,
 static int
 process(const struct opts *o, const char *path, struct gout *g, int *sections)
 {
-	const char *name = input_name(path);
-	struct kg_reader r;
-	struct kg_rec rec;
+	struct gin in;
 	struct section s;
-	FILE *fp = open_input(path);
 	int t, rc = 0;
 
-	if (fp == NULL)
+	if (gin_open(&in, path) < 0)
 		return 1;
 	memset(&s, 0, sizeof(s));
-	if (kg_reader_init(&r, fp) < 0) {
-		errmsg("%s: %s", name, r.err);
-		rc = 1;
-		goto out;
-	}
-	kg_rec_init(&rec);
-	while ((t = kg_read(&r, &rec)) > 0) {
+	while ((t = gin_read(&in)) > 0) {
 		if (t == KG_R_HEADER) {
-			s.rank = rec.header.rank;
+			s.rank = in.rec.header.rank;
 			s.index = (*sections)++; /* counted per input file */
 			if (o->mode == M_DROP) {
-				struct kg_header h = rec.header;
-				const char **tools = xmalloc((h.ntools + 1) * sizeof(*tools));
-
-				if (h.ntools > 0)
-					memcpy(tools, h.tools, h.ntools * sizeof(*tools));
-				tools[h.ntools] = "graph-deps " KG_VERSION;
-				h.tools = tools;
-				h.ntools++;
-				rc = kg_write_header(&g->w, &h);
-				free(tools);
+				rc = kg_write_header_tool(&g->w, &in.rec.header, "graph-deps " KG_VERSION);
 				if (rc < 0)
 					break;
 			}
@@ -270,14 +252,14 @@ process(const struct opts *o, const char *path, struct gout *g, int *sections)
 		}
 		if (t == KG_R_TASK) {
 			if (o->mode == M_CHECK) {
-				struct ctask ct = { rec.task.ts, rec.task.ts + rec.task.odur, rec.task.name };
+				struct ctask ct = { in.rec.task.ts, in.rec.task.ts + in.rec.task.odur, in.rec.task.name };
 
 				VEC_PUSH(s.task, s.ntask, s.captask, ct);
 			} else {
 				s.ntask++;
 			}
 		} else if (t == KG_R_EDGE) {
-			const struct kg_edge *e = &rec.edge;
+			const struct kg_edge *e = &in.rec.edge;
 
 			if (o->mode == M_DROP && (o->drop & (1u << e->kind)))
 				continue;
@@ -296,10 +278,10 @@ process(const struct opts *o, const char *path, struct gout *g, int *sections)
 				s.count[e->kind][e->how]++;
 			}
 		} else if (t == KG_R_END) {
-			if (o->mode != M_DROP && finish_section(o, name, &s, &r))
+			if (o->mode != M_DROP && finish_section(o, in.name, &s, &in.r))
 				rc = 1;
 		}
-		if (o->mode == M_DROP && kg_write_bytes(&g->w, rec.bytes, rec.nbytes, t) < 0) {
+		if (o->mode == M_DROP && kg_write_bytes(&g->w, in.rec.bytes, in.rec.nbytes, t) < 0) {
 			rc = -1;
 			break;
 		}
@@ -308,16 +290,11 @@ process(const struct opts *o, const char *path, struct gout *g, int *sections)
 		errmsg("%s: %s", g->name, g->w.err);
 		rc = 1;
 	} else if (t < 0) {
-		errmsg("%s: %s", name, r.err);
 		rc = 1;
 	}
-	kg_rec_release(&rec);
-	kg_reader_release(&r);
-out:
+	gin_close(&in);
 	free(s.task);
 	free(s.edge);
-	if (fp != stdin)
-		fclose(fp);
 	return rc;
 }
 

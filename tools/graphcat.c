@@ -164,39 +164,22 @@ put_resolved(const struct kg_reader *r, int type, const msgpack_object *o)
 static int
 cat(const char *path, int resolve)
 {
-	const char *name = input_name(path);
-	struct kg_reader r;
-	struct kg_rec rec;
-	FILE *fp = open_input(path);
-	int t, rc = 0;
+	struct gin in;
+	int t;
 
-	if (fp == NULL)
+	if (gin_open(&in, path) < 0)
 		return 1;
-	if (kg_reader_init(&r, fp) < 0) {
-		errmsg("%s: %s", name, r.err);
-		if (fp != stdin)
-			fclose(fp);
-		return 1;
-	}
-	kg_rec_init(&rec);
-	while ((t = kg_read(&r, &rec)) > 0) {
+	while ((t = gin_read(&in)) > 0) {
 		if (resolve && t == KG_R_STR)
 			continue;
 		if (resolve)
-			put_resolved(&r, t, rec.raw);
+			put_resolved(&in.r, t, in.rec.raw);
 		else
-			put_obj(rec.raw);
+			put_obj(in.rec.raw);
 		putchar('\n');
 	}
-	if (t < 0) {
-		errmsg("%s: %s", name, r.err);
-		rc = 1;
-	}
-	kg_rec_release(&rec);
-	kg_reader_release(&r);
-	if (fp != stdin)
-		fclose(fp);
-	return rc;
+	gin_close(&in);
+	return t < 0;
 }
 
 int

@@ -72,7 +72,7 @@ struct sim {
 	size_t nproc;
 	uint32_t *last;           /* per proc: last task launched on it */
 	uint32_t *lastby;         /* per proc: the call that launched it */
-	int64_t *free;            /* per proc: when it is free */
+	int64_t *busy;            /* per proc: busy until */
 	struct wnode *wn;
 	size_t nwn, capwn;
 	struct heapent *heap;
@@ -129,10 +129,10 @@ sim_reset(struct sim *s)
 	free(s->loff), free(s->lgpu), free(s->indeg), free(s->pending);
 	free(s->capt), free(s->whead), free(s->ready), free(s->start);
 	free(s->end), free(s->state), free(s->isvia), free(s->via_on);
-	free(s->last), free(s->lastby), free(s->free);
+	free(s->last), free(s->lastby), free(s->busy);
 	s->soff = s->succ = s->roff = s->rin = s->loff = s->lgpu = NULL;
 	s->indeg = s->pending = s->capt = s->whead = s->via_on = s->last = s->lastby = NULL;
-	s->ready = s->start = s->end = s->free = NULL;
+	s->ready = s->start = s->end = s->busy = NULL;
 	s->state = s->isvia = NULL;
 	s->n = s->ne = s->nwn = s->nheap = 0;
 	s->nproc = 0;
@@ -240,7 +240,7 @@ simulate(struct sim *s)
 	s->via_on = xmalloc(n * sizeof(*s->via_on));
 	s->last = xmalloc(s->nproc * sizeof(*s->last));
 	s->lastby = xmalloc(s->nproc * sizeof(*s->lastby));
-	s->free = xcalloc(s->nproc, sizeof(*s->free));
+	s->busy = xcalloc(s->nproc, sizeof(*s->busy));
 	for (i = 0; i < n; i++)
 		s->capt[i] = s->whead[i] = s->via_on[i] = KG_NONE;
 	for (i = 0; i < s->nproc; i++)
@@ -285,11 +285,11 @@ simulate(struct sim *s)
 				continue;
 			}
 		}
-		if (s->free[p] > t)
-			t = s->free[p];
+		if (s->busy[p] > t)
+			t = s->busy[p];
 		s->start[x] = t;
 		s->end[x] = t + s->dur[x];
-		s->free[p] = s->end[x];
+		s->busy[p] = s->end[x];
 		s->state[x] = 2;
 		done++;
 		/* Launches: what this call puts on streams is now launched
@@ -357,40 +357,24 @@ report_stuck(const char *name, int section, const struct sim *s, const struct kg
 static int
 process(const char *path, struct gout *g, struct sim *s)
 {
-	const char *name = input_name(path);
-	struct kg_reader r;
-	struct kg_rec rec;
+	struct gin in;
 	char *buf = NULL;        /* the section's records as read, back to back */
 	size_t len = 0, capbuf = 0, *offs = NULL, capoffs = 0;
 	uint8_t *types = NULL, *hadsim = NULL;
 	uint32_t *names = NULL;
 	size_t ntypes = 0, captypes = 0, capnames = 0, caphad = 0;
-	FILE *fp = open_input(path);
 	int t, rc = 0, section = 0;
 
-	if (fp == NULL)
+	if (gin_open(&in, path) < 0)
 		return 1;
-	if (kg_reader_init(&r, fp) < 0) {
-		errmsg("%s: %s", name, r.err);
-		if (fp != stdin)
-			fclose(fp);
-		return 1;
-	}
-	kg_rec_init(&rec);
-	while ((t = kg_read(&r, &rec)) > 0) {
+	while ((t = gin_read(&in)) > 0) {
 		if (t == KG_R_HEADER) {
-			struct kg_header h = rec.header;
-			const char **tools = xmalloc((h.ntools + 1) * sizeof(*tools));
-
-			if (h.ntools > 0)
-				memcpy(tools, h.tools, h.ntools * sizeof(*tools));
-			tools[h.ntools] = PRODUCER;
-			h.tools = tools;
-			h.ntools++;
-			rc = kg_write_header(&g->w, &h);
-			free(tools);
-			if (rc < 0)
+			rc = kg_write_header_tool(&g->w, &in.rec.header, PRODUCER);
+			if (rc < 0) {
+				errmsg("%s: %s", g->name, g->w.err);
+				rc = 1;
 				break;
+			}
 			sim_reset(s);
 			ntypes = 0;
 			len = 0;
@@ -411,41 +395,41 @@ process(const char *path, struct gout *g, struct sim *s)
 				s->cap = c;
 			}
 			grow(&names, &capnames, s->n + 1, sizeof(*names));
-			s->kind[s->n] = (uint8_t)rec.task.kind;
-			s->proc[s->n] = rec.task.proc;
-			s->dur[s->n] = rec.task.dur;
-			names[s->n] = rec.task.name;
+			s->kind[s->n] = (uint8_t)in.rec.task.kind;
+			s->proc[s->n] = in.rec.task.proc;
+			s->dur[s->n] = in.rec.task.dur;
+			names[s->n] = in.rec.task.name;
 			grow(&hadsim, &caphad, s->n + 1, 1);
-			hadsim[s->n] = (uint8_t)rec.task.has_sim;
+			hadsim[s->n] = (uint8_t)in.rec.task.has_sim;
 			s->n++;
 		} else if (t == KG_R_EDGE) {
 			struct sedge e;
 
-			if (rec.edge.src >= s->n || rec.edge.dst >= s->n) {
-				errmsg("%s: record %llu: edge to an unknown task", name,
-				    (unsigned long long)r.nrec);
+			if (in.rec.edge.src >= s->n || in.rec.edge.dst >= s->n) {
+				errmsg("%s: record %llu: edge to an unknown task", in.name,
+				    (unsigned long long)in.r.nrec);
 				rc = 1;
 				break;
 			}
-			e.src = rec.edge.src;
-			e.dst = rec.edge.dst;
-			e.delay = rec.edge.delay;
-			e.kind = (uint8_t)rec.edge.kind;
+			e.src = in.rec.edge.src;
+			e.dst = in.rec.edge.dst;
+			e.delay = in.rec.edge.delay;
+			e.kind = (uint8_t)in.rec.edge.kind;
 			/* Only a runtime call launches: a `launch` edge from any
 			 * other task (kineto2graph's anchor for work launched
 			 * before the window) is a plain dependency. */
 			if (e.kind == KG_E_LAUNCH && s->kind[e.src] != KG_RT)
 				e.kind = KG_NEDGE_KIND;
-			e.on = rec.edge.on < s->nproc ? rec.edge.on : KG_NONE;
-			e.via = rec.edge.via < s->n ? rec.edge.via : KG_NONE;
-			e.rt = (rec.edge.kind == KG_E_SYNC || rec.edge.kind == KG_E_EVENT) &&
+			e.on = in.rec.edge.on < s->nproc ? in.rec.edge.on : KG_NONE;
+			e.via = in.rec.edge.via < s->n ? in.rec.edge.via : KG_NONE;
+			e.rt = (in.rec.edge.kind == KG_E_SYNC || in.rec.edge.kind == KG_E_EVENT) &&
 			    e.on != KG_NONE && e.via != KG_NONE;
 			VEC_PUSH(s->e, s->ne, s->cape, e);
 		}
 		if (t == KG_R_END) {
 			rc = simulate(s);
 			if (rc < 0) {
-				report_stuck(name, section, s, &r, names);
+				report_stuck(in.name, section, s, &in.r, names);
 				rc = 1;
 				break;
 			}
@@ -494,40 +478,35 @@ process(const char *path, struct gout *g, struct sim *s)
 			continue;
 		}
 		/* Keep the record's bytes as read, to pass them on. */
-		if (t == KG_R_OTHER && rec.raw->type == MSGPACK_OBJECT_MAP) {
+		if (t == KG_R_OTHER && in.rec.raw->type == MSGPACK_OBJECT_MAP) {
 			/* an earlier graphsim's sim record: this run writes its own */
-			const msgpack_object_kv *kv = rec.raw->via.map.ptr;
+			const msgpack_object_kv *kv = in.rec.raw->via.map.ptr;
 			uint32_t q;
 
-			for (q = 0; q < rec.raw->via.map.size; q++)
+			for (q = 0; q < in.rec.raw->via.map.size; q++)
 				if (kv[q].key.via.str.size == 1 && kv[q].key.via.str.ptr[0] == 'r' &&
 				    kv[q].val.type == MSGPACK_OBJECT_STR && kv[q].val.via.str.size == 3 &&
 				    memcmp(kv[q].val.via.str.ptr, "sim", 3) == 0)
 					break;
-			if (q < rec.raw->via.map.size)
+			if (q < in.rec.raw->via.map.size)
 				continue;
 		}
-		grow(&buf, &capbuf, len + rec.nbytes, 1);
-		memcpy(buf + len, rec.bytes, rec.nbytes);
+		grow(&buf, &capbuf, len + in.rec.nbytes, 1);
+		memcpy(buf + len, in.rec.bytes, in.rec.nbytes);
 		grow(&offs, &capoffs, ntypes + 1, sizeof(*offs));
 		grow(&types, &captypes, ntypes + 1, 1);
 		offs[ntypes] = len;
 		types[ntypes++] = (uint8_t)t;
-		len += rec.nbytes;
+		len += in.rec.nbytes;
 	}
-	if (t < 0 && rc == 0) {
-		errmsg("%s: %s", name, r.err);
+	if (t < 0 && rc == 0)
 		rc = 1;
-	}
 	free(buf);
 	free(offs);
 	free(hadsim);
 	free(types);
 	free(names);
-	kg_rec_release(&rec);
-	kg_reader_release(&r);
-	if (fp != stdin)
-		fclose(fp);
+	gin_close(&in);
 	return rc;
 }
 

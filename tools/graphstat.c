@@ -364,8 +364,8 @@ cmp_rk(const void *a, const void *b)
 }
 
 static void
-report_section(const struct opts *o, const char *name, struct section *s,
-    const struct kg_reader *r, FILE *util, int *header)
+report_section(const struct opts *o, struct section *s, const struct kg_reader *r,
+    FILE *util, int *header)
 {
 	size_t i, j;
 	size_t nstr = r->nstr;
@@ -414,35 +414,24 @@ report_section(const struct opts *o, const char *name, struct section *s,
 			printf("  %10.3f ms  %.100s\n", (double)rk[i].t / 1e6, kg_str(r, rk[i].name));
 		free(rk);
 	}
-	(void)name;
 }
 
 static int
 process(const struct opts *o, const char *path, FILE *util, int *header)
 {
-	const char *name = input_name(path);
-	struct kg_reader r;
-	struct kg_rec rec;
+	struct gin in;
 	struct section s;
-	FILE *fp = open_input(path);
-	int t, rc = 0;
+	int t;
 
-	if (fp == NULL)
+	if (gin_open(&in, path) < 0)
 		return 1;
 	memset(&s, 0, sizeof(s));
 	kg_cov_init(&s.cov);
-	if (kg_reader_init(&r, fp) < 0) {
-		errmsg("%s: %s", name, r.err);
-		if (fp != stdin)
-			fclose(fp);
-		return 1;
-	}
-	kg_rec_init(&rec);
-	while ((t = kg_read(&r, &rec)) > 0) {
+	while ((t = gin_read(&in)) > 0) {
 		switch (t) {
 		case KG_R_HEADER:
 			s.n = s.np = 0;
-			s.rank = rec.header.rank;
+			s.rank = in.rec.header.rank;
 			s.sim = 1;
 			kg_cov_release(&s.cov);
 			break;
@@ -452,30 +441,30 @@ process(const struct opts *o, const char *path, FILE *util, int *header)
 			grow(&s.pkind, &c, s.np + 1, 1);
 			grow(&s.pmain, &s.capm, s.np + 1, 1);
 			s.capp = c;
-			s.pkind[s.np] = (uint8_t)rec.proc.kind;
-			s.pmain[s.np] = (uint8_t)rec.proc.main;
+			s.pkind[s.np] = (uint8_t)in.rec.proc.kind;
+			s.pmain[s.np] = (uint8_t)in.rec.proc.main;
 			s.np++;
 			break;
 		}
 		case KG_R_TASK: {
 			struct stask x;
 
-			x.ts = rec.task.ts;
-			x.te = rec.task.ts + rec.task.odur;
-			x.ss = rec.task.sim_start;
-			x.se = rec.task.sim_end;
-			x.it = rec.task.iter;
-			x.proc = rec.task.proc;
-			x.name = rec.task.name;
-			x.kind = (uint8_t)rec.task.kind;
-			if (!rec.task.has_sim)
+			x.ts = in.rec.task.ts;
+			x.te = in.rec.task.ts + in.rec.task.odur;
+			x.ss = in.rec.task.sim_start;
+			x.se = in.rec.task.sim_end;
+			x.it = in.rec.task.iter;
+			x.proc = in.rec.task.proc;
+			x.name = in.rec.task.name;
+			x.kind = (uint8_t)in.rec.task.kind;
+			if (!in.rec.task.has_sim)
 				s.sim = 0;
 			VEC_PUSH(s.t, s.n, s.cap, x);
 			break;
 		}
 		case KG_R_COV:
-			for (size_t i = 0; i < rec.cov.n; i++)
-				kg_cov_add(&s.cov, rec.cov.name[i], rec.cov.val[i]);
+			for (size_t i = 0; i < in.rec.cov.n; i++)
+				kg_cov_add(&s.cov, in.rec.cov.name[i], in.rec.cov.val[i]);
 			break;
 		case KG_R_END: {
 			int have_main = 0;
@@ -490,17 +479,12 @@ process(const struct opts *o, const char *path, FILE *util, int *header)
 					}
 			if (s.n == 0)
 				s.sim = 0;
-			report_section(o, name, &s, &r, util, header);
+			report_section(o, &s, &in.r, util, header);
 			break;
 		}
 		}
 	}
-	if (t < 0) {
-		errmsg("%s: %s", name, r.err);
-		rc = 1;
-	}
-	kg_rec_release(&rec);
-	kg_reader_release(&r);
+	gin_close(&in);
 	kg_cov_release(&s.cov);
 	free(s.t);
 	free(s.pkind);
@@ -509,9 +493,7 @@ process(const struct opts *o, const char *path, FILE *util, int *header)
 	free(s.b);
 	free(s.u);
 	free(s.expo);
-	if (fp != stdin)
-		fclose(fp);
-	return rc;
+	return t < 0;
 }
 
 int

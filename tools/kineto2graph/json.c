@@ -46,6 +46,21 @@ enum key {
 	D_RANK, D_WORLD
 };
 
+/*
+ * Skipped events are counted by category. Flows alone are a third of a
+ * trace, so the few distinct categories are tallied here and added to the
+ * coverage once, at the end (skip_flush).
+ */
+#define NSKIP 32
+
+struct skips {
+	char name[NSKIP][48];
+	size_t len[NSKIP];
+	int64_t n[NSKIP];
+	int used;
+	int64_t other;
+};
+
 /* The event being read. */
 struct cur {
 	unsigned have; /* bit per key */
@@ -80,6 +95,7 @@ struct jp {
 	int seen_events;
 	int top;     /* the top-level value opened a container */
 	struct cur c;
+	struct skips skips;
 	char err[200];
 };
 
@@ -418,7 +434,7 @@ on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr)
 		if (k == T_BASE) {
 			if (v < 0 || v > MAX_TIME)
 				return fail(p, "field %s: out of range", keyname(k));
-			p->t->base_ns = v, p->t->have_base = 1;
+			p->t->base_ns = v;
 		}
 		else if (k == D_RANK)
 			p->t->rank = v;
@@ -708,58 +724,41 @@ static const yajl_callbacks callbacks = {
 	cb_start_map, cb_key, cb_end_map, cb_start_array, cb_end_array
 };
 
-/*
- * Skipped events are counted by category. Flows alone are a third of a
- * trace, so the few distinct categories are tallied here and added to the
- * coverage once, at the end.
- */
-#define NSKIP 32
-
-struct skips {
-	char name[NSKIP][48];
-	size_t len[NSKIP];
-	int64_t n[NSKIP];
-	int used;
-	int64_t other;
-};
-
-static struct skips skips;
 
 static void
 skip_count(struct jp *p, const char *what, const char *s, size_t len)
 {
+	struct skips *k = &p->skips;
 	char buf[48];
 	int i, n;
 
-	(void)p;
 	n = snprintf(buf, sizeof(buf), "%s%.*s", what, (int)(len > 40 ? 40 : len), s);
 	if (n >= (int)sizeof(buf))
 		n = sizeof(buf) - 1;
-	for (i = 0; i < skips.used; i++)
-		if (skips.len[i] == (size_t)n && memcmp(skips.name[i], buf, (size_t)n) == 0) {
-			skips.n[i]++;
+	for (i = 0; i < k->used; i++)
+		if (k->len[i] == (size_t)n && memcmp(k->name[i], buf, (size_t)n) == 0) {
+			k->n[i]++;
 			return;
 		}
-	if (skips.used == NSKIP) {
-		skips.other++;
+	if (k->used == NSKIP) {
+		k->other++;
 		return;
 	}
-	memcpy(skips.name[i], buf, (size_t)n + 1);
-	skips.len[i] = (size_t)n;
-	skips.n[i] = 1;
-	skips.used++;
+	memcpy(k->name[i], buf, (size_t)n + 1);
+	k->len[i] = (size_t)n;
+	k->n[i] = 1;
+	k->used++;
 }
 
 static void
-skip_flush(struct trace *t)
+skip_flush(struct jp *p)
 {
 	int i;
 
-	for (i = 0; i < skips.used; i++)
-		kg_cov_add(&t->cov, skips.name[i], skips.n[i]);
-	if (skips.other)
-		kg_cov_add(&t->cov, "skip:(other)", skips.other);
-	memset(&skips, 0, sizeof(skips));
+	for (i = 0; i < p->skips.used; i++)
+		kg_cov_add(&p->t->cov, p->skips.name[i], p->skips.n[i]);
+	if (p->skips.other)
+		kg_cov_add(&p->t->cov, "skip:(other)", p->skips.other);
 }
 
 /*
@@ -831,9 +830,9 @@ keep_event(struct jp *p)
 		return; /* metadata: not an event of the trace's timeline */
 	}
 	if (c->ph != 'X') {
-		if (c->catlen == 4 && memcmp(c->cat, "ac2g", 4) == 0 && skips.used > 0 &&
-		    skips.len[0] == 9 && memcmp(skips.name[0], "skip:ac2g", 9) == 0) {
-			skips.n[0]++; /* the common case, without formatting */
+		if (c->catlen == 4 && memcmp(c->cat, "ac2g", 4) == 0 && p->skips.used > 0 &&
+		    p->skips.len[0] == 9 && memcmp(p->skips.name[0], "skip:ac2g", 9) == 0) {
+			p->skips.n[0]++; /* the common case, without formatting */
 			return;
 		}
 		if (c->catlen)
@@ -1086,7 +1085,6 @@ trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 		off += n;
 		n = 0;
 	}
-	t->json_bytes = off;
 	/* Give back the slack of the doubling growth before the build needs memory. */
 	if (t->nev > 0 && t->capev > t->nev) {
 		t->ev = xrealloc(t->ev, t->nev * sizeof(*t->ev));
@@ -1113,7 +1111,7 @@ trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 	}
 	rc = 0;
 out:
-	skip_flush(t);
+	skip_flush(&p);
 	t->xxh3 = XXH3_64bits_digest(in.h);
 	XXH3_freeState(in.h);
 	if (in.zinit)

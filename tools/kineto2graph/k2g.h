@@ -79,10 +79,8 @@ struct trace {
 	size_t nproc, capproc;
 	/* Metadata from the top level. */
 	int64_t base_ns;       /* baseTimeNanoseconds, 0 if absent */
-	int have_base;
 	int64_t rank, world;   /* -1 if absent */
 	uint64_t xxh3;         /* of the input bytes as read */
-	uint64_t json_bytes;   /* decompressed JSON bytes parsed */
 	uint64_t nevents;      /* trace events seen */
 	struct kg_cov cov;     /* skip:CAT and missing:FIELD counts */
 };

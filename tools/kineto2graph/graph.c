@@ -144,9 +144,7 @@ struct gb {
 	struct umap evmap;  /* GPU event -> index in evheld */
 	int64_t *evheld;    /* latest end of the event waits into it */
 	size_t nevheld, capevheld;
-	struct umap gapmap; /* GPU event -> index in gaps (rule 6) */
-	struct gap *gaps;
-	size_t ngaps;
+	struct gap *gaps;   /* rule 6, by position in the sorted GPU events */
 	uint64_t nedges;
 };
 
@@ -940,10 +938,11 @@ cmp_end(const void *a, const void *b)
 struct gap {
 	uint32_t src;   /* an other-stream task it waited for, or KG_NONE */
 	int64_t dl;     /* else the delay to add */
-	int on_launch;  /* ... on the launch edge (1), the stream edge (0), or an
+	int8_t on_launch; /* ... on the launch edge (1), the stream edge (0), or an
 	                   edge from the window's first task (2); 3 while held
 	                   by an event wait (then one of the others) */
-	int small;      /* within GAP_SLACK: not counted as a gap */
+	int8_t small;   /* within GAP_SLACK: not counted as a gap */
+	int8_t set;     /* this task has a gap */
 };
 
 static void
@@ -951,8 +950,9 @@ explain_gaps(struct gb *g, const uint32_t *gpu, size_t ngpu)
 {
 	const struct trace *t = g->t;
 	struct endent *ends = xmalloc((ngpu + 1) * sizeof(*ends));
-	size_t n = 0, i, cap = 0;
+	size_t n = 0, i;
 
+	g->gaps = xcalloc(ngpu + 1, sizeof(*g->gaps));
 	for (i = 0; i < ngpu; i++)
 		if (g->sel[gpu[i]] & 1)
 			ends[n].end = end_of(&t->ev[gpu[i]]), ends[n++].x = gpu[i];
@@ -995,9 +995,8 @@ explain_gaps(struct gb *g, const uint32_t *gpu, size_t ngpu)
 			gp.src = KG_NONE;
 			gp.dl = e->ts - end_of(&t->ev[g->order[0]]);
 			gp.small = 0;
-			umap_put(&g->gapmap, x, (uint32_t)g->ngaps);
-			grow(&g->gaps, &cap, g->ngaps + 1, sizeof(*g->gaps));
-			g->gaps[g->ngaps++] = gp;
+			gp.set = 1;
+			g->gaps[i] = gp;
 			continue;
 		}
 		if (e->ts - held <= 0)
@@ -1011,9 +1010,8 @@ explain_gaps(struct gb *g, const uint32_t *gpu, size_t ngpu)
 			gp.src = KG_NONE;
 			gp.dl = e->ts - held;
 			gp.small = 1;
-			umap_put(&g->gapmap, x, (uint32_t)g->ngaps);
-			grow(&g->gaps, &cap, g->ngaps + 1, sizeof(*g->gaps));
-			g->gaps[g->ngaps++] = gp;
+			gp.set = 1;
+			g->gaps[i] = gp;
 			continue;
 		}
 		gp.small = 0;
@@ -1045,24 +1043,21 @@ explain_gaps(struct gb *g, const uint32_t *gpu, size_t ngpu)
 			else
 				gp.on_launch = 1, gp.dl = e->ts - end_of(&t->ev[g->launch[x]]);
 		}
-		umap_put(&g->gapmap, x, (uint32_t)g->ngaps);
-		grow(&g->gaps, &cap, g->ngaps + 1, sizeof(*g->gaps));
-		g->gaps[g->ngaps++] = gp;
+		gp.set = 1;
+		g->gaps[i] = gp;
 	}
 	free(ends);
 }
 
-/* The delay rule 6 adds to x's launch (on_launch 1) or stream edge. */
+/* The delay rule 6 adds to the launch (on_launch 1) or stream edge into gpu[i]. */
 static int64_t
-gap_delay(const struct gb *g, uint32_t x, int on_launch)
+gap_delay(const struct gb *g, size_t i, int on_launch)
 {
-	uint32_t i = umap_get(&g->gapmap, x);
+	const struct gap *gp = &g->gaps[i];
 
-	if (i == KG_NONE || g->gaps[i].src != KG_NONE)
+	if (!gp->set || gp->src != KG_NONE || gp->on_launch != on_launch)
 		return 0;
-	if (g->gaps[i].on_launch != on_launch)
-		return 0;
-	return g->gaps[i].dl;
+	return gp->dl;
 }
 
 /* The last main-thread leaf that ended by ts, and the first that starts at or after ts. */
@@ -1320,7 +1315,6 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	g.nextleaf = xmalloc(t->nev * sizeof(*g.nextleaf));
 	g.task = xmalloc(t->nev * sizeof(*g.task));
 	umap_init(&g.newdur, 64);
-	umap_init(&g.gapmap, 64);
 	umap_init(&g.evmap, 64);
 	for (i = 0; i < t->nev; i++) {
 		const struct ev *e = &t->ev[i];
@@ -1528,7 +1522,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		if (!g.sel[x])
 			continue;
 		if (g.launch[x] != KG_NONE) {
-			edge(&g, g.launch[x], x, KG_E_LAUNCH, gap_delay(&g, x, 1), KG_HOW_TRACE,
+			edge(&g, g.launch[x], x, KG_E_LAUNCH, gap_delay(&g, i, 1), KG_HOW_TRACE,
 			    KG_NONE, KG_NONE, KG_NONE);
 			kg_cov_add(cov, "launch_joined", 1);
 		} else {
@@ -1547,15 +1541,15 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		if (j == ngpu || t->ev[gpu[j]].proc != t->ev[x].proc)
 			continue;
 		y = gpu[j];
-		edge(&g, x, y, KG_E_STREAM, gap_delay(&g, y, 0), KG_HOW_TRACE, KG_NONE, KG_NONE,
+		edge(&g, x, y, KG_E_STREAM, gap_delay(&g, j, 0), KG_HOW_TRACE, KG_NONE, KG_NONE,
 		    KG_NONE);
 	}
 	bind_runtime(&g, rts, nrt);
 	handoff(&g, cpu, ncpu, leaf);
 	for (i = 0; i < ngpu; i++) {
-		uint32_t gi = umap_get(&g.gapmap, gpu[i]);
+		size_t gi = i;
 
-		if (gi == KG_NONE || g.gaps[gi].small)
+		if (!g.gaps[gi].set || g.gaps[gi].small)
 			continue;
 		if (g.gaps[gi].src != KG_NONE) {
 			edge(&g, g.gaps[gi].src, gpu[i], KG_E_EVENT, 0, KG_HOW_INFERRED,
@@ -1596,7 +1590,6 @@ out_free:
 	free(g.nextleaf);
 	free(g.task);
 	umap_release(&g.newdur);
-	umap_release(&g.gapmap);
 	umap_release(&g.evmap);
 	free(g.evheld);
 	free(g.gaps);

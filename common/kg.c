@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "mp.h"
 #include "util.h"
 
 const char *const kg_task_kind_name[KG_NTASK_KIND] = {
@@ -20,7 +21,7 @@ const char *const kg_coll_name[KG_NCOLL] = {
 const char *const kg_phase_name[KG_NPHASE] = { "", "fwd", "bwd", "opt", "other" };
 
 #define OUT_CHUNK (256 * 1024)
-#define KEYIS(k, lit) ((k)->size == sizeof(lit) - 1 && memcmp((k)->ptr, lit, sizeof(lit) - 1) == 0)
+#define FRAME_MAX (2 * 1024 * 1024)
 #define IN_CHUNK (128 * 1024)
 
 int
@@ -177,8 +178,25 @@ flush(struct kg_writer *w, ZSTD_EndDirective mode)
 			return -1;
 		}
 	} while (mode == ZSTD_e_end ? left != 0 : in.pos < in.size);
+	w->framed = mode == ZSTD_e_end ? 0 : w->framed + w->sbuf.size;
 	msgpack_sbuffer_clear(&w->sbuf);
 	return 0;
+}
+
+/*
+ * Close the current frame, if one is open or records wait. Frames end
+ * after a section's header, around its end record and every FRAME_MAX
+ * bytes, at record boundaries: a filter that changes a few records can
+ * then pass the other frames on as they are (formats/graph-stream.md).
+ */
+static int
+end_frame(struct kg_writer *w)
+{
+	if (w->failed)
+		return -1;
+	if (w->framed == 0 && w->sbuf.size == 0)
+		return 0;
+	return flush(w, ZSTD_e_end);
 }
 
 static int
@@ -186,6 +204,8 @@ record_done(struct kg_writer *w)
 {
 	if (w->failed)
 		return -1;
+	if (w->framed + w->sbuf.size >= FRAME_MAX)
+		return flush(w, ZSTD_e_end);
 	if (w->sbuf.size >= OUT_CHUNK)
 		return flush(w, ZSTD_e_continue);
 	return 0;
@@ -216,6 +236,8 @@ kg_write_header(struct kg_writer *w, const struct kg_header *h)
 	msgpack_packer *pk = &w->pk;
 	size_t i;
 
+	if (end_frame(w) < 0)
+		return -1;
 	w->ntasks = w->nedges = w->nprocs = w->nstrs = 0;
 	msgpack_pack_map(pk, 13);
 	pk_kv_str(pk, "r", "header");
@@ -238,6 +260,8 @@ kg_write_header(struct kg_writer *w, const struct kg_header *h)
 	msgpack_pack_array(pk, h->ntools);
 	for (i = 0; i < h->ntools; i++)
 		pk_cstr(pk, h->tools[i]);
+	if (end_frame(w) < 0)
+		return -1;
 	return record_done(w);
 }
 
@@ -312,7 +336,6 @@ kg_write_task(struct kg_writer *w, const struct kg_task *t)
 	n += t->mb >= 0;
 	n += t->layer >= 0;
 	n += t->stage >= 0;
-	n += t->has_sim ? 2 : 0;
 	msgpack_pack_map(pk, n);
 	pk_kv_str(pk, "r", "task");
 	pk_kv_i64(pk, "id", t->id);
@@ -354,10 +377,6 @@ kg_write_task(struct kg_writer *w, const struct kg_task *t)
 		pk_kv_i64(pk, "ly", t->layer);
 	if (t->stage >= 0)
 		pk_kv_i64(pk, "st", t->stage);
-	if (t->has_sim) {
-		pk_kv_i64(pk, "ss", t->sim_start);
-		pk_kv_i64(pk, "se", t->sim_end);
-	}
 	w->ntasks++;
 	return record_done(w);
 }
@@ -408,14 +427,27 @@ kg_write_cov(struct kg_writer *w, const struct kg_cov *c)
 }
 
 int
-kg_write_sim(struct kg_writer *w, uint64_t tasks, int64_t makespan)
+kg_write_sim(struct kg_writer *w, size_t n, const int64_t *ss, const int64_t *se)
 {
 	msgpack_packer *pk = &w->pk;
+	int64_t makespan = 0;
+	size_t i;
 
-	msgpack_pack_map(pk, 3);
+	for (i = 0; i < n; i++)
+		if (se[i] > makespan)
+			makespan = se[i];
+	msgpack_pack_map(pk, 5);
 	pk_kv_str(pk, "r", "sim");
-	pk_kv_i64(pk, "tasks", (int64_t)tasks);
+	pk_kv_i64(pk, "tasks", (int64_t)n);
 	pk_kv_i64(pk, "makespan", makespan);
+	pk_cstr(pk, "ss");
+	msgpack_pack_array(pk, n);
+	for (i = 0; i < n; i++)
+		msgpack_pack_int64(pk, ss[i]);
+	pk_cstr(pk, "se");
+	msgpack_pack_array(pk, n);
+	for (i = 0; i < n; i++)
+		msgpack_pack_int64(pk, se[i]);
 	return record_done(w);
 }
 
@@ -424,13 +456,17 @@ kg_write_end(struct kg_writer *w)
 {
 	msgpack_packer *pk = &w->pk;
 
+	if (end_frame(w) < 0)
+		return -1;
 	msgpack_pack_map(pk, 5);
 	pk_kv_str(pk, "r", "end");
 	pk_kv_i64(pk, "tasks", (int64_t)w->ntasks);
 	pk_kv_i64(pk, "edges", (int64_t)w->nedges);
 	pk_kv_i64(pk, "procs", (int64_t)w->nprocs);
 	pk_kv_i64(pk, "strs", (int64_t)w->nstrs);
-	return record_done(w);
+	if (record_done(w) < 0)
+		return -1;
+	return end_frame(w);
 }
 
 /*
@@ -463,35 +499,10 @@ count_passed(struct kg_writer *w, int type)
 	return 0;
 }
 
-int
-kg_write_raw(struct kg_writer *w, const msgpack_object *o, int type)
+void
+kg_writer_count(struct kg_writer *w, int type)
 {
-	if (count_passed(w, type))
-		return kg_write_end(w);
-	msgpack_pack_object(&w->pk, *o);
-	return record_done(w);
-}
-
-int
-kg_write_task_sim(struct kg_writer *w, const msgpack_object *o, int64_t ss, int64_t se)
-{
-	const msgpack_object_map *m = &o->via.map;
-	uint32_t i, n = 0;
-
-	for (i = 0; i < m->size; i++)
-		if (!(KEYIS(&m->ptr[i].key.via.str, "ss") || KEYIS(&m->ptr[i].key.via.str, "se")))
-			n++;
-	msgpack_pack_map(&w->pk, n + 2);
-	for (i = 0; i < m->size; i++) {
-		if (KEYIS(&m->ptr[i].key.via.str, "ss") || KEYIS(&m->ptr[i].key.via.str, "se"))
-			continue;
-		msgpack_pack_object(&w->pk, m->ptr[i].key);
-		msgpack_pack_object(&w->pk, m->ptr[i].val);
-	}
-	pk_kv_i64(&w->pk, "ss", ss);
-	pk_kv_i64(&w->pk, "se", se);
-	w->ntasks++;
-	return record_done(w);
+	count_passed(w, type);
 }
 
 int
@@ -504,48 +515,28 @@ kg_write_bytes(struct kg_writer *w, const char *bytes, size_t n, int type)
 		w->failed = 1;
 		return -1;
 	}
+	if (type == KG_R_HEADER && end_frame(w) < 0)
+		return -1;
 	return record_done(w);
 }
 
 int
-kg_write_task_sim_bytes(struct kg_writer *w, const char *b, size_t n,
-    const msgpack_object *o, int64_t ss, int64_t se)
+kg_write_frames(struct kg_writer *w, const void *z, size_t n)
 {
-	unsigned char c = (unsigned char)b[0];
-	size_t hdr;
-	uint32_t size;
-	uint32_t i;
-
-	if (o != NULL)
-		for (i = 0; i < o->via.map.size; i++)
-			if (KEYIS(&o->via.map.ptr[i].key.via.str, "ss") ||
-			    KEYIS(&o->via.map.ptr[i].key.via.str, "se"))
-				return kg_write_task_sim(w, o, ss, se);
-	/* The map's size from its header: fixmap, map 16 or map 32. */
-	if (c >= 0x80 && c <= 0x8f) {
-		hdr = 1, size = c & 0x0f;
-	} else if (c == 0xde && n >= 3) {
-		hdr = 3, size = (uint32_t)((unsigned char)b[1] << 8 | (unsigned char)b[2]);
-	} else if (c == 0xdf && n >= 5) {
-		hdr = 5, size = (uint32_t)(unsigned char)b[1] << 24 | (uint32_t)(unsigned char)b[2] << 16 |
-		    (uint32_t)(unsigned char)b[3] << 8 | (unsigned char)b[4];
-	} else {
-		seterr(w->err, "not a task record");
+	if (end_frame(w) < 0)
+		return -1;
+	if (n > 0 && fwrite(z, 1, n, w->fp) != n) {
+		seterr(w->err, "%s", strerror(errno ? errno : EIO));
 		w->failed = 1;
 		return -1;
 	}
-	msgpack_pack_map(&w->pk, size + 2);
-	msgpack_sbuffer_write(&w->sbuf, b + hdr, n - hdr);
-	pk_kv_i64(&w->pk, "ss", ss);
-	pk_kv_i64(&w->pk, "se", se);
-	w->ntasks++;
-	return record_done(w);
+	return 0;
 }
 
 int
 kg_writer_finish(struct kg_writer *w)
 {
-	if (flush(w, ZSTD_e_end) < 0)
+	if (end_frame(w) < 0)
 		return -1;
 	if (fflush(w->fp) != 0) {
 		seterr(w->err, "%s", strerror(errno));
@@ -576,11 +567,9 @@ kg_reader_init(struct kg_reader *r, FILE *fp)
 	r->fp = fp;
 	r->dctx = ZSTD_createDCtx();
 	if (r->dctx == NULL) {
-		ZSTD_freeDCtx(r->dctx);
 		seterr(r->err, "cannot create decoder");
 		return -1;
 	}
-	msgpack_unpacked_init(&r->res);
 	r->in = xmalloc(IN_CHUNK);
 	return 0;
 }
@@ -610,8 +599,11 @@ kg_reader_release(struct kg_reader *r)
 	free(r->tools);
 	free(r->iters);
 	free(r->in);
-	msgpack_unpacked_destroy(&r->res);
 	free(r->buf);
+	free(r->ss);
+	free(r->se);
+	free(r->z);
+	free(r->fr);
 	ZSTD_freeDCtx(r->dctx);
 	memset(r, 0, sizeof(*r));
 }
@@ -622,18 +614,67 @@ kg_str(const struct kg_reader *r, uint32_t id)
 	return id < r->nstr ? r->str[id] : NULL;
 }
 
+/* Drop the compressed bytes of the frames taken last. */
+static void
+zdrop(struct kg_reader *r)
+{
+	if (r->ztaken > 0) {
+		memmove(r->z, r->z + r->ztaken, r->zlen - r->ztaken);
+		r->zlen -= r->ztaken;
+		r->ztaken = 0;
+	}
+}
+
+size_t
+kg_reader_take_frames(struct kg_reader *r, uint64_t pos, const void **z)
+{
+	size_t i, j, n;
+
+	zdrop(r);
+	for (i = 0; i < r->nfr && r->fr[i].dend < pos; i++)
+		;
+	if (i == r->nfr || r->fr[i].dend != pos)
+		return 0;
+	/* Frames 0..i go; their bytes are dropped at the next call. */
+	n = r->fr[i].zend;
+	*z = r->z;
+	for (j = i + 1; j < r->nfr; j++) {
+		r->fr[j - i - 1] = r->fr[j];
+		r->fr[j - i - 1].zend -= n;
+	}
+	r->nfr -= i + 1;
+	r->ztaken = n;
+	if (pos > r->mark)
+		r->mark = pos;
+	return n;
+}
+
+size_t
+kg_reader_take_held(struct kg_reader *r, uint64_t pos, const char **p)
+{
+	size_t n;
+
+	if (pos <= r->mark)
+		return 0;
+	*p = r->buf + (r->mark - r->base);
+	n = (size_t)(pos - r->mark);
+	r->mark = pos;
+	return n;
+}
+
 /*
- * Decompress more bytes into the unpacker. Returns the number of bytes
- * made available, 0 at the end of the input (after checking the last
- * frame was complete), -1 on error.
+ * Decompress more bytes into buf. Returns the number of bytes made
+ * available, 0 at the end of the input (after checking the last frame
+ * was complete), -1 on error.
  */
 static int
 fill(struct kg_reader *r)
 {
+	zdrop(r);
 	for (;;) {
 		ZSTD_inBuffer in;
 		ZSTD_outBuffer out;
-		size_t ret;
+		size_t ret, drop;
 
 		if (r->inpos == r->inlen && !r->eof) {
 			r->inlen = fread(r->in, 1, IN_CHUNK, r->fp);
@@ -656,11 +697,16 @@ fill(struct kg_reader *r)
 			}
 			return 0;
 		}
-		/* Room for 64 KiB more, after dropping what is parsed. */
-		if (r->off > 0) {
-			memmove(r->buf, r->buf + r->off, r->len - r->off);
-			r->len -= r->off;
-			r->off = 0;
+		/* Room for 64 KiB more, after dropping what is parsed (and
+		 * not held). */
+		drop = r->off;
+		if (r->keep_frames && r->mark - r->base < drop)
+			drop = (size_t)(r->mark - r->base);
+		if (drop > 0) {
+			memmove(r->buf, r->buf + drop, r->len - drop);
+			r->len -= drop;
+			r->off -= drop;
+			r->base += drop;
 		}
 		grow(&r->buf, &r->cap, r->len + (1 << 16), 1);
 		in.src = r->in;
@@ -670,6 +716,11 @@ fill(struct kg_reader *r)
 		out.size = r->cap - r->len;
 		out.pos = 0;
 		ret = ZSTD_decompressStream(r->dctx, &out, &in);
+		if (r->keep_frames && in.pos > r->inpos) {
+			grow(&r->z, &r->zcap, r->zlen + (in.pos - r->inpos), 1);
+			memcpy(r->z + r->zlen, r->in + r->inpos, in.pos - r->inpos);
+			r->zlen += in.pos - r->inpos;
+		}
 		r->inpos = in.pos;
 		if (ZSTD_isError(ret)) {
 			if (ZSTD_getErrorCode(ret) == ZSTD_error_prefix_unknown)
@@ -681,101 +732,145 @@ fill(struct kg_reader *r)
 				    ZSTD_getErrorName(ret));
 			return -1;
 		}
+		r->len += out.pos;
 		r->frame_left = ret;
-		if (out.pos > 0) {
-			r->len += out.pos;
-			return (int)out.pos;
+		if (ret == 0 && r->keep_frames) {
+			struct kg_zframe f = { r->zlen, r->base + r->len };
+
+			VEC_PUSH(r->fr, r->nfr, r->capfr, f);
 		}
+		if (out.pos > 0)
+			return (int)out.pos;
 	}
 }
 
-/* Decoding helpers: each returns 0 or -1 with r->err naming the field. */
+/*
+ * Decoding. A record is decoded straight from the buffer with an mp
+ * cursor; when the buffer ends inside it the cursor says MP_ETRUNC and
+ * kg_read decompresses more and decodes the record again. Decoders may
+ * therefore run twice on one record: they only change the reader's
+ * state in ways that a second run redoes.
+ *
+ * Each helper returns 0 or -1 with r->err set, or -1 with c->err set
+ * (the bytes ran out, or are not MessagePack); see fail().
+ */
+
+struct dec {
+	struct kg_reader *r;
+	struct mp c;
+};
 
 static int
-get_i64(struct kg_reader *r, const msgpack_object *o, const char *key, int64_t *v)
+fielderr(struct dec *d, const char *key, const char *what)
 {
-	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX) {
-		*v = (int64_t)o->via.u64;
-		return 0;
-	}
-	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-		*v = o->via.i64;
-		return 0;
-	}
-	seterr(r->err, "record %llu: field %s: expected an integer",
-	    (unsigned long long)r->nrec, key);
+	seterr(d->r->err, "record %llu: field %s: expected %s",
+	    (unsigned long long)d->r->nrec + 1, key, what);
 	return -1;
 }
 
 static int
-get_u32(struct kg_reader *r, const msgpack_object *o, const char *key, uint32_t *v)
+get_i64(struct dec *d, const char *key, int64_t *v)
 {
-	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 < UINT32_MAX) {
-		*v = (uint32_t)o->via.u64;
-		return 0;
-	}
-	seterr(r->err, "record %llu: field %s: expected an id",
-	    (unsigned long long)r->nrec, key);
-	return -1;
-}
+	struct mp_val x;
 
-static int
-get_str(struct kg_reader *r, const msgpack_object *o, const char *key,
-    const char **s, size_t *len)
-{
-	if (o->type != MSGPACK_OBJECT_STR) {
-		seterr(r->err, "record %llu: field %s: expected a string",
-		    (unsigned long long)r->nrec, key);
+	if (mp_next(&d->c, &x) < 0)
 		return -1;
+	if (x.type == MP_UINT && x.u <= INT64_MAX) {
+		*v = (int64_t)x.u;
+		return 0;
 	}
-	*s = o->via.str.ptr;
-	*len = o->via.str.size;
+	if (x.type == MP_INT) {
+		*v = x.i;
+		return 0;
+	}
+	return fielderr(d, key, "an integer");
+}
+
+static int
+get_u32(struct dec *d, const char *key, uint32_t *v)
+{
+	struct mp_val x;
+
+	if (mp_next(&d->c, &x) < 0)
+		return -1;
+	if (x.type == MP_UINT && x.u < UINT32_MAX) {
+		*v = (uint32_t)x.u;
+		return 0;
+	}
+	return fielderr(d, key, "an id");
+}
+
+static int
+get_str(struct dec *d, const char *key, const char **s, size_t *len)
+{
+	struct mp_val x;
+
+	if (mp_next(&d->c, &x) < 0)
+		return -1;
+	if (x.type != MP_STR)
+		return fielderr(d, key, "a string");
+	*s = x.s;
+	*len = x.n;
 	return 0;
 }
 
 static int
-get_enum(struct kg_reader *r, const msgpack_object *o, const char *key,
-    const char *const *table, int n, int *v)
+get_enum(struct dec *d, const char *key, const char *const *table, int n, int *v)
 {
 	const char *s;
 	size_t len;
 	int i;
 
-	if (get_str(r, o, key, &s, &len) < 0)
+	if (get_str(d, key, &s, &len) < 0)
 		return -1;
 	i = kg_lookup(table, n, s, len);
 	if (i < 0) {
-		seterr(r->err, "record %llu: field %s: unknown value '%.*s'",
-		    (unsigned long long)r->nrec, key, (int)(len > 40 ? 40 : len), s);
+		seterr(d->r->err, "record %llu: field %s: unknown value '%.*s'",
+		    (unsigned long long)d->r->nrec + 1, key, (int)(len > 40 ? 40 : len), s);
 		return -1;
 	}
 	*v = i;
 	return 0;
 }
 
+/* The next key of a map, which must be a string. */
 static int
-check_str_ref(struct kg_reader *r, const char *key, uint32_t id)
+get_key(struct dec *d, struct mp_val *k)
 {
-	if (id != KG_NONE && id >= r->nstr) {
-		seterr(r->err, "record %llu: field %s: string %u not defined",
-		    (unsigned long long)r->nrec, key, id);
+	if (mp_next(&d->c, k) < 0)
+		return -1;
+	if (k->type != MP_STR) {
+		seterr(d->r->err, "record %llu: key is not a string",
+		    (unsigned long long)d->r->nrec + 1);
 		return -1;
 	}
 	return 0;
 }
 
 static int
-missing(struct kg_reader *r, const char *key)
+check_str_ref(struct dec *d, const char *key, uint32_t id)
 {
-	seterr(r->err, "record %llu: missing field %s",
-	    (unsigned long long)r->nrec, key);
+	if (id != KG_NONE && id >= d->r->nstr) {
+		seterr(d->r->err, "record %llu: field %s: string %u not defined",
+		    (unsigned long long)d->r->nrec + 1, key, id);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+missing(struct dec *d, const char *key)
+{
+	seterr(d->r->err, "record %llu: missing field %s",
+	    (unsigned long long)d->r->nrec + 1, key);
 	return -1;
 }
 
-
 static int
-dec_header(struct kg_reader *r, const msgpack_object_map *m, struct kg_header *h)
+dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 {
+	struct kg_reader *r = d->r;
+	struct mp_val k, x;
 	uint32_t i, j;
 	int have_format = 0, have_major = 0;
 	int64_t v;
@@ -786,12 +881,11 @@ dec_header(struct kg_reader *r, const msgpack_object_map *m, struct kg_header *h
 	memset(h, 0, sizeof(*h));
 	h->rank = h->world = -1;
 	h->source = "";
-	for (i = 0; i < m->size; i++) {
-		const msgpack_object_str *k = &m->ptr[i].key.via.str;
-		const msgpack_object *o = &m->ptr[i].val;
-
-		if (KEYIS(k, "format")) {
-			if (get_str(r, o, "format", &s, &len) < 0)
+	for (i = 0; i < npairs; i++) {
+		if (get_key(d, &k) < 0)
+			return -1;
+		if (MP_IS(&k, "format")) {
+			if (get_str(d, "format", &s, &len) < 0)
 				return -1;
 			if (len != strlen(KG_FORMAT) || memcmp(s, KG_FORMAT, len) != 0) {
 				seterr(r->err, "not a graph stream (format '%.*s')",
@@ -799,8 +893,8 @@ dec_header(struct kg_reader *r, const msgpack_object_map *m, struct kg_header *h
 				return -1;
 			}
 			have_format = 1;
-		} else if (KEYIS(k, "major")) {
-			if (get_i64(r, o, "major", &v) < 0)
+		} else if (MP_IS(&k, "major")) {
+			if (get_i64(d, "major", &v) < 0)
 				return -1;
 			if (v != KG_MAJOR) {
 				seterr(r->err, "unsupported graph stream version %lld (this reader knows %d)",
@@ -809,62 +903,67 @@ dec_header(struct kg_reader *r, const msgpack_object_map *m, struct kg_header *h
 			}
 			h->major = (uint32_t)v;
 			have_major = 1;
-		} else if (KEYIS(k, "minor")) {
-			if (get_i64(r, o, "minor", &v) < 0)
+		} else if (MP_IS(&k, "minor")) {
+			if (get_i64(d, "minor", &v) < 0)
 				return -1;
 			h->minor = (uint32_t)v;
-		} else if (KEYIS(k, "producer")) {
-			if (get_str(r, o, "producer", &s, &len) < 0)
+		} else if (MP_IS(&k, "producer")) {
+			if (get_str(d, "producer", &s, &len) < 0)
 				return -1;
+			free(r->producer);
 			r->producer = xstrndup(s, len);
-		} else if (KEYIS(k, "source")) {
-			if (get_str(r, o, "source", &s, &len) < 0)
+		} else if (MP_IS(&k, "source")) {
+			if (get_str(d, "source", &s, &len) < 0)
 				return -1;
+			free(r->source);
 			r->source = xstrndup(s, len);
-		} else if (KEYIS(k, "rank")) {
-			if (get_i64(r, o, "rank", &h->rank) < 0)
+		} else if (MP_IS(&k, "rank")) {
+			if (get_i64(d, "rank", &h->rank) < 0)
 				return -1;
-		} else if (KEYIS(k, "world")) {
-			if (get_i64(r, o, "world", &h->world) < 0)
+		} else if (MP_IS(&k, "world")) {
+			if (get_i64(d, "world", &h->world) < 0)
 				return -1;
-		} else if (KEYIS(k, "tbase")) {
-			if (get_i64(r, o, "tbase", &h->tbase) < 0)
+		} else if (MP_IS(&k, "tbase")) {
+			if (get_i64(d, "tbase", &h->tbase) < 0)
 				return -1;
-		} else if (KEYIS(k, "xxh3")) {
-			if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-				return get_i64(r, o, "xxh3", &v);
-			h->xxh3 = o->via.u64;
-		} else if (KEYIS(k, "iters") || KEYIS(k, "tools")) {
-			int iters = k->ptr[0] == 'i';
+		} else if (MP_IS(&k, "xxh3")) {
+			if (mp_next(&d->c, &x) < 0)
+				return -1;
+			if (x.type != MP_UINT)
+				return fielderr(d, "xxh3", "an integer");
+			h->xxh3 = x.u;
+		} else if (MP_IS(&k, "iters") || MP_IS(&k, "tools")) {
+			int iters = k.s[0] == 'i';
+			const char *key = iters ? "iters" : "tools";
+			uint32_t n;
 
-			if (o->type != MSGPACK_OBJECT_ARRAY) {
-				seterr(r->err, "record %llu: field %s: expected an array",
-				    (unsigned long long)r->nrec, iters ? "iters" : "tools");
+			if (mp_next(&d->c, &x) < 0)
 				return -1;
-			}
-			for (j = 0; j < o->via.array.size; j++) {
-				const msgpack_object *e = &o->via.array.ptr[j];
-
+			if (x.type != MP_ARRAY)
+				return fielderr(d, key, "an array");
+			for (j = 0, n = x.n; j < n; j++) {
 				if (iters) {
-					if (get_i64(r, e, "iters", &v) < 0)
+					if (get_i64(d, key, &v) < 0)
 						return -1;
 					grow(&r->iters, &r->capiters, r->niters + 1, sizeof(*r->iters));
 					r->iters[r->niters++] = v;
 				} else {
-					if (get_str(r, e, "tools", &s, &len) < 0)
+					if (get_str(d, key, &s, &len) < 0)
 						return -1;
 					grow(&r->tools, &r->captools, r->ntools + 1, sizeof(*r->tools));
 					r->tools[r->ntools++] = xstrndup(s, len);
 				}
 			}
+		} else if (mp_skip(&d->c) < 0) {
+			return -1;
 		}
 	}
 	if (!have_format)
-		return missing(r, "format");
+		return missing(d, "format");
 	if (!have_major)
-		return missing(r, "major");
+		return missing(d, "major");
 	if (r->producer == NULL)
-		return missing(r, "producer");
+		return missing(d, "producer");
 	h->producer = r->producer;
 	if (r->source != NULL)
 		h->source = r->source;
@@ -876,31 +975,34 @@ dec_header(struct kg_reader *r, const msgpack_object_map *m, struct kg_header *h
 }
 
 static int
-dec_str(struct kg_reader *r, const msgpack_object_map *m, uint32_t *idp)
+dec_str(struct dec *d, uint32_t npairs, uint32_t *idp)
 {
+	struct kg_reader *r = d->r;
+	struct mp_val k;
 	uint32_t i, id = KG_NONE;
 	const char *s = NULL;
 	size_t len = 0;
 
-	for (i = 0; i < m->size; i++) {
-		const msgpack_object_str *k = &m->ptr[i].key.via.str;
-		const msgpack_object *o = &m->ptr[i].val;
-
-		if (KEYIS(k, "id")) {
-			if (get_u32(r, o, "id", &id) < 0)
+	for (i = 0; i < npairs; i++) {
+		if (get_key(d, &k) < 0)
+			return -1;
+		if (MP_IS(&k, "id")) {
+			if (get_u32(d, "id", &id) < 0)
 				return -1;
-		} else if (KEYIS(k, "s")) {
-			if (get_str(r, o, "s", &s, &len) < 0)
+		} else if (MP_IS(&k, "s")) {
+			if (get_str(d, "s", &s, &len) < 0)
 				return -1;
+		} else if (mp_skip(&d->c) < 0) {
+			return -1;
 		}
 	}
 	if (id == KG_NONE)
-		return missing(r, "id");
+		return missing(d, "id");
 	if (s == NULL)
-		return missing(r, "s");
+		return missing(d, "s");
 	if (id != r->nstr) {
 		seterr(r->err, "record %llu: string id %u out of order (expected %zu)",
-		    (unsigned long long)r->nrec, id, r->nstr);
+		    (unsigned long long)r->nrec + 1, id, r->nstr);
 		return -1;
 	}
 	grow(&r->str, &r->capstr, r->nstr + 1, sizeof(*r->str));
@@ -910,217 +1012,224 @@ dec_str(struct kg_reader *r, const msgpack_object_map *m, uint32_t *idp)
 }
 
 static int
-dec_proc(struct kg_reader *r, const msgpack_object_map *m, struct kg_proc *p)
+dec_proc(struct dec *d, uint32_t npairs, struct kg_proc *p)
 {
+	static const char *const pk[] = { "thread", "stream" };
+	struct kg_reader *r = d->r;
+	struct mp_val k, x;
 	uint32_t i;
 	int have = 0;
 
 	memset(p, 0, sizeof(*p));
 	p->id = p->name = KG_NONE;
-	for (i = 0; i < m->size; i++) {
-		const msgpack_object_str *k = &m->ptr[i].key.via.str;
-		const msgpack_object *o = &m->ptr[i].val;
-		static const char *const pk[] = { "thread", "stream" };
+	for (i = 0; i < npairs; i++) {
+		int rc = 0;
 
-		if (KEYIS(k, "id")) {
-			if (get_u32(r, o, "id", &p->id) < 0)
-				return -1;
-		} else if (KEYIS(k, "k")) {
-			if (get_enum(r, o, "k", pk, 2, &p->kind) < 0)
-				return -1;
-			have |= 1;
-		} else if (KEYIS(k, "pid")) {
-			if (get_i64(r, o, "pid", &p->pid) < 0)
-				return -1;
-			have |= 2;
-		} else if (KEYIS(k, "tid")) {
-			if (get_i64(r, o, "tid", &p->tid) < 0)
-				return -1;
-			have |= 4;
-		} else if (KEYIS(k, "n")) {
-			if (get_u32(r, o, "n", &p->name) < 0)
-				return -1;
-		} else if (KEYIS(k, "main")) {
-			p->main = o->type == MSGPACK_OBJECT_BOOLEAN && o->via.boolean;
+		if (get_key(d, &k) < 0)
+			return -1;
+		if (MP_IS(&k, "id")) {
+			rc = get_u32(d, "id", &p->id);
+		} else if (MP_IS(&k, "k")) {
+			rc = get_enum(d, "k", pk, 2, &p->kind), have |= 1;
+		} else if (MP_IS(&k, "pid")) {
+			rc = get_i64(d, "pid", &p->pid), have |= 2;
+		} else if (MP_IS(&k, "tid")) {
+			rc = get_i64(d, "tid", &p->tid), have |= 4;
+		} else if (MP_IS(&k, "n")) {
+			rc = get_u32(d, "n", &p->name);
+		} else if (MP_IS(&k, "main")) {
+			rc = mp_next(&d->c, &x);
+			p->main = rc == 0 && x.type == MP_BOOL && x.b;
+			if (rc == 0 && (x.type == MP_ARRAY || x.type == MP_MAP))
+				return fielderr(d, "main", "a boolean");
+		} else {
+			rc = mp_skip(&d->c);
 		}
+		if (rc < 0)
+			return -1;
 	}
 	if (p->id == KG_NONE)
-		return missing(r, "id");
+		return missing(d, "id");
 	if (!(have & 1))
-		return missing(r, "k");
+		return missing(d, "k");
 	if (!(have & 2))
-		return missing(r, "pid");
+		return missing(d, "pid");
 	if (!(have & 4))
-		return missing(r, "tid");
+		return missing(d, "tid");
 	if (p->id != r->nprocs) {
 		seterr(r->err, "record %llu: proc id %u out of order (expected %llu)",
-		    (unsigned long long)r->nrec, p->id, (unsigned long long)r->nprocs);
+		    (unsigned long long)r->nrec + 1, p->id, (unsigned long long)r->nprocs);
 		return -1;
 	}
-	return check_str_ref(r, "n", p->name);
+	return check_str_ref(d, "n", p->name);
 }
 
 static int
-dec_task(struct kg_reader *r, const msgpack_object_map *m, struct kg_task *t)
+dec_task(struct dec *d, uint32_t npairs, struct kg_task *t)
 {
+	struct kg_reader *r = d->r;
+	struct mp_val k, x;
 	uint32_t i;
 	int have = 0;
 
 	kg_task_init(t);
 	t->id = KG_NONE;
-	for (i = 0; i < m->size; i++) {
-		const msgpack_object_str *k = &m->ptr[i].key.via.str;
-		const msgpack_object *o = &m->ptr[i].val;
+	for (i = 0; i < npairs; i++) {
 		int rc = 0;
 
-		switch (k->size) {
+		if (get_key(d, &k) < 0)
+			return -1;
+		switch (k.n) {
 		case 1:
-			switch (k->ptr[0]) {
+			switch (k.s[0]) {
 			case 'p':
-				rc = get_u32(r, o, "p", &t->proc), have |= 1;
+				rc = get_u32(d, "p", &t->proc), have |= 1;
 				break;
 			case 'k':
-				rc = get_enum(r, o, "k", kg_task_kind_name, KG_NTASK_KIND, &t->kind), have |= 2;
+				rc = get_enum(d, "k", kg_task_kind_name, KG_NTASK_KIND, &t->kind), have |= 2;
 				break;
 			case 'n':
-				rc = get_u32(r, o, "n", &t->name), have |= 4;
+				rc = get_u32(d, "n", &t->name), have |= 4;
 				break;
 			case 'd':
-				rc = get_i64(r, o, "d", &t->dur), have |= 8;
+				rc = get_i64(d, "d", &t->dur), have |= 8;
 				break;
+			default:
+				rc = mp_skip(&d->c);
 			}
 			break;
 		case 2:
-			if (KEYIS(k, "id"))
-				rc = get_u32(r, o, "id", &t->id);
-			else if (KEYIS(k, "ts"))
-				rc = get_i64(r, o, "ts", &t->ts), have |= 16;
-			else if (KEYIS(k, "it"))
-				rc = get_i64(r, o, "it", &t->iter), have |= 32;
-			else if (KEYIS(k, "od"))
-				rc = get_i64(r, o, "od", &t->odur);
-			else if (KEYIS(k, "op"))
-				rc = get_u32(r, o, "op", &t->op);
-			else if (KEYIS(k, "sh"))
-				rc = get_u32(r, o, "sh", &t->shapes);
-			else if (KEYIS(k, "by")) {
-				if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-					t->bytes = o->via.u64;
-				else
-					rc = get_u32(r, o, "by", &(uint32_t){ 0 });
-			} else if (KEYIS(k, "gs"))
-				rc = get_i64(r, o, "gs", &t->gsize);
-			else if (KEYIS(k, "pg"))
-				rc = get_u32(r, o, "pg", &t->pg);
-			else if (KEYIS(k, "dt"))
-				rc = get_u32(r, o, "dt", &t->dtype);
-			else if (KEYIS(k, "ph"))
-				rc = get_enum(r, o, "ph", kg_phase_name, KG_NPHASE, &t->phase);
-			else if (KEYIS(k, "mb"))
-				rc = get_i64(r, o, "mb", &t->mb);
-			else if (KEYIS(k, "ly"))
-				rc = get_i64(r, o, "ly", &t->layer);
-			else if (KEYIS(k, "st"))
-				rc = get_i64(r, o, "st", &t->stage);
-			else if (KEYIS(k, "ss"))
-				rc = get_i64(r, o, "ss", &t->sim_start), t->has_sim |= 1;
-			else if (KEYIS(k, "se"))
-				rc = get_i64(r, o, "se", &t->sim_end), t->has_sim |= 2;
+			if (MP_IS(&k, "id"))
+				rc = get_u32(d, "id", &t->id);
+			else if (MP_IS(&k, "ts"))
+				rc = get_i64(d, "ts", &t->ts), have |= 16;
+			else if (MP_IS(&k, "it"))
+				rc = get_i64(d, "it", &t->iter), have |= 32;
+			else if (MP_IS(&k, "od"))
+				rc = get_i64(d, "od", &t->odur);
+			else if (MP_IS(&k, "op"))
+				rc = get_u32(d, "op", &t->op);
+			else if (MP_IS(&k, "sh"))
+				rc = get_u32(d, "sh", &t->shapes);
+			else if (MP_IS(&k, "by")) {
+				rc = mp_next(&d->c, &x);
+				if (rc == 0 && x.type != MP_UINT)
+					return fielderr(d, "by", "an integer");
+				t->bytes = x.u;
+			} else if (MP_IS(&k, "gs"))
+				rc = get_i64(d, "gs", &t->gsize);
+			else if (MP_IS(&k, "pg"))
+				rc = get_u32(d, "pg", &t->pg);
+			else if (MP_IS(&k, "dt"))
+				rc = get_u32(d, "dt", &t->dtype);
+			else if (MP_IS(&k, "ph"))
+				rc = get_enum(d, "ph", kg_phase_name, KG_NPHASE, &t->phase);
+			else if (MP_IS(&k, "mb"))
+				rc = get_i64(d, "mb", &t->mb);
+			else if (MP_IS(&k, "ly"))
+				rc = get_i64(d, "ly", &t->layer);
+			else if (MP_IS(&k, "st"))
+				rc = get_i64(d, "st", &t->stage);
+			else
+				rc = mp_skip(&d->c);
 			break;
 		default:
-			if (KEYIS(k, "corr"))
-				rc = get_i64(r, o, "corr", &t->corr);
-			else if (KEYIS(k, "coll"))
-				rc = get_enum(r, o, "coll", kg_coll_name, KG_NCOLL, &t->coll);
-			else if (KEYIS(k, "pgr"))
-				rc = get_u32(r, o, "pgr", &t->pgr);
-			else if (KEYIS(k, "seq"))
-				rc = get_i64(r, o, "seq", &t->seq);
+			if (MP_IS(&k, "corr"))
+				rc = get_i64(d, "corr", &t->corr);
+			else if (MP_IS(&k, "coll"))
+				rc = get_enum(d, "coll", kg_coll_name, KG_NCOLL, &t->coll);
+			else if (MP_IS(&k, "pgr"))
+				rc = get_u32(d, "pgr", &t->pgr);
+			else if (MP_IS(&k, "seq"))
+				rc = get_i64(d, "seq", &t->seq);
+			else
+				rc = mp_skip(&d->c);
 			break;
 		}
 		if (rc < 0)
 			return -1;
 	}
 	if (t->id == KG_NONE)
-		return missing(r, "id");
+		return missing(d, "id");
 	if (!(have & 1))
-		return missing(r, "p");
+		return missing(d, "p");
 	if (!(have & 2))
-		return missing(r, "k");
+		return missing(d, "k");
 	if (!(have & 4))
-		return missing(r, "n");
+		return missing(d, "n");
 	if (!(have & 8))
-		return missing(r, "d");
+		return missing(d, "d");
 	if (!(have & 16))
-		return missing(r, "ts");
+		return missing(d, "ts");
 	if (!(have & 32))
-		return missing(r, "it");
-	if (t->has_sim != 0 && t->has_sim != 3)
-		return missing(r, t->has_sim == 1 ? "se" : "ss");
-	t->has_sim = t->has_sim == 3;
+		return missing(d, "it");
 	if (t->odur < 0)
 		t->odur = t->dur;
 	if (t->dur < 0) {
 		seterr(r->err, "record %llu: negative duration",
-		    (unsigned long long)r->nrec);
+		    (unsigned long long)r->nrec + 1);
 		return -1;
 	}
 	if (t->id != r->ntasks) {
 		seterr(r->err, "record %llu: task id %u out of order (expected %llu)",
-		    (unsigned long long)r->nrec, t->id, (unsigned long long)r->ntasks);
+		    (unsigned long long)r->nrec + 1, t->id, (unsigned long long)r->ntasks);
 		return -1;
 	}
 	if (t->proc >= r->nprocs) {
 		seterr(r->err, "record %llu: task %u: proc %u not defined",
-		    (unsigned long long)r->nrec, t->id, t->proc);
+		    (unsigned long long)r->nrec + 1, t->id, t->proc);
 		return -1;
 	}
-	if (check_str_ref(r, "n", t->name) < 0 || check_str_ref(r, "op", t->op) < 0 ||
-	    check_str_ref(r, "sh", t->shapes) < 0 || check_str_ref(r, "pg", t->pg) < 0 ||
-	    check_str_ref(r, "pgr", t->pgr) < 0 || check_str_ref(r, "dt", t->dtype) < 0)
+	if (check_str_ref(d, "n", t->name) < 0 || check_str_ref(d, "op", t->op) < 0 ||
+	    check_str_ref(d, "sh", t->shapes) < 0 || check_str_ref(d, "pg", t->pg) < 0 ||
+	    check_str_ref(d, "pgr", t->pgr) < 0 || check_str_ref(d, "dt", t->dtype) < 0)
 		return -1;
 	return 0;
 }
 
 static int
-dec_edge(struct kg_reader *r, const msgpack_object_map *m, struct kg_edge *e)
+dec_edge(struct dec *d, uint32_t npairs, struct kg_edge *e)
 {
+	struct mp_val k;
 	uint32_t i;
 	int have = 0;
 
 	kg_edge_init(e);
-	for (i = 0; i < m->size; i++) {
-		const msgpack_object_str *k = &m->ptr[i].key.via.str;
-		const msgpack_object *o = &m->ptr[i].val;
-		int rc = 0;
+	for (i = 0; i < npairs; i++) {
+		int rc;
 
-		if (KEYIS(k, "src"))
-			rc = get_u32(r, o, "src", &e->src), have |= 1;
-		else if (KEYIS(k, "dst"))
-			rc = get_u32(r, o, "dst", &e->dst), have |= 2;
-		else if (KEYIS(k, "k"))
-			rc = get_enum(r, o, "k", kg_edge_kind_name, KG_NEDGE_KIND, &e->kind), have |= 4;
-		else if (KEYIS(k, "dl"))
-			rc = get_i64(r, o, "dl", &e->delay);
-		else if (KEYIS(k, "how"))
-			rc = get_enum(r, o, "how", kg_how_name, KG_NHOW, &e->how);
-		else if (KEYIS(k, "on"))
-			rc = get_u32(r, o, "on", &e->on);
-		else if (KEYIS(k, "via"))
-			rc = get_u32(r, o, "via", &e->via);
-		else if (KEYIS(k, "at"))
-			rc = get_u32(r, o, "at", &e->at);
+		if (get_key(d, &k) < 0)
+			return -1;
+		if (MP_IS(&k, "src"))
+			rc = get_u32(d, "src", &e->src), have |= 1;
+		else if (MP_IS(&k, "dst"))
+			rc = get_u32(d, "dst", &e->dst), have |= 2;
+		else if (MP_IS(&k, "k"))
+			rc = get_enum(d, "k", kg_edge_kind_name, KG_NEDGE_KIND, &e->kind), have |= 4;
+		else if (MP_IS(&k, "dl"))
+			rc = get_i64(d, "dl", &e->delay);
+		else if (MP_IS(&k, "how"))
+			rc = get_enum(d, "how", kg_how_name, KG_NHOW, &e->how);
+		else if (MP_IS(&k, "on"))
+			rc = get_u32(d, "on", &e->on);
+		else if (MP_IS(&k, "via"))
+			rc = get_u32(d, "via", &e->via);
+		else if (MP_IS(&k, "at"))
+			rc = get_u32(d, "at", &e->at);
+		else
+			rc = mp_skip(&d->c);
 		if (rc < 0)
 			return -1;
 	}
 	if (!(have & 1))
-		return missing(r, "src");
+		return missing(d, "src");
 	if (!(have & 2))
-		return missing(r, "dst");
+		return missing(d, "dst");
 	if (!(have & 4))
-		return missing(r, "k");
+		return missing(d, "k");
 	if (e->delay < 0) {
-		seterr(r->err, "record %llu: negative delay", (unsigned long long)r->nrec);
+		seterr(d->r->err, "record %llu: negative delay",
+		    (unsigned long long)d->r->nrec + 1);
 		return -1;
 	}
 	/* Unknown-task references are reported by graph-deps --check, not here. */
@@ -1128,100 +1237,272 @@ dec_edge(struct kg_reader *r, const msgpack_object_map *m, struct kg_edge *e)
 }
 
 static int
-dec_cov(struct kg_reader *r, const msgpack_object_map *m, struct kg_cov *c)
+dec_cov(struct dec *d, uint32_t npairs, struct kg_cov *c)
 {
-	uint32_t i, j;
+	struct mp_val k, x, kk;
+	uint32_t i, j, n;
 
 	kg_cov_release(c);
-	for (i = 0; i < m->size; i++) {
-		const msgpack_object_str *k = &m->ptr[i].key.via.str;
-		const msgpack_object *o = &m->ptr[i].val;
-
-		if (!KEYIS(k, "c"))
-			continue;
-		if (o->type != MSGPACK_OBJECT_MAP) {
-			seterr(r->err, "record %llu: field c: expected a map",
-			    (unsigned long long)r->nrec);
+	for (i = 0; i < npairs; i++) {
+		if (get_key(d, &k) < 0)
 			return -1;
+		if (!MP_IS(&k, "c")) {
+			if (mp_skip(&d->c) < 0)
+				return -1;
+			continue;
 		}
-		for (j = 0; j < o->via.map.size; j++) {
-			const msgpack_object *kk = &o->via.map.ptr[j].key;
+		if (mp_next(&d->c, &x) < 0)
+			return -1;
+		if (x.type != MP_MAP)
+			return fielderr(d, "c", "a map");
+		for (j = 0, n = x.n; j < n; j++) {
 			int64_t v;
 
-			if (kk->type != MSGPACK_OBJECT_STR) {
-				seterr(r->err, "record %llu: field c: key is not a string",
-				    (unsigned long long)r->nrec);
+			if (mp_next(&d->c, &kk) < 0)
+				return -1;
+			if (kk.type != MP_STR) {
+				seterr(d->r->err, "record %llu: field c: key is not a string",
+				    (unsigned long long)d->r->nrec + 1);
 				return -1;
 			}
-			if (get_i64(r, &o->via.map.ptr[j].val, "c", &v) < 0)
+			if (get_i64(d, "c", &v) < 0)
 				return -1;
-			cov_set(c, kk->via.str.ptr, kk->via.str.size, v, 0);
+			cov_set(c, kk.s, kk.n, v, 0);
 		}
 	}
 	return 0;
 }
 
+/* One array of the sim record into *a, n values. */
 static int
-dec_end(struct kg_reader *r, const msgpack_object_map *m)
+dec_sim_times(struct dec *d, const char *key, int64_t **a, size_t *n)
+{
+	struct kg_reader *r = d->r;
+	struct mp_val x;
+	uint32_t j;
+
+	if (mp_next(&d->c, &x) < 0)
+		return -1;
+	if (x.type != MP_ARRAY)
+		return fielderr(d, key, "an array");
+	*n = x.n;
+	if (*n > r->capsim) {
+		/* never more than the bytes in hand: a corrupt count must
+		 * not allocate for 4 billion entries */
+		if (*n > (size_t)(d->c.end - d->c.p)) {
+			d->c.err = MP_ETRUNC;
+			return -1;
+		}
+		r->ss = xrealloc(r->ss, *n * sizeof(*r->ss));
+		r->se = xrealloc(r->se, *n * sizeof(*r->se));
+		r->capsim = *n;
+	}
+	*a = key[1] == 's' ? r->ss : r->se;
+	for (j = 0; j < *n; j++)
+		if (get_i64(d, key, &(*a)[j]) < 0)
+			return -1;
+	return 0;
+}
+
+static int
+dec_sim(struct dec *d, uint32_t npairs, struct kg_sim *s)
+{
+	struct kg_reader *r = d->r;
+	struct mp_val k;
+	uint32_t i;
+	size_t nss = 0, nse = 0;
+	int64_t *ss = NULL, *se = NULL, v;
+	int have = 0;
+
+	memset(s, 0, sizeof(*s));
+	for (i = 0; i < npairs; i++) {
+		int rc;
+
+		if (get_key(d, &k) < 0)
+			return -1;
+		if (MP_IS(&k, "tasks"))
+			rc = get_i64(d, "tasks", &v), s->tasks = (uint64_t)v, have |= 1;
+		else if (MP_IS(&k, "makespan"))
+			rc = get_i64(d, "makespan", &s->makespan), have |= 2;
+		else if (MP_IS(&k, "ss"))
+			rc = dec_sim_times(d, "ss", &ss, &nss);
+		else if (MP_IS(&k, "se"))
+			rc = dec_sim_times(d, "se", &se, &nse);
+		else
+			rc = mp_skip(&d->c);
+		if (rc < 0)
+			return -1;
+	}
+	if (!(have & 1))
+		return missing(d, "tasks");
+	if (!(have & 2))
+		return missing(d, "makespan");
+	if ((ss == NULL) != (se == NULL))
+		return missing(d, ss == NULL ? "ss" : "se");
+	if (ss != NULL && (nss != nse || nss != r->ntasks || s->tasks != r->ntasks)) {
+		seterr(r->err, "record %llu: sim record for %llu tasks (ss %zu, se %zu) in a section of %llu",
+		    (unsigned long long)r->nrec + 1, (unsigned long long)s->tasks,
+		    nss, nse, (unsigned long long)r->ntasks);
+		return -1;
+	}
+	s->ss = ss;
+	s->se = se;
+	s->n = ss != NULL ? nss : 0;
+	return 0;
+}
+
+static int
+dec_end(struct dec *d, uint32_t npairs)
 {
 	static const char *const keys[] = { "tasks", "edges", "procs", "strs" };
+	struct kg_reader *r = d->r;
 	uint64_t want[4] = { r->ntasks, r->nedges, r->nprocs, r->nstrs };
+	struct mp_val k;
 	uint32_t i;
 	int j, have = 0;
 
-	for (i = 0; i < m->size; i++) {
-		const msgpack_object_str *k = &m->ptr[i].key.via.str;
+	for (i = 0; i < npairs; i++) {
+		int64_t v;
 
-		for (j = 0; j < 4; j++) {
-			int64_t v;
-
-			if (k->size != strlen(keys[j]) || memcmp(k->ptr, keys[j], k->size) != 0)
-				continue;
-			if (get_i64(r, &m->ptr[i].val, keys[j], &v) < 0)
+		if (get_key(d, &k) < 0)
+			return -1;
+		for (j = 0; j < 4; j++)
+			if (k.n == strlen(keys[j]) && memcmp(k.s, keys[j], k.n) == 0)
+				break;
+		if (j == 4) {
+			if (mp_skip(&d->c) < 0)
 				return -1;
-			if ((uint64_t)v != want[j]) {
-				seterr(r->err, "corrupt graph stream (section says %lld %s, found %llu)",
-				    (long long)v, keys[j], (unsigned long long)want[j]);
-				return -1;
-			}
-			have |= 1 << j;
+			continue;
 		}
+		if (get_i64(d, keys[j], &v) < 0)
+			return -1;
+		if ((uint64_t)v != want[j]) {
+			seterr(r->err, "corrupt graph stream (section says %lld %s, found %llu)",
+			    (long long)v, keys[j], (unsigned long long)want[j]);
+			return -1;
+		}
+		have |= 1 << j;
 	}
 	for (j = 0; j < 4; j++)
 		if (!(have & (1 << j)))
-			return missing(r, keys[j]);
+			return missing(d, keys[j]);
 	return 0;
+}
+
+/*
+ * The record type: the string under key "r", which writers put first.
+ * Leaves the cursor after the map's head and returns the number of pairs
+ * still to decode (all of them when "r" was not first), or -1.
+ */
+static int
+dec_type(struct dec *d, const char **type, size_t *tlen, uint32_t *npairs)
+{
+	struct mp_val m, k;
+	struct mp save;
+	uint32_t i;
+
+	if (mp_next(&d->c, &m) < 0)
+		return -1;
+	if (m.type != MP_MAP) {
+		seterr(d->r->err, "record %llu: not a map", (unsigned long long)d->r->nrec + 1);
+		return -1;
+	}
+	save = d->c;
+	*type = NULL;
+	for (i = 0; i < m.n; i++) {
+		if (get_key(d, &k) < 0)
+			return -1;
+		if (MP_IS(&k, "r")) {
+			if (get_str(d, "r", type, tlen) < 0)
+				return -1;
+			if (i == 0) {
+				*npairs = m.n - 1;
+				return 0;
+			}
+		} else if (mp_skip(&d->c) < 0) {
+			return -1;
+		}
+	}
+	if (*type == NULL)
+		return missing(d, "r");
+	/* Not first: decode every pair, "r" among them (it is skipped as an
+	 * unknown key by the decoders). */
+	d->c = save;
+	*npairs = m.n;
+	return 0;
+}
+
+/* Decode the record at the cursor; its type, or -1. */
+static int
+dec_record(struct dec *d, struct kg_rec *rec)
+{
+	struct kg_reader *r = d->r;
+	const char *type;
+	size_t tlen;
+	uint32_t n;
+
+	if (dec_type(d, &type, &tlen, &n) < 0)
+		return -1;
+#define TYPEIS(lit) (tlen == sizeof(lit) - 1 && memcmp(type, lit, tlen) == 0)
+	if (TYPEIS("header")) {
+		if (r->in_section) {
+			seterr(r->err, "truncated graph stream (section ends without its end record)");
+			return -1;
+		}
+		return dec_header(d, n, &rec->header) < 0 ? -1 : KG_R_HEADER;
+	}
+	if (!r->in_section) {
+		seterr(r->err, "record %llu: expected a header", (unsigned long long)r->nrec + 1);
+		return -1;
+	}
+	if (TYPEIS("task"))
+		return dec_task(d, n, &rec->task) < 0 ? -1 : KG_R_TASK;
+	if (TYPEIS("edge"))
+		return dec_edge(d, n, &rec->edge) < 0 ? -1 : KG_R_EDGE;
+	if (TYPEIS("str"))
+		return dec_str(d, n, &rec->str_id) < 0 ? -1 : KG_R_STR;
+	if (TYPEIS("proc"))
+		return dec_proc(d, n, &rec->proc) < 0 ? -1 : KG_R_PROC;
+	if (TYPEIS("cov"))
+		return dec_cov(d, n, &rec->cov) < 0 ? -1 : KG_R_COV;
+	if (TYPEIS("sim"))
+		return dec_sim(d, n, &rec->sim) < 0 ? -1 : KG_R_SIM;
+	if (TYPEIS("end"))
+		return dec_end(d, n) < 0 ? -1 : KG_R_END;
+#undef TYPEIS
+	/* Unknown: it must still be well formed. */
+	while (n-- > 0)
+		if (mp_skip(&d->c) < 0 || mp_skip(&d->c) < 0)
+			return -1;
+	return KG_R_OTHER;
 }
 
 int
 kg_read(struct kg_reader *r, struct kg_rec *rec)
 {
-	const msgpack_object *o;
-	const msgpack_object_map *m;
-	const char *type = NULL;
-	size_t tlen = 0;
-	uint32_t i;
+	struct dec d;
 	int ret, t;
 
-	size_t off;
-
+	d.r = r;
 	for (;;) {
-		/* msgpack_unpack_next parses whole records from our buffer; a
-		 * record cut by the buffer's end is parsed again after fill. */
-		off = r->off;
-		ret = r->len > r->off ?
-		    msgpack_unpack_next(&r->res, r->buf, r->len, &off) : MSGPACK_UNPACK_CONTINUE;
-		if (ret == MSGPACK_UNPACK_SUCCESS)
-			break;
-		if (ret == MSGPACK_UNPACK_PARSE_ERROR) {
-			seterr(r->err, "corrupt graph stream (bad MessagePack after record %llu)",
-			    (unsigned long long)r->nrec);
-			return -1;
-		}
-		if (ret == MSGPACK_UNPACK_NOMEM_ERROR) {
-			seterr(r->err, "out of memory decoding record %llu",
-			    (unsigned long long)r->nrec + 1);
-			return -1;
+		if (r->len > r->off) {
+			r->err[0] = '\0';
+			mp_init(&d.c, r->buf + r->off, r->len - r->off);
+			t = dec_record(&d, rec);
+			if (t > 0)
+				break;
+			if (d.c.err == MP_EBAD) {
+				seterr(r->err, "corrupt graph stream (bad MessagePack in record %llu)",
+				    (unsigned long long)r->nrec + 1);
+				return -1;
+			}
+			if (d.c.err == MP_EDEPTH) {
+				seterr(r->err, "record %llu: nested more than %d deep",
+				    (unsigned long long)r->nrec + 1, MP_MAXDEPTH);
+				return -1;
+			}
+			if (d.c.err != MP_ETRUNC)
+				return -1;
 		}
 		ret = fill(r);
 		if (ret < 0)
@@ -1249,77 +1530,30 @@ kg_read(struct kg_reader *r, struct kg_rec *rec)
 		}
 	}
 	rec->bytes = r->buf + r->off;
-	rec->nbytes = off - r->off;
-	r->off = off;
+	rec->nbytes = (size_t)((const char *)d.c.p - rec->bytes);
+	rec->pos = r->base + r->off;
+	r->off += rec->nbytes;
 	r->nrec++;
-	o = &r->res.data;
-	rec->raw = o;
-	if (o->type != MSGPACK_OBJECT_MAP) {
-		seterr(r->err, "record %llu: not a map", (unsigned long long)r->nrec);
-		return -1;
-	}
-	m = &o->via.map;
-	for (i = 0; i < m->size; i++) {
-		if (m->ptr[i].key.type != MSGPACK_OBJECT_STR) {
-			seterr(r->err, "record %llu: key is not a string",
-			    (unsigned long long)r->nrec);
-			return -1;
-		}
-		if (KEYIS(&m->ptr[i].key.via.str, "r")) {
-			if (get_str(r, &m->ptr[i].val, "r", &type, &tlen) < 0)
-				return -1;
-		}
-	}
-	if (type == NULL)
-		return missing(r, "r");
-#define TYPEIS(lit) (tlen == sizeof(lit) - 1 && memcmp(type, lit, tlen) == 0)
-	if (TYPEIS("header")) {
-		if (r->in_section) {
-			seterr(r->err, "truncated graph stream (section ends without its end record)");
-			return -1;
-		}
-		if (dec_header(r, m, &rec->header) < 0)
-			return -1;
+	switch (t) {
+	case KG_R_HEADER:
 		r->in_section = 1;
 		r->ntasks = r->nedges = r->nprocs = r->nstrs = 0;
-		return rec->type = KG_R_HEADER;
-	}
-	if (!r->in_section) {
-		seterr(r->err, "record %llu: expected a header", (unsigned long long)r->nrec);
-		return -1;
-	}
-	if (TYPEIS("task")) {
-		if (dec_task(r, m, &rec->task) < 0)
-			return -1;
+		break;
+	case KG_R_TASK:
 		r->ntasks++;
-		t = KG_R_TASK;
-	} else if (TYPEIS("edge")) {
-		if (dec_edge(r, m, &rec->edge) < 0)
-			return -1;
+		break;
+	case KG_R_EDGE:
 		r->nedges++;
-		t = KG_R_EDGE;
-	} else if (TYPEIS("str")) {
-		if (dec_str(r, m, &rec->str_id) < 0)
-			return -1;
+		break;
+	case KG_R_STR:
 		r->nstrs++;
-		t = KG_R_STR;
-	} else if (TYPEIS("proc")) {
-		if (dec_proc(r, m, &rec->proc) < 0)
-			return -1;
+		break;
+	case KG_R_PROC:
 		r->nprocs++;
-		t = KG_R_PROC;
-	} else if (TYPEIS("cov")) {
-		if (dec_cov(r, m, &rec->cov) < 0)
-			return -1;
-		t = KG_R_COV;
-	} else if (TYPEIS("end")) {
-		if (dec_end(r, m) < 0)
-			return -1;
+		break;
+	case KG_R_END:
 		r->in_section = 0;
-		t = KG_R_END;
-	} else {
-		t = KG_R_OTHER;
+		break;
 	}
-#undef TYPEIS
 	return rec->type = t;
 }

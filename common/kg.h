@@ -3,10 +3,11 @@
  *
  * A writer packs records with msgpack-c into a buffer and compresses it
  * with zstd (frame checksums on) onto a FILE*. A reader decompresses and
- * unpacks one record at a time, decodes the known record types into the
- * structs below, ignores unknown keys and record types, keeps the current
- * section's string table, and tells a truncated or corrupt stream from a
- * clean end.
+ * reads one record at a time where it lies (common/mp.h: no object tree
+ * is built), decodes the known record types into the structs below,
+ * ignores unknown keys and record types, keeps the current section's
+ * string table, and tells a truncated or corrupt stream from a clean end.
+ * Whole zstd frames can be passed from a reader to a writer untouched.
  *
  * Neither side prints or exits: each call returns 0 (or a record type) on
  * success and -1 on failure with a one-line reason in `err`, which the
@@ -23,7 +24,7 @@
 
 #define KG_FORMAT "kgraph"
 #define KG_MAJOR 1
-#define KG_MINOR 0
+#define KG_MINOR 1
 #define KG_NONE UINT32_MAX /* absent string / proc / task reference */
 
 enum kg_proc_kind { KG_THREAD, KG_STREAM };
@@ -87,8 +88,6 @@ struct kg_task {
 	uint32_t pg, pgr, dtype;
 	int phase; /* enum kg_phase */
 	int64_t mb, layer, stage;
-	int has_sim;
-	int64_t sim_start, sim_end;
 };
 
 struct kg_edge {
@@ -97,6 +96,14 @@ struct kg_edge {
 	int how;  /* enum kg_how */
 	int64_t delay;
 	uint32_t on, via, at; /* KG_NONE if absent */
+};
+
+/* A `sim` record: simulated start and end of every task, by task id. */
+struct kg_sim {
+	uint64_t tasks;
+	int64_t makespan;
+	const int64_t *ss, *se; /* NULL when the record has none (1.0) */
+	size_t n;
 };
 
 struct kg_cov {
@@ -125,6 +132,7 @@ struct kg_writer {
 	void *out;
 	size_t outcap;
 	uint64_t ntasks, nedges, nprocs, nstrs;
+	size_t framed;     /* bytes given to the current frame, 0: none open */
 	int failed;
 	char err[256];
 };
@@ -138,32 +146,26 @@ int kg_write_proc(struct kg_writer *w, const struct kg_proc *p);
 int kg_write_task(struct kg_writer *w, const struct kg_task *t);
 int kg_write_edge(struct kg_writer *w, const struct kg_edge *e);
 int kg_write_cov(struct kg_writer *w, const struct kg_cov *c);
-/* The `sim` record graphsim adds to a section: tasks simulated, makespan. */
-int kg_write_sim(struct kg_writer *w, uint64_t tasks, int64_t makespan);
+/*
+ * The `sim` record graphsim adds to a section: the simulated start and
+ * end of each of its n tasks (by id), and the makespan.
+ */
+int kg_write_sim(struct kg_writer *w, size_t n, const int64_t *ss, const int64_t *se);
 /* Close the section: the `end` record with the counts since the header. */
 int kg_write_end(struct kg_writer *w);
 /*
- * Pass a record read from another stream through unchanged (a tool that
- * edits some records and keeps the rest). Counts are kept as for the
- * typed writers.
+ * A record's bytes as read (kg_rec.bytes), passed on unchanged; counted
+ * by type for the end record, which is itself written anew from the
+ * counts (the caller may have dropped records).
  */
-int kg_write_raw(struct kg_writer *w, const msgpack_object *o, int type);
-/*
- * A task record read from another stream, with its simulated start and
- * end set (replacing any it had); every other field passes unchanged.
- */
-int kg_write_task_sim(struct kg_writer *w, const msgpack_object *task,
-    int64_t ss, int64_t se);
-/*
- * The same, from the record's bytes as read (kg_rec.bytes), for a task
- * with no ss/se yet: its fields are copied as they are, which spares
- * decoding and packing them again. With task non-NULL, a task that has
- * ss/se already is written through kg_write_task_sim.
- */
-int kg_write_task_sim_bytes(struct kg_writer *w, const char *bytes, size_t n,
-    const msgpack_object *task, int64_t ss, int64_t se);
-/* A record's bytes as read, passed on unchanged (type as for kg_write_raw). */
 int kg_write_bytes(struct kg_writer *w, const char *bytes, size_t n, int type);
+/*
+ * Whole zstd frames read from another stream (kg_reader_take_frames),
+ * written as they are after closing the current frame. The caller counts
+ * the records in them with kg_writer_count.
+ */
+int kg_write_frames(struct kg_writer *w, const void *z, size_t n);
+void kg_writer_count(struct kg_writer *w, int type);
 /* End the zstd frame and flush. Call once, after the last section. */
 int kg_writer_finish(struct kg_writer *w);
 void kg_writer_release(struct kg_writer *w);
@@ -172,20 +174,27 @@ void kg_writer_release(struct kg_writer *w);
 
 enum kg_rec_type {
 	KG_R_EOF = 0, KG_R_HEADER, KG_R_STR, KG_R_PROC, KG_R_TASK, KG_R_EDGE,
-	KG_R_COV, KG_R_END, KG_R_OTHER
+	KG_R_COV, KG_R_SIM, KG_R_END, KG_R_OTHER
 };
 
 struct kg_rec {
 	int type;
-	const msgpack_object *raw; /* valid until the next kg_read */
 	const char *bytes;         /* the record's MessagePack bytes, as read; */
 	size_t nbytes;             /* valid until the next kg_read */
+	uint64_t pos;              /* where they start in the decompressed stream */
 	struct kg_header header;
 	struct kg_proc proc;
 	struct kg_task task;
 	struct kg_edge edge;
 	struct kg_cov cov;
+	struct kg_sim sim;
 	uint32_t str_id;
+};
+
+/* A zstd frame the reader has decompressed whole (for kg_reader_take_frames). */
+struct kg_zframe {
+	size_t zend;   /* end of its compressed bytes in kg_reader.z */
+	uint64_t dend; /* end of its bytes in the decompressed stream */
 };
 
 struct kg_reader {
@@ -193,7 +202,7 @@ struct kg_reader {
 	ZSTD_DCtx *dctx;
 	char *buf;         /* decompressed bytes; records are parsed from off */
 	size_t len, off, cap;
-	msgpack_unpacked res;
+	uint64_t base;     /* position of buf[0] in the decompressed stream */
 	unsigned char *in;
 	size_t inlen, inpos;
 	size_t frame_left; /* last ZSTD_decompressStream hint; 0 between frames */
@@ -209,6 +218,16 @@ struct kg_reader {
 	char **tools;
 	size_t ntools, captools;
 	char *producer, *source;
+	int64_t *ss, *se;  /* the last sim record's arrays */
+	size_t capsim;
+	/* With keep_frames: compressed bytes of the frames not yet taken, and
+	 * the decompressed bytes from `mark` on (see kg_reader_take_held). */
+	int keep_frames;
+	uint64_t mark;
+	unsigned char *z;
+	size_t zlen, zcap, ztaken;
+	struct kg_zframe *fr;
+	size_t nfr, capfr;
 	char err[256];
 };
 
@@ -224,6 +243,22 @@ void kg_reader_release(struct kg_reader *r);
  * rec's pointers stay valid until the next call.
  */
 int kg_read(struct kg_reader *r, struct kg_rec *rec);
+/*
+ * With r->keep_frames set before the first read: when whole zstd frames
+ * end exactly at decompressed position `pos` (a record boundary: a
+ * record's pos, or pos + nbytes), point *z at their compressed bytes,
+ * from the end of those taken last, and return their length; else 0.
+ * The bytes stay valid until the next kg_read. Frames that end before
+ * pos but not at it are kept: they go with the next frames taken.
+ */
+size_t kg_reader_take_frames(struct kg_reader *r, uint64_t pos, const void **z);
+/*
+ * With keep_frames: the decompressed bytes from the end of those taken
+ * last (by this call or kg_reader_take_frames) to `pos`, a record
+ * boundary at or before the end of the last record read. They stay
+ * valid until the next kg_read.
+ */
+size_t kg_reader_take_held(struct kg_reader *r, uint64_t pos, const char **p);
 /* The text of string id in the current section, or NULL. */
 const char *kg_str(const struct kg_reader *r, uint32_t id);
 

@@ -159,3 +159,87 @@ setup_file() {
 	[ -z "$stderr" ]
 	[ "${#lines[@]}" -eq 1 ]
 }
+
+# --- MessagePack read in place (common/mp.c) -----------------------------
+
+# The header record as MessagePack bytes (printf format), for hand-made
+# streams whose later records jsonl2kg cannot write.
+HDR='{"r":"header","format":"kgraph","major":1,"minor":1,"producer":"t","unit":"ns"}'
+
+@test "graphcat: a byte that starts no MessagePack value is corruption" {
+	{ echo "$HDR" | "$ROOT/tests/tools/jsonl2kg"; printf '\x81\xa1r\xc1'; } | zstd -q -c > bad.kg
+	run -1 --separate-stderr graphcat bad.kg
+	[ "$stderr" = "graphcat: bad.kg: corrupt graph stream (bad MessagePack in record 2)" ]
+}
+
+@test "graphcat: a record that is not a map, or has a key that is not a string, is an error" {
+	{ echo "$HDR" | "$ROOT/tests/tools/jsonl2kg"; printf '\x93\x01\x02\x03'; } | zstd -q -c > arr.kg
+	run -1 --separate-stderr graphcat arr.kg
+	[ "$stderr" = "graphcat: arr.kg: record 2: not a map" ]
+	{ echo "$HDR" | "$ROOT/tests/tools/jsonl2kg"; printf '\x82\xa1r\xa3str\x07\x01'; } | zstd -q -c > key.kg
+	run -1 --separate-stderr graphcat key.kg
+	[ "$stderr" = "graphcat: key.kg: record 2: key is not a string" ]
+}
+
+@test "graphcat: a value nested deeper than 64 is refused, one of 64 is not" {
+	for depth in 63 65; do
+		{
+			echo "$HDR" | "$ROOT/tests/tools/jsonl2kg"
+			printf '\x82\xa1r\xa5other\xa1x'
+			for ((i = 0; i < depth; i++)); do printf '\x91'; done
+			printf '\x01'
+			echo '{"r":"end","tasks":0,"edges":0,"procs":0,"strs":0}' | "$ROOT/tests/tools/jsonl2kg"
+		} | zstd -q -c > deep$depth.kg
+	done
+	run -0 graphcat deep63.kg
+	[ "$(jq -c '.x | flatten' <<< "${lines[1]}")" = '[1]' ]
+	run -1 --separate-stderr graphcat deep65.kg
+	[ "$stderr" = "graphcat: deep65.kg: record 2: nested more than 64 deep" ]
+}
+
+@test "graphcat: the record type need not be the first key" {
+	mkstream > late.kg <<-'EOF'
+	{"format":"kgraph","major":1,"minor":0,"r":"header","producer":"t","unit":"ns"}
+	{"s":"x","id":0,"r":"str"}
+	{"tasks":0,"edges":0,"procs":0,"r":"end","strs":1}
+	EOF
+	run -0 graphcat -r late.kg
+	[ "${#lines[@]}" -eq 2 ]
+	[ "${lines[1]}" = '{"tasks":0,"edges":0,"procs":0,"r":"end","strs":1}' ]
+}
+
+@test "graphcat: every integer width and a float read back" {
+	mkstream > ints.kg <<-'EOF'
+	{"r":"header","format":"kgraph","major":1,"minor":0,"producer":"t","unit":"ns","rank":-5,"xxh3":18446744073709551615,"tbase":-9223372036854775808}
+	{"r":"zz","a":[0,127,128,255,256,65535,65536,4294967295,4294967296,-1,-32,-33,-128,-129,-32768,-32769,-2147483648,-2147483649],"f":0.5,"n":null,"b":[true,false]}
+	{"r":"end","tasks":0,"edges":0,"procs":0,"strs":0}
+	EOF
+	# jsonl2kg writes integers as fixint or 64 bits; zz's with msgpack's
+	# other widths are written by hand below
+	run -0 graphcat ints.kg
+	[[ ${lines[0]} == *'"rank":-5,'*'"xxh3":18446744073709551615,"tbase":-9223372036854775808}' ]]
+	[ "${lines[1]}" = '{"r":"zz","a":[0,127,128,255,256,65535,65536,4294967295,4294967296,-1,-32,-33,-128,-129,-32768,-32769,-2147483648,-2147483649],"f":0.5,"n":null,"b":[true,false]}' ]
+	{
+		echo "$HDR" | "$ROOT/tests/tools/jsonl2kg"
+		# {"r":"zz","a":[uint8 200, uint16 513, uint32 65537, int8 -2,
+		#  int16 -300, int32 -70000, int8 5 (non-negative), float32 1.5]}
+		printf '\x82\xa1r\xa2zz\xa1a\x98\xcc\xc8\xcd\x02\x01\xce\x00\x01\x00\x01'
+		printf '\xd0\xfe\xd1\xfe\xd4\xd2\xff\xfe\xee\x90\xd0\x05\xca\x3f\xc0\x00\x00'
+		echo '{"r":"end","tasks":0,"edges":0,"procs":0,"strs":0}' | "$ROOT/tests/tools/jsonl2kg"
+	} | zstd -q -c > widths.kg
+	run -0 graphcat widths.kg
+	[ "${lines[1]}" = '{"r":"zz","a":[200,513,65537,-2,-300,-70000,5,1.5]}' ]
+}
+
+@test "graphcat: a sim record's arrays must match the section's tasks" {
+	mkstream > sim.kg <<-'EOF'
+	{"r":"header","format":"kgraph","major":1,"minor":1,"producer":"t","unit":"ns"}
+	{"r":"str","id":0,"s":"k"}
+	{"r":"proc","id":0,"k":"stream","pid":0,"tid":7}
+	{"r":"task","id":0,"p":0,"k":"kern","n":0,"d":5,"ts":0,"it":-1}
+	{"r":"sim","tasks":1,"makespan":5,"ss":[0,1],"se":[5,6]}
+	{"r":"end","tasks":1,"edges":0,"procs":1,"strs":1}
+	EOF
+	run -1 --separate-stderr graphcat sim.kg
+	[ "$stderr" = "graphcat: sim.kg: record 5: sim record for 1 tasks (ss 2, se 2) in a section of 1" ]
+}

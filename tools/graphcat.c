@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "kg.h"
+#include "mp.h"
 #include "util.h"
 
 static const char usage[] = "graphcat [-r] [FILE ...]";
@@ -65,106 +66,98 @@ put_str(const char *s, size_t len)
 	putchar('"');
 }
 
-static void
-put_obj(const msgpack_object *o)
-{
-	uint32_t i;
-
-	switch (o->type) {
-	case MSGPACK_OBJECT_NIL:
-		fputs("null", stdout);
-		break;
-	case MSGPACK_OBJECT_BOOLEAN:
-		fputs(o->via.boolean ? "true" : "false", stdout);
-		break;
-	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-		printf("%llu", (unsigned long long)o->via.u64);
-		break;
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-		printf("%lld", (long long)o->via.i64);
-		break;
-	case MSGPACK_OBJECT_FLOAT32:
-	case MSGPACK_OBJECT_FLOAT64:
-		printf("%.17g", o->via.f64);
-		break;
-	case MSGPACK_OBJECT_STR:
-		put_str(o->via.str.ptr, o->via.str.size);
-		break;
-	case MSGPACK_OBJECT_BIN:
-		put_str(o->via.bin.ptr, o->via.bin.size);
-		break;
-	case MSGPACK_OBJECT_ARRAY:
-		putchar('[');
-		for (i = 0; i < o->via.array.size; i++) {
-			if (i)
-				putchar(',');
-			put_obj(&o->via.array.ptr[i]);
-		}
-		putchar(']');
-		break;
-	case MSGPACK_OBJECT_MAP:
-		putchar('{');
-		for (i = 0; i < o->via.map.size; i++) {
-			if (i)
-				putchar(',');
-			put_obj(&o->via.map.ptr[i].key);
-			putchar(':');
-			put_obj(&o->via.map.ptr[i].val);
-		}
-		putchar('}');
-		break;
-	default:
-		fputs("null", stdout);
-	}
-}
-
 /* Keys that hold string ids, by record type. */
 static int
-is_str_key(int type, const msgpack_object_str *k)
+is_str_key(int type, const struct mp_val *k)
 {
 	static const char *const task[] = { "n", "op", "sh", "pg", "pgr", "dt", NULL };
 	size_t i;
 
 	if (type == KG_R_PROC)
-		return k->size == 1 && k->ptr[0] == 'n';
+		return k->n == 1 && k->s[0] == 'n';
 	if (type != KG_R_TASK)
 		return 0;
 	for (i = 0; task[i]; i++)
-		if (strlen(task[i]) == k->size && memcmp(task[i], k->ptr, k->size) == 0)
+		if (strlen(task[i]) == k->n && memcmp(task[i], k->s, k->n) == 0)
 			return 1;
 	return 0;
 }
 
+/*
+ * Print the value at the cursor as JSON. The reader has checked the
+ * record is well formed and nested at most MP_MAXDEPTH deep. With r, the
+ * value is a record of that type: keys that hold string ids print the
+ * string instead.
+ */
 static void
-put_resolved(const struct kg_reader *r, int type, const msgpack_object *o)
+put_val(struct mp *c, const struct kg_reader *r, int type)
 {
-	uint32_t i;
+	struct mp_val v;
+	uint32_t i, n;
 
-	putchar('{');
-	for (i = 0; i < o->via.map.size; i++) {
-		const msgpack_object_kv *kv = &o->via.map.ptr[i];
-
-		if (i)
-			putchar(',');
-		put_obj(&kv->key);
-		putchar(':');
-		if (kv->key.type == MSGPACK_OBJECT_STR && is_str_key(type, &kv->key.via.str) &&
-		    kv->val.type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
-		    kg_str(r, (uint32_t)kv->val.via.u64) != NULL) {
-			const char *s = kg_str(r, (uint32_t)kv->val.via.u64);
-
-			put_str(s, strlen(s));
-		} else {
-			put_obj(&kv->val);
+	if (mp_next(c, &v) < 0)
+		return;
+	switch (v.type) {
+	case MP_NIL:
+		fputs("null", stdout);
+		break;
+	case MP_BOOL:
+		fputs(v.b ? "true" : "false", stdout);
+		break;
+	case MP_UINT:
+		printf("%llu", (unsigned long long)v.u);
+		break;
+	case MP_INT:
+		printf("%lld", (long long)v.i);
+		break;
+	case MP_FLOAT:
+		printf("%.17g", v.f);
+		break;
+	case MP_STR:
+	case MP_BIN:
+		put_str(v.s, v.n);
+		break;
+	case MP_ARRAY:
+		putchar('[');
+		for (i = 0, n = v.n; i < n; i++) {
+			if (i)
+				putchar(',');
+			put_val(c, NULL, 0);
 		}
+		putchar(']');
+		break;
+	case MP_MAP:
+		putchar('{');
+		for (i = 0, n = v.n; i < n; i++) {
+			struct mp k = *c;
+			struct mp_val kv, x;
+			const char *s;
+
+			if (i)
+				putchar(',');
+			put_val(c, NULL, 0);
+			putchar(':');
+			if (r != NULL && mp_next(&k, &kv) == 0 && kv.type == MP_STR &&
+			    is_str_key(type, &kv) && mp_next(&k, &x) == 0 && x.type == MP_UINT &&
+			    x.u < UINT32_MAX && (s = kg_str(r, (uint32_t)x.u)) != NULL) {
+				put_str(s, strlen(s));
+				*c = k;
+			} else {
+				put_val(c, NULL, 0);
+			}
+		}
+		putchar('}');
+		break;
+	default:
+		fputs("null", stdout); /* an extension */
 	}
-	putchar('}');
 }
 
 static int
 cat(const char *path, int resolve)
 {
 	struct gin in;
+	struct mp c;
 	int t;
 
 	if (gin_open(&in, path) < 0)
@@ -172,10 +165,8 @@ cat(const char *path, int resolve)
 	while ((t = gin_read(&in)) > 0) {
 		if (resolve && t == KG_R_STR)
 			continue;
-		if (resolve)
-			put_resolved(&in.r, t, in.rec.raw);
-		else
-			put_obj(in.rec.raw);
+		mp_init(&c, in.rec.bytes, in.rec.nbytes);
+		put_val(&c, resolve ? &in.r : NULL, t);
 		putchar('\n');
 	}
 	gin_close(&in);

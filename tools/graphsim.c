@@ -10,8 +10,9 @@
  * `via` ran", so an edit that adds or moves kernels keeps them right.
  * Original timestamps are never read.
  *
- * State: one section at a time, whole: its records as read (to pass them
- * on unchanged), and about 90 bytes a task and 24 an edge.
+ * State: one section at a time: about 75 bytes a task and 44 an edge for
+ * the simulation, and the input records since the last frame boundary
+ * (at most a frame, 2 MiB from kgraph's writers; see run_frames).
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -354,33 +355,72 @@ report_stuck(const char *name, int section, const struct sim *s, const struct kg
 	    stuck > shown ? ", ..." : "");
 }
 
+/*
+ * Passing records on. The input's zstd frames end at record boundaries
+ * (kg writers end them after a header, around an end record and every
+ * 2 MiB). While no record of a frame changes, the frame goes out as it
+ * came: no decoding to write, no compressing. A record that changes (a
+ * header gains this tool, an old sim record goes, an end record gets a
+ * sim record before it) makes the run of records since the last frame
+ * boundary dirty: the reader's held bytes of it go out through the
+ * writer, and so does the rest of it.
+ */
+#define RUN_MAX (64 << 20) /* held bytes before a run is written out anyway */
+
+/* Write the held bytes up to pos through the writer. */
+static int
+run_flush(struct kg_writer *w, struct kg_reader *r, uint64_t pos)
+{
+	const char *p;
+	size_t n = kg_reader_take_held(r, pos, &p);
+
+	return n > 0 ? kg_write_bytes(w, p, n, KG_R_OTHER) : 0;
+}
+
+/* Input frames that end at pos end the run: pass them on if it is clean. */
+static int
+run_frames(int *dirty, struct kg_writer *w, struct kg_reader *r, uint64_t pos)
+{
+	const void *z;
+	size_t n = kg_reader_take_frames(r, pos, &z);
+
+	if (n == 0)
+		return 0;
+	if (!*dirty && kg_write_frames(w, z, n) < 0)
+		return -1;
+	*dirty = 0;
+	return 0;
+}
+
 static int
 process(const char *path, struct gout *g, struct sim *s)
 {
 	struct gin in;
-	char *buf = NULL;        /* the section's records as read, back to back */
-	size_t len = 0, capbuf = 0, *offs = NULL, capoffs = 0;
-	uint8_t *types = NULL, *hadsim = NULL;
 	uint32_t *names = NULL;
-	size_t ntypes = 0, captypes = 0, capnames = 0, caphad = 0;
-	int t, rc = 0, section = 0;
+	size_t capnames = 0;
+	int t, rc = 0, section = 0, dirty = 0;
 
 	if (gin_open(&in, path) < 0)
 		return 1;
-	while ((t = gin_read(&in)) > 0) {
-		if (t == KG_R_HEADER) {
-			rc = kg_write_header_tool(&g->w, &in.rec.header, PRODUCER);
-			if (rc < 0) {
-				errmsg("%s: %s", g->name, g->w.err);
-				rc = 1;
+	in.r.keep_frames = 1;
+	while (rc == 0 && (t = gin_read(&in)) > 0) {
+		uint64_t end = in.rec.pos + in.rec.nbytes;
+		int changes = t == KG_R_HEADER || t == KG_R_SIM || t == KG_R_END;
+
+		if (changes) {
+			if (run_frames(&dirty, &g->w, &in.r, in.rec.pos) < 0 ||
+			    run_flush(&g->w, &in.r, in.rec.pos) < 0) {
+				rc = -1;
 				break;
 			}
-			sim_reset(s);
-			ntypes = 0;
-			len = 0;
-			continue;
+			dirty = 1;
+		} else {
+			kg_writer_count(&g->w, t);
 		}
-		if (t == KG_R_PROC) {
+		if (t == KG_R_HEADER) {
+			rc = kg_write_header_tool(&g->w, &in.rec.header, PRODUCER);
+			sim_reset(s);
+		} else if (t == KG_R_PROC) {
 			s->nproc++;
 		} else if (t == KG_R_TASK) {
 			size_t c = s->cap;
@@ -399,8 +439,6 @@ process(const char *path, struct gout *g, struct sim *s)
 			s->proc[s->n] = in.rec.task.proc;
 			s->dur[s->n] = in.rec.task.dur;
 			names[s->n] = in.rec.task.name;
-			grow(&hadsim, &caphad, s->n + 1, 1);
-			hadsim[s->n] = (uint8_t)in.rec.task.has_sim;
 			s->n++;
 		} else if (t == KG_R_EDGE) {
 			struct sedge e;
@@ -425,86 +463,38 @@ process(const char *path, struct gout *g, struct sim *s)
 			e.rt = (in.rec.edge.kind == KG_E_SYNC || in.rec.edge.kind == KG_E_EVENT) &&
 			    e.on != KG_NONE && e.via != KG_NONE;
 			VEC_PUSH(s->e, s->ne, s->cape, e);
-		}
-		if (t == KG_R_END) {
-			rc = simulate(s);
-			if (rc < 0) {
+		} else if (t == KG_R_END) {
+			if (simulate(s) < 0) {
 				report_stuck(in.name, section, s, &in.r, names);
 				rc = 1;
 				break;
 			}
-			{
-				size_t ti = 0, ri;
-				int64_t makespan = 0;
-
-				for (ri = 0; ri < ntypes && rc == 0; ri++) {
-					const char *b = buf + offs[ri];
-					size_t nb = (ri + 1 < ntypes ? offs[ri + 1] : len) - offs[ri];
-
-					if (types[ri] != KG_R_TASK) {
-						rc = kg_write_bytes(&g->w, b, nb, types[ri]);
-						continue;
-					}
-					if (s->end[ti] > makespan)
-						makespan = s->end[ti];
-					if (hadsim[ti]) {
-						/* Simulated before: decode it to replace ss/se. */
-						msgpack_unpacked u;
-						size_t off = 0;
-
-						msgpack_unpacked_init(&u);
-						if (msgpack_unpack_next(&u, b, nb, &off) == MSGPACK_UNPACK_SUCCESS)
-							rc = kg_write_task_sim(&g->w, &u.data, s->start[ti], s->end[ti]);
-						else
-							rc = -1;
-						msgpack_unpacked_destroy(&u);
-					} else {
-						rc = kg_write_task_sim_bytes(&g->w, b, nb, NULL,
-						    s->start[ti], s->end[ti]);
-					}
-					ti++;
-				}
-				if (rc == 0)
-					rc = kg_write_sim(&g->w, s->n, makespan);
-				if (rc == 0)
-					rc = kg_write_end(&g->w);
-				if (rc < 0) {
-					errmsg("%s: %s", g->name, g->w.err);
-					rc = 1;
-					break;
-				}
-			}
+			rc = kg_write_sim(&g->w, s->n, s->start, s->end);
+			if (rc == 0)
+				rc = kg_write_end(&g->w);
 			section++;
-			continue;
 		}
-		/* Keep the record's bytes as read, to pass them on. */
-		if (t == KG_R_OTHER && in.rec.raw->type == MSGPACK_OBJECT_MAP) {
-			/* an earlier graphsim's sim record: this run writes its own */
-			const msgpack_object_kv *kv = in.rec.raw->via.map.ptr;
-			uint32_t q;
+		if (rc != 0)
+			break;
+		if (changes) {
+			/* written anew above (an old sim record is dropped:
+			 * this run writes its own) */
+			const char *p;
 
-			for (q = 0; q < in.rec.raw->via.map.size; q++)
-				if (kv[q].key.via.str.size == 1 && kv[q].key.via.str.ptr[0] == 'r' &&
-				    kv[q].val.type == MSGPACK_OBJECT_STR && kv[q].val.via.str.size == 3 &&
-				    memcmp(kv[q].val.via.str.ptr, "sim", 3) == 0)
-					break;
-			if (q < in.rec.raw->via.map.size)
-				continue;
+			kg_reader_take_held(&in.r, end, &p);
+		} else if (dirty || end - in.r.mark > RUN_MAX) {
+			rc = run_flush(&g->w, &in.r, end);
+			dirty = 1;
 		}
-		grow(&buf, &capbuf, len + in.rec.nbytes, 1);
-		memcpy(buf + len, in.rec.bytes, in.rec.nbytes);
-		grow(&offs, &capoffs, ntypes + 1, sizeof(*offs));
-		grow(&types, &captypes, ntypes + 1, 1);
-		offs[ntypes] = len;
-		types[ntypes++] = (uint8_t)t;
-		len += in.rec.nbytes;
+		if (rc == 0)
+			rc = run_frames(&dirty, &g->w, &in.r, end);
+	}
+	if (rc < 0) {
+		errmsg("%s: %s", g->name, g->w.err);
+		rc = 1;
 	}
 	if (t < 0 && rc == 0)
 		rc = 1;
-	free(buf);
-	free(offs);
-	free(hadsim);
-	free(types);
 	free(names);
 	gin_close(&in);
 	return rc;

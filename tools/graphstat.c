@@ -432,7 +432,7 @@ process(const struct opts *o, const char *path, FILE *util, int *header)
 		case KG_R_HEADER:
 			s.n = s.np = 0;
 			s.rank = in.rec.header.rank;
-			s.sim = 1;
+			s.sim = 0;
 			kg_cov_release(&s.cov);
 			break;
 		case KG_R_PROC: {
@@ -451,17 +451,22 @@ process(const struct opts *o, const char *path, FILE *util, int *header)
 
 			x.ts = in.rec.task.ts;
 			x.te = in.rec.task.ts + in.rec.task.odur;
-			x.ss = in.rec.task.sim_start;
-			x.se = in.rec.task.sim_end;
+			x.ss = x.se = 0;
 			x.it = in.rec.task.iter;
 			x.proc = in.rec.task.proc;
 			x.name = in.rec.task.name;
 			x.kind = (uint8_t)in.rec.task.kind;
-			if (!in.rec.task.has_sim)
-				s.sim = 0;
 			VEC_PUSH(s.t, s.n, s.cap, x);
 			break;
 		}
+		case KG_R_SIM:
+			/* simulated times by task id (a 1.0 sim record has none) */
+			s.sim = in.rec.sim.n > 0 && in.rec.sim.n == s.n;
+			for (size_t i = 0; s.sim && i < s.n; i++) {
+				s.t[i].ss = in.rec.sim.ss[i];
+				s.t[i].se = in.rec.sim.se[i];
+			}
+			break;
 		case KG_R_COV:
 			for (size_t i = 0; i < in.rec.cov.n; i++)
 				kg_cov_add(&s.cov, in.rec.cov.name[i], in.rec.cov.val[i]);

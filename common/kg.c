@@ -239,7 +239,7 @@ kg_write_header(struct kg_writer *w, const struct kg_header *h)
 	if (end_frame(w) < 0)
 		return -1;
 	w->ntasks = w->nedges = w->nprocs = w->nstrs = 0;
-	msgpack_pack_map(pk, 13);
+	msgpack_pack_map(pk, 13 + (h->nranks > 0 ? 3 : 0));
 	pk_kv_str(pk, "r", "header");
 	pk_kv_str(pk, "format", KG_FORMAT);
 	pk_kv_i64(pk, "major", KG_MAJOR);
@@ -260,6 +260,20 @@ kg_write_header(struct kg_writer *w, const struct kg_header *h)
 	msgpack_pack_array(pk, h->ntools);
 	for (i = 0; i < h->ntools; i++)
 		pk_cstr(pk, h->tools[i]);
+	if (h->nranks > 0) {
+		pk_cstr(pk, "ranks");
+		msgpack_pack_array(pk, h->nranks);
+		for (i = 0; i < h->nranks; i++)
+			msgpack_pack_int64(pk, h->ranks[i]);
+		pk_cstr(pk, "clk");
+		msgpack_pack_array(pk, h->nranks);
+		for (i = 0; i < h->nranks; i++)
+			msgpack_pack_int64(pk, h->clk != NULL ? h->clk[i] : 0);
+		pk_cstr(pk, "t0");
+		msgpack_pack_array(pk, h->nranks);
+		for (i = 0; i < h->nranks; i++)
+			msgpack_pack_int64(pk, h->t0 != NULL ? h->t0[i] : 0);
+	}
 	if (end_frame(w) < 0)
 		return -1;
 	return record_done(w);
@@ -299,7 +313,7 @@ kg_write_proc(struct kg_writer *w, const struct kg_proc *p)
 {
 	msgpack_packer *pk = &w->pk;
 
-	msgpack_pack_map(pk, 5 + (p->name != KG_NONE) + (p->main != 0));
+	msgpack_pack_map(pk, 5 + (p->name != KG_NONE) + (p->main != 0) + (p->rank >= 0));
 	pk_kv_str(pk, "r", "proc");
 	pk_kv_i64(pk, "id", p->id);
 	pk_kv_str(pk, "k", p->kind == KG_THREAD ? "thread" : "stream");
@@ -311,6 +325,8 @@ kg_write_proc(struct kg_writer *w, const struct kg_proc *p)
 		pk_cstr(pk, "main");
 		msgpack_pack_true(pk);
 	}
+	if (p->rank >= 0)
+		pk_kv_i64(pk, "rank", p->rank);
 	w->nprocs++;
 	return record_done(w);
 }
@@ -586,6 +602,7 @@ free_section(struct kg_reader *r)
 		free(r->tools[i]);
 	r->ntools = 0;
 	r->niters = 0;
+	r->nranks = r->nclk = r->nt0 = 0;
 	free(r->producer);
 	free(r->source);
 	r->producer = r->source = NULL;
@@ -598,6 +615,9 @@ kg_reader_release(struct kg_reader *r)
 	free(r->str);
 	free(r->tools);
 	free(r->iters);
+	free(r->ranks);
+	free(r->clk);
+	free(r->t0);
 	free(r->in);
 	free(r->buf);
 	free(r->ss);
@@ -932,6 +952,24 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 			if (x.type != MP_UINT)
 				return fielderr(d, "xxh3", "an integer");
 			h->xxh3 = x.u;
+		} else if (MP_IS(&k, "ranks") || MP_IS(&k, "clk") || MP_IS(&k, "t0")) {
+			int which = k.s[0] == 'r' ? 0 : k.s[0] == 'c' ? 1 : 2;
+			const char *key = which == 0 ? "ranks" : which == 1 ? "clk" : "t0";
+			int64_t **a = which == 0 ? &r->ranks : which == 1 ? &r->clk : &r->t0;
+			size_t *na = which == 0 ? &r->nranks : which == 1 ? &r->nclk : &r->nt0;
+			size_t *ca = which == 0 ? &r->capranks : which == 1 ? &r->capclk : &r->capt0;
+			uint32_t n;
+
+			if (mp_next(&d->c, &x) < 0)
+				return -1;
+			if (x.type != MP_ARRAY)
+				return fielderr(d, key, "an array");
+			for (j = 0, n = x.n; j < n; j++) {
+				if (get_i64(d, key, &v) < 0)
+					return -1;
+				grow(a, ca, *na + 1, sizeof(**a));
+				(*a)[(*na)++] = v;
+			}
 		} else if (MP_IS(&k, "iters") || MP_IS(&k, "tools")) {
 			int iters = k.s[0] == 'i';
 			const char *key = iters ? "iters" : "tools";
@@ -971,6 +1009,17 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 	h->niters = r->niters;
 	h->tools = (const char *const *)r->tools;
 	h->ntools = r->ntools;
+	if (r->nranks > 0) {
+		if ((r->nclk != 0 && r->nclk != r->nranks) || (r->nt0 != 0 && r->nt0 != r->nranks)) {
+			seterr(r->err, "record %llu: %zu ranks, but %zu clock offsets and %zu starts",
+			    (unsigned long long)r->nrec + 1, r->nranks, r->nclk, r->nt0);
+			return -1;
+		}
+		h->ranks = r->ranks;
+		h->clk = r->nclk > 0 ? r->clk : NULL;
+		h->t0 = r->nt0 > 0 ? r->t0 : NULL;
+		h->nranks = r->nranks;
+	}
 	return 0;
 }
 
@@ -1022,6 +1071,7 @@ dec_proc(struct dec *d, uint32_t npairs, struct kg_proc *p)
 
 	memset(p, 0, sizeof(*p));
 	p->id = p->name = KG_NONE;
+	p->rank = -1;
 	for (i = 0; i < npairs; i++) {
 		int rc = 0;
 
@@ -1037,6 +1087,8 @@ dec_proc(struct dec *d, uint32_t npairs, struct kg_proc *p)
 			rc = get_i64(d, "tid", &p->tid), have |= 4;
 		} else if (MP_IS(&k, "n")) {
 			rc = get_u32(d, "n", &p->name);
+		} else if (MP_IS(&k, "rank")) {
+			rc = get_i64(d, "rank", &p->rank);
 		} else if (MP_IS(&k, "main")) {
 			rc = mp_next(&d->c, &x);
 			p->main = rc == 0 && x.type == MP_BOOL && x.b;

@@ -65,6 +65,11 @@ struct kg_header {
 	size_t niters;
 	const char *const *tools;
 	size_t ntools;
+	/* A job section (graph-deps --merge): the ranks it holds, the clock
+	 * offset taken off each one's times, and when each one's graph
+	 * begins after the job's start, ns. */
+	const int64_t *ranks, *clk, *t0;
+	size_t nranks; /* 0: one rank's section */
 };
 
 struct kg_proc {
@@ -73,6 +78,7 @@ struct kg_proc {
 	int64_t pid, tid;
 	uint32_t name; /* KG_NONE if none */
 	int main;
+	int64_t rank;  /* in a job section; -1: the header's */
 };
 
 struct kg_task {
@@ -215,6 +221,8 @@ struct kg_reader {
 	size_t nstr, capstr;
 	int64_t *iters;
 	size_t niters, capiters;
+	int64_t *ranks, *clk, *t0;
+	size_t nranks, capranks, nclk, capclk, nt0, capt0;
 	char **tools;
 	size_t ntools, captools;
 	char *producer, *source;

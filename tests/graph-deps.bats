@@ -40,7 +40,7 @@ setup_file() {
 
 @test "graph-deps: no mode, or two, is a usage error" {
 	run -2 --separate-stderr graph-deps "$BATS_FILE_TMPDIR/ex.kg"
-	[ "${stderr_lines[0]}" = "graph-deps: give exactly one of --check, --summary, --drop" ]
+	[ "${stderr_lines[0]}" = "graph-deps: give exactly one of --check, --summary, --drop, --merge" ]
 	run -2 graph-deps --check --summary "$BATS_FILE_TMPDIR/ex.kg"
 }
 

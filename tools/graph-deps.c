@@ -14,10 +14,11 @@
 
 #include "cli.h"
 #include "kg.h"
+#include "merge.h"
 #include "util.h"
 
 static const char usage[] =
-    "graph-deps --check | --summary | --drop KIND[,KIND...] [-q] [-o FILE] [FILE ...]";
+    "graph-deps --check | --summary | --drop KIND[,KIND...] | --merge [-qv] [-o FILE] [FILE ...]";
 
 static const char help[] =
     "Inspect, check and ablate the dependencies of graph streams.\n"
@@ -27,14 +28,17 @@ static const char help[] =
     "      --summary          print edge counts by kind and provenance\n"
     "      --drop KIND,...    write the stream without edges of these kinds\n"
     "                         (thread, handoff, launch, stream, event, sync, rank)\n"
-    "  -o, --output FILE      with --drop, write to FILE instead of stdout\n"
+    "      --merge            write one job graph of every rank's section, with\n"
+    "                         collectives matched across ranks\n"
+    "  -o, --output FILE      with --drop or --merge, write to FILE, not stdout\n"
     "  -q, --quiet            no warnings\n"
+    "  -v, --verbose          with --merge, a line per rank on stderr\n"
     "  -h, --help             this help\n"
     "      --version          the version\n"
     "\n"
     "With no FILE, or FILE -, read standard input. See graph-deps(1).\n";
 
-enum mode { M_NONE, M_CHECK, M_SUMMARY, M_DROP };
+enum mode { M_NONE, M_CHECK, M_SUMMARY, M_DROP, M_MERGE };
 
 struct opts {
 	int mode;
@@ -331,6 +335,8 @@ main(int argc, char **argv)
 		{ "check", no_argument, NULL, 'C' },
 		{ "summary", no_argument, NULL, 'S' },
 		{ "drop", required_argument, NULL, 'D' },
+		{ "merge", no_argument, NULL, 'M' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -339,11 +345,11 @@ main(int argc, char **argv)
 	};
 	struct opts o;
 	struct gout g;
-	int c, i, rc = 0, sections = 0, modes = 0;
+	int c, i, rc = 0, sections = 0, modes = 0, verbose = 0;
 
 	cli_init("graph-deps");
 	memset(&o, 0, sizeof(o));
-	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'C':
 			o.mode = M_CHECK, modes++;
@@ -355,6 +361,12 @@ main(int argc, char **argv)
 			if (parse_kinds(optarg, &o.drop) < 0)
 				usage_exit(usage);
 			o.mode = M_DROP, modes++;
+			break;
+		case 'M':
+			o.mode = M_MERGE, modes++;
+			break;
+		case 'v':
+			verbose = 1;
 			break;
 		case 'o':
 			o.output = optarg;
@@ -372,15 +384,21 @@ main(int argc, char **argv)
 		}
 	}
 	if (modes != 1) {
-		errmsg("give exactly one of --check, --summary, --drop");
+		errmsg("give exactly one of --check, --summary, --drop, --merge");
 		usage_exit(usage);
 	}
-	if (o.output != NULL && o.mode != M_DROP) {
-		errmsg("-o goes with --drop only");
+	if (o.output != NULL && o.mode != M_DROP && o.mode != M_MERGE) {
+		errmsg("-o goes with --drop or --merge only");
+		usage_exit(usage);
+	}
+	if (verbose && o.mode != M_MERGE) {
+		errmsg("-v goes with --merge only");
 		usage_exit(usage);
 	}
 	argc -= optind;
 	argv += optind;
+	if (o.mode == M_MERGE)
+		return merge_run(argv, argc, o.output, verbose);
 	if (o.mode == M_DROP && gout_open(&g, o.output, 3) < 0)
 		return 1;
 	/* --check and --summary look at every input; --drop stops at the

@@ -70,7 +70,10 @@ struct sim {
 	int64_t *ready, *start, *end;
 	uint8_t *state, *isvia;   /* state: 0 waiting, 1 bound, 2 done */
 	uint32_t *via_on;
-	size_t nproc;
+	size_t nproc, cappt0;
+	int64_t *pt0;             /* per proc: when its rank's graph begins (job sections) */
+	int64_t *rank, *rt0;      /* the header's ranks and their starts */
+	size_t nrank, caprank, caprt0;
 	uint32_t *last;           /* per proc: last task launched on it */
 	uint32_t *lastby;         /* per proc: the call that launched it */
 	int64_t *busy;            /* per proc: busy until */
@@ -78,7 +81,17 @@ struct sim {
 	size_t nwn, capwn;
 	struct heapent *heap;
 	size_t nheap, capheap;
+	/* rendezvous groups (tasks joined by rank edges) */
+	uint32_t *grp;            /* per task: group, or KG_NONE */
+	uint32_t *goff, *gmem;    /* members by group */
+	uint32_t *garr;           /* per group: members arrived */
+	int64_t *gmax;            /* per group: latest arrival */
+	uint32_t *held;           /* per proc: tasks waiting for it to be released */
+	struct wnode *hn;
+	size_t nhn, caphn;
 };
+
+#define HELD INT64_MAX /* busy[p]: a collective waits there for its peers */
 
 static void
 heap_push(struct sim *s, int64_t t, uint32_t id)
@@ -131,6 +144,10 @@ sim_reset(struct sim *s)
 	free(s->capt), free(s->whead), free(s->ready), free(s->start);
 	free(s->end), free(s->state), free(s->isvia), free(s->via_on);
 	free(s->last), free(s->lastby), free(s->busy);
+	free(s->grp), free(s->goff), free(s->gmem), free(s->garr), free(s->gmax), free(s->held);
+	s->grp = s->goff = s->gmem = s->garr = s->held = NULL;
+	s->gmax = NULL;
+	s->nhn = 0;
 	s->soff = s->succ = s->roff = s->rin = s->loff = s->lgpu = NULL;
 	s->indeg = s->pending = s->capt = s->whead = s->via_on = s->last = s->lastby = NULL;
 	s->ready = s->start = s->end = s->busy = NULL;
@@ -149,6 +166,10 @@ sim_release(struct sim *s)
 	free(s->e);
 	free(s->wn);
 	free(s->heap);
+	free(s->hn);
+	free(s->pt0);
+	free(s->rank);
+	free(s->rt0);
 }
 
 /* Counting sort of edge indices by a key into off[0..n] and idx. */
@@ -175,7 +196,7 @@ bucket(size_t n, size_t ne, const struct sedge *e, int by_dst, int (*keep)(const
 	*idxp = idx;
 }
 
-static int is_fixed(const struct sedge *e) { return !e->rt; }
+static int is_fixed(const struct sedge *e) { return !e->rt && e->kind != KG_E_RANK; }
 static int is_rt(const struct sedge *e) { return e->rt; }
 static int is_launch(const struct sedge *e) { return e->kind == KG_E_LAUNCH; }
 
@@ -222,6 +243,118 @@ bind_runtime(struct sim *s, uint32_t x, int64_t t)
 	return t;
 }
 
+/*
+ * Task x has its start and end: what it launched is now launched, what
+ * waited for it may go.
+ */
+static void
+finish(struct sim *s, uint32_t x)
+{
+	uint32_t k;
+
+	s->state[x] = 2;
+	/* Launches: what this call puts on streams is now launched (the
+	 * latest of them, when it puts several on one stream). */
+	for (k = s->loff[x]; k < s->loff[x + 1]; k++) {
+		uint32_t gt = s->e[s->lgpu[k]].dst, q = s->proc[gt];
+
+		if (s->lastby[q] != x || gt > s->last[q]) {
+			s->last[q] = gt;
+			s->lastby[q] = x;
+		}
+	}
+	if (s->isvia[x] && s->via_on[x] < s->nproc)
+		s->capt[x] = s->last[s->via_on[x]];
+	for (k = s->soff[x]; k < s->soff[x + 1]; k++) {
+		const struct sedge *e = &s->e[s->succ[k]];
+		int64_t r = s->end[x] + e->delay;
+
+		if (r > s->ready[e->dst])
+			s->ready[e->dst] = r;
+		if (--s->indeg[e->dst] == 0)
+			heap_push(s, s->ready[e->dst], e->dst);
+	}
+	for (k = s->whead[x]; k != KG_NONE; k = s->wn[k].next) {
+		uint32_t w = s->wn[k].task;
+		int64_t r = s->end[x] + s->wn[k].delay;
+
+		if (r > s->ready[w])
+			s->ready[w] = r;
+		if (--s->pending[w] == 0)
+			heap_push(s, s->ready[w], w);
+	}
+}
+
+static uint32_t
+uf_find(uint32_t *up, uint32_t x)
+{
+	while (up[x] != x) {
+		up[x] = up[up[x]];
+		x = up[x];
+	}
+	return x;
+}
+
+/* Rendezvous groups: the tasks joined by rank edges, each set one group. */
+static void
+groups(struct sim *s)
+{
+	size_t n = s->n, i, ng = 0;
+	uint32_t *up = NULL, *pos;
+
+	s->grp = xmalloc((n + 1) * sizeof(*s->grp));
+	s->held = xmalloc((s->nproc + 1) * sizeof(*s->held));
+	for (i = 0; i < s->nproc; i++)
+		s->held[i] = KG_NONE;
+	for (i = 0; i < n; i++)
+		s->grp[i] = KG_NONE;
+	for (i = 0; i < s->ne; i++) {
+		const struct sedge *e = &s->e[i];
+		uint32_t a, b;
+
+		if (e->kind != KG_E_RANK || e->src == e->dst)
+			continue;
+		if (up == NULL) {
+			up = xmalloc((n + 1) * sizeof(*up));
+			for (a = 0; a < n; a++)
+				up[a] = a;
+		}
+		a = uf_find(up, e->src);
+		b = uf_find(up, e->dst);
+		if (a != b)
+			up[a < b ? b : a] = a < b ? a : b;
+	}
+	if (up == NULL) {
+		s->goff = xcalloc(1, sizeof(*s->goff));
+		return;
+	}
+	/* number the groups (sets of two or more) in task order */
+	for (i = 0; i < n; i++) {
+		uint32_t r = uf_find(up, (uint32_t)i);
+
+		if (r != i && s->grp[r] == KG_NONE)
+			s->grp[r] = (uint32_t)ng++;
+		if (r != i)
+			s->grp[i] = s->grp[r];
+	}
+	s->goff = xcalloc(ng + 1, sizeof(*s->goff));
+	s->gmem = xmalloc((n + 1) * sizeof(*s->gmem));
+	s->garr = xcalloc(ng + 1, sizeof(*s->garr));
+	s->gmax = xcalloc(ng + 1, sizeof(*s->gmax));
+	for (i = 0; i < n; i++)
+		if (s->grp[i] != KG_NONE)
+			s->goff[s->grp[i] + 1]++;
+	for (i = 0; i < ng; i++)
+		s->goff[i + 1] += s->goff[i];
+	pos = xmalloc((ng + 1) * sizeof(*pos));
+	memcpy(pos, s->goff, (ng + 1) * sizeof(*pos));
+	for (i = 0; i < n; i++)
+		if (s->grp[i] != KG_NONE)
+			s->gmem[pos[s->grp[i]]++] = (uint32_t)i;
+	free(pos);
+	free(up);
+}
+
 /* Simulate the section; 0, or -1 if some tasks can never start. */
 static int
 simulate(struct sim *s)
@@ -261,19 +394,20 @@ simulate(struct sim *s)
 	for (i = 0; i < s->ne; i++) {
 		const struct sedge *e = &s->e[i];
 
-		if (!e->rt)
+		if (is_fixed(e))
 			s->indeg[e->dst]++;
-		else if (e->via != e->dst) {
+		else if (e->rt && e->via != e->dst) {
 			s->isvia[e->via] = 1;
 			s->via_on[e->via] = e->on;
 		}
 	}
 	for (i = 0; i < n; i++)
 		if (s->indeg[i] == 0)
-			heap_push(s, 0, (uint32_t)i);
+			heap_push(s, s->pt0[s->proc[i]], (uint32_t)i);
+	groups(s);
 	while (s->nheap > 0) {
 		struct heapent h = heap_pop(s);
-		uint32_t x = h.id, p = s->proc[x];
+		uint32_t x = h.id, p = s->proc[x], g;
 		int64_t t = h.t;
 
 		if (s->state[x] == 0) {
@@ -286,42 +420,45 @@ simulate(struct sim *s)
 				continue;
 			}
 		}
+		if (s->busy[p] == HELD) {
+			/* pushed again when the collective there ends */
+			struct wnode w = { x, s->held[p], 0 };
+
+			VEC_PUSH(s->hn, s->nhn, s->caphn, w);
+			s->held[p] = (uint32_t)(s->nhn - 1);
+			continue;
+		}
 		if (s->busy[p] > t)
 			t = s->busy[p];
 		s->start[x] = t;
-		s->end[x] = t + s->dur[x];
-		s->busy[p] = s->end[x];
-		s->state[x] = 2;
-		done++;
-		/* Launches: what this call puts on streams is now launched
-		 * (the latest of them, when it puts several on one stream). */
-		for (k = s->loff[x]; k < s->loff[x + 1]; k++) {
-			uint32_t gt = s->e[s->lgpu[k]].dst, q = s->proc[gt];
-
-			if (s->lastby[q] != x || gt > s->last[q]) {
-				s->last[q] = gt;
-				s->lastby[q] = x;
-			}
+		g = s->grp[x];
+		if (g == KG_NONE) {
+			s->end[x] = t + s->dur[x];
+			s->busy[p] = s->end[x];
+			finish(s, x);
+			done++;
+			continue;
 		}
-		if (s->isvia[x] && s->via_on[x] < s->nproc)
-			s->capt[x] = s->last[s->via_on[x]];
-		for (k = s->soff[x]; k < s->soff[x + 1]; k++) {
-			const struct sedge *e = &s->e[s->succ[k]];
-			int64_t r = s->end[x] + e->delay;
+		/* A collective: it holds its stream from its arrival; when the
+		 * last peer arrives, all of them run their transfer. */
+		s->busy[p] = HELD;
+		s->state[x] = 3;
+		if (t > s->gmax[g])
+			s->gmax[g] = t;
+		if (++s->garr[g] < s->goff[g + 1] - s->goff[g])
+			continue;
+		for (k = s->goff[g]; k < s->goff[g + 1]; k++) {
+			uint32_t m = s->gmem[k], q = s->proc[m], w;
 
-			if (r > s->ready[e->dst])
-				s->ready[e->dst] = r;
-			if (--s->indeg[e->dst] == 0)
-				heap_push(s, s->ready[e->dst], e->dst);
+			s->end[m] = s->gmax[g] + s->dur[m];
+			s->busy[q] = s->end[m];
+			for (w = s->held[q]; w != KG_NONE; w = s->hn[w].next)
+				heap_push(s, s->end[m], s->hn[w].task);
+			s->held[q] = KG_NONE;
 		}
-		for (k = s->whead[x]; k != KG_NONE; k = s->wn[k].next) {
-			uint32_t w = s->wn[k].task;
-			int64_t r = s->end[x] + s->wn[k].delay;
-
-			if (r > s->ready[w])
-				s->ready[w] = r;
-			if (--s->pending[w] == 0)
-				heap_push(s, s->ready[w], w);
+		for (k = s->goff[g]; k < s->goff[g + 1]; k++) {
+			finish(s, s->gmem[k]);
+			done++;
 		}
 	}
 	return done == n ? 0 : -1;
@@ -418,9 +555,28 @@ process(const char *path, struct gout *g, struct sim *s)
 			kg_writer_count(&g->w, t);
 		}
 		if (t == KG_R_HEADER) {
-			rc = kg_write_header_tool(&g->w, &in.rec.header, PRODUCER);
+			const struct kg_header *h = &in.rec.header;
+			size_t i;
+
+			rc = kg_write_header_tool(&g->w, h, PRODUCER);
 			sim_reset(s);
+			s->nrank = 0;
+			for (i = 0; i < h->nranks; i++) {
+				grow(&s->rank, &s->caprank, i + 1, sizeof(*s->rank));
+				grow(&s->rt0, &s->caprt0, i + 1, sizeof(*s->rt0));
+				s->rank[i] = h->ranks[i];
+				s->rt0[i] = h->t0 != NULL && h->t0[i] > 0 ? h->t0[i] : 0;
+				s->nrank++;
+			}
 		} else if (t == KG_R_PROC) {
+			size_t i;
+
+			/* a job section's ranks begin where the header says */
+			grow(&s->pt0, &s->cappt0, s->nproc + 1, sizeof(*s->pt0));
+			s->pt0[s->nproc] = 0;
+			for (i = 0; i < s->nrank; i++)
+				if (s->rank[i] == in.rec.proc.rank)
+					s->pt0[s->nproc] = s->rt0[i];
 			s->nproc++;
 		} else if (t == KG_R_TASK) {
 			size_t c = s->cap;

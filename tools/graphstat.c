@@ -57,7 +57,7 @@ struct opts {
 
 struct stask {
 	int64_t ts, te, ss, se; /* measured and simulated interval */
-	int64_t it;
+	int64_t rank, it;
 	uint32_t proc, name;
 	uint8_t kind;
 };
@@ -72,6 +72,8 @@ struct view {
 	int64_t comp, comm, over, other; /* exposed compute, exposed comm, overlapped */
 	double util;                     /* mean of the 1 ms windows */
 };
+
+#define JOB INT64_MIN /* row.rank of a job's row */
 
 struct row {
 	int64_t rank, iter;
@@ -147,8 +149,10 @@ struct section {
 	size_t n, cap;
 	uint8_t *pkind;   /* per proc: KG_THREAD / KG_STREAM */
 	uint8_t *pmain;
-	size_t np, capp, capm;
+	int64_t *prank;   /* per proc: its rank (a job section's procs have one) */
+	size_t np, capp, capm, capr;
 	int64_t rank;
+	int job;          /* a job section: report each rank and the job */
 	int sim;          /* every task has ss/se */
 	struct kg_cov cov;
 	/* scratch */
@@ -164,6 +168,8 @@ cmp_task_it(const void *a, const void *b)
 {
 	const struct stask *x = a, *y = b;
 
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
 	if (x->it != y->it)
 		return x->it < y->it ? -1 : 1;
 	return x->ts < y->ts ? -1 : x->ts > y->ts;
@@ -177,7 +183,7 @@ cmp_task_it(const void *a, const void *b)
  */
 static int
 view(struct section *s, const struct stask *t, size_t n, int simv, struct view *v,
-    int64_t *expo, FILE *util, int64_t iter)
+    int64_t *expo, FILE *util, int64_t rank, int64_t iter)
 {
 	size_t i, na = 0, nb = 0, nu = 0;
 	int64_t start = INT64_MAX, end = INT64_MIN, w;
@@ -242,7 +248,7 @@ view(struct section *s, const struct stask *t, size_t n, int simv, struct view *
 			sum += (double)busy / (double)(we - w);
 			nw++;
 			if (util != NULL)
-				fprintf(util, "%lld,%lld,%s,%.3f,%.4f\n", (long long)s->rank,
+				fprintf(util, "%lld,%lld,%s,%.3f,%.4f\n", (long long)rank,
 				    (long long)iter, simv ? "simulated" : "measured",
 				    (double)(w - start) / 1e6, (double)busy / (double)(we - w));
 		}
@@ -288,8 +294,11 @@ print_row(const struct opts *o, const struct row *r, int *header)
 			    "measured_util,simulated_util\n");
 			*header = 1;
 		}
-		printf("%lld,%lld,%lld,", (long long)r->rank, (long long)r->iter,
-		    (long long)r->m.span);
+		if (r->rank == JOB)
+			printf("job,%lld,%lld,", (long long)r->iter, (long long)r->m.span);
+		else
+			printf("%lld,%lld,%lld,", (long long)r->rank, (long long)r->iter,
+			    (long long)r->m.span);
 		if (r->sim)
 			printf("%lld,%.4f,", (long long)r->s.span, pct(r->s.span, r->m.span, r->m.span));
 		else
@@ -303,8 +312,12 @@ print_row(const struct opts *o, const struct row *r, int *header)
 		else
 			printf("\n");
 	} else if (o->fmt == F_JSON) {
-		printf("{\"rank\":%lld,\"iteration\":%lld,\"measured_ns\":%lld,", (long long)r->rank,
-		    (long long)r->iter, (long long)r->m.span);
+		if (r->rank == JOB)
+			printf("{\"rank\":\"job\",\"iteration\":%lld,\"measured_ns\":%lld,",
+			    (long long)r->iter, (long long)r->m.span);
+		else
+			printf("{\"rank\":%lld,\"iteration\":%lld,\"measured_ns\":%lld,",
+			    (long long)r->rank, (long long)r->iter, (long long)r->m.span);
 		if (r->sim)
 			printf("\"simulated_ns\":%lld,\"error_pct\":%.4f,", (long long)r->s.span,
 			    pct(r->s.span, r->m.span, r->m.span));
@@ -330,8 +343,11 @@ print_row(const struct opts *o, const struct row *r, int *header)
 			    "other", "util");
 			*header = 1;
 		}
-		printf("%-5lld %-9lld %10.3f ", (long long)r->rank, (long long)r->iter,
-		    (double)r->m.span / 1e6);
+		if (r->rank == JOB)
+			printf("%-5s %-9lld %10.3f ", "job", (long long)r->iter, (double)r->m.span / 1e6);
+		else
+			printf("%-5lld %-9lld %10.3f ", (long long)r->rank, (long long)r->iter,
+			    (double)r->m.span / 1e6);
 		if (r->sim)
 			printf("%10.3f %+7.2f", (double)r->s.span / 1e6,
 			    pct(r->s.span, r->m.span, r->m.span));
@@ -367,8 +383,9 @@ static void
 report_section(const struct opts *o, struct section *s, const struct kg_reader *r,
     FILE *util, int *header)
 {
-	size_t i, j;
+	size_t i, j, k, nj = 0, capj = 0;
 	size_t nstr = r->nstr;
+	struct row *jobs = NULL;
 
 	if (s->n > 1)
 		qsort(s->t, s->n, sizeof(*s->t), cmp_task_it);
@@ -377,18 +394,36 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 	for (i = 0; i < s->n; i = j) {
 		struct row row;
 
-		for (j = i; j < s->n && s->t[j].it == s->t[i].it; j++)
+		for (j = i; j < s->n && s->t[j].it == s->t[i].it && s->t[j].rank == s->t[i].rank; j++)
 			;
 		memset(&row, 0, sizeof(row));
-		row.rank = s->rank;
+		row.rank = s->t[i].rank;
 		row.iter = s->t[i].it;
 		row.sim = s->sim;
-		if (view(s, s->t + i, j - i, 0, &row.m, s->sim ? NULL : s->expo, util, row.iter) < 0)
+		if (view(s, s->t + i, j - i, 0, &row.m, s->sim ? NULL : s->expo, util, row.rank,
+		    row.iter) < 0)
 			continue; /* nothing on the main thread: not an iteration to report */
 		if (s->sim)
-			view(s, s->t + i, j - i, 1, &row.s, s->expo, util, row.iter);
+			view(s, s->t + i, j - i, 1, &row.s, s->expo, util, row.rank, row.iter);
 		print_row(o, &row, header);
+		if (s->job) {
+			/* the job's row: its slowest rank, measured and simulated */
+			for (k = 0; k < nj && jobs[k].iter != row.iter; k++)
+				;
+			if (k == nj) {
+				grow(&jobs, &capj, nj + 1, sizeof(*jobs));
+				jobs[nj++] = row;
+				jobs[k].rank = JOB;
+			}
+			if (row.m.span > jobs[k].m.span)
+				jobs[k].m = row.m;
+			if (row.sim && row.s.span > jobs[k].s.span)
+				jobs[k].s = row.s;
+		}
 	}
+	for (k = 0; k < nj; k++)
+		print_row(o, &jobs[k], header);
+	free(jobs);
 	if (o->fmt != F_TEXT)
 		return;
 	/* Coverage and the kernels with the most exposed time. */
@@ -432,6 +467,7 @@ process(const struct opts *o, const char *path, FILE *util, int *header)
 		case KG_R_HEADER:
 			s.n = s.np = 0;
 			s.rank = in.rec.header.rank;
+			s.job = in.rec.header.nranks > 0;
 			s.sim = 0;
 			kg_cov_release(&s.cov);
 			break;
@@ -443,6 +479,8 @@ process(const struct opts *o, const char *path, FILE *util, int *header)
 			s.capp = c;
 			s.pkind[s.np] = (uint8_t)in.rec.proc.kind;
 			s.pmain[s.np] = (uint8_t)in.rec.proc.main;
+			grow(&s.prank, &s.capr, s.np + 1, sizeof(*s.prank));
+			s.prank[s.np] = in.rec.proc.rank >= 0 ? in.rec.proc.rank : s.rank;
 			s.np++;
 			break;
 		}
@@ -453,6 +491,7 @@ process(const struct opts *o, const char *path, FILE *util, int *header)
 			x.te = in.rec.task.ts + in.rec.task.odur;
 			x.ss = x.se = 0;
 			x.it = in.rec.task.iter;
+			x.rank = s.prank[in.rec.task.proc];
 			x.proc = in.rec.task.proc;
 			x.name = in.rec.task.name;
 			x.kind = (uint8_t)in.rec.task.kind;
@@ -474,14 +513,16 @@ process(const struct opts *o, const char *path, FILE *util, int *header)
 		case KG_R_END: {
 			int have_main = 0;
 
-			for (size_t i = 0; i < s.np; i++)
-				have_main |= s.pmain[i];
-			if (!have_main) /* no main thread named: take the first thread */
-				for (size_t i = 0; i < s.np; i++)
-					if (s.pkind[i] == KG_THREAD) {
-						s.pmain[i] = 1;
-						break;
-					}
+			/* no main thread named for a rank: take its first thread */
+			for (size_t i = 0; i < s.np; i++) {
+				if (s.pkind[i] != KG_THREAD)
+					continue;
+				have_main = 0;
+				for (size_t q = 0; q < s.np; q++)
+					have_main |= s.pmain[q] && s.prank[q] == s.prank[i];
+				if (!have_main)
+					s.pmain[i] = 1;
+			}
 			if (s.n == 0)
 				s.sim = 0;
 			report_section(o, &s, &in.r, util, header);
@@ -494,6 +535,7 @@ process(const struct opts *o, const char *path, FILE *util, int *header)
 	free(s.t);
 	free(s.pkind);
 	free(s.pmain);
+	free(s.prank);
 	free(s.a);
 	free(s.b);
 	free(s.u);

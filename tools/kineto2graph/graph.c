@@ -1481,6 +1481,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		p.tid = tp->tid;
 		p.name = tp->name;
 		p.main = procs[i] == g.main_proc;
+		p.rank = -1;
 		if (kg_write_proc(w, &p) < 0)
 			goto werr;
 	}

@@ -1,0 +1,718 @@
+/*
+ * merge: one job section from the sections of every rank.
+ *
+ * Each input section is one rank's graph (kineto2graph writes one per
+ * trace). The job section holds all of them: strings interned anew,
+ * processors tagged with their rank, ids moved up by the ranks before
+ * them (ranks in ascending order), and `rank` edges joining the kernels
+ * of each collective across its participants.
+ *
+ * Matching. A collective (a `coll` task) belongs to a group:
+ *   - the process-group ranks the trace records (`pgr`, "[0, 1]");
+ *   - else the process-group name (`pg`): the ranks that use it;
+ *   - else its group size (`gs`, else the world size), when exactly that
+ *     many ranks have such collectives.
+ * Within a group, the k-th collective of each participant (in order of
+ * start; in order of sequence number when every one has one, matching
+ * equal numbers) is one instance. An instance matches when it has one
+ * collective on each participant, all of one type (or, for two
+ * participants, a send and a receive). Everything else is counted
+ * unmatched, per rank, and keeps its traced duration.
+ *
+ * Transfer time. A participant's kernel lasts from when its rank reached
+ * the collective to the common end, so the one that started last waited
+ * least: the instance's transfer time is the shortest of its kernels'
+ * durations. Every participant's `d` becomes it (`od` keeps the traced
+ * duration); graphsim starts each when its rank gets there and ends all
+ * at the last arrival plus `d`.
+ *
+ * Clocks. All participants end an instance together. With e(c,r) the
+ * traced end of instance c on rank r and o(r) rank r's clock offset,
+ * e(c,r) - o(r) is the same on every r: alternately E(c) = median over r
+ * of e(c,r) - o(r) and o(r) = median over c of e(c,r) - E(c), eight
+ * rounds, relative to the lowest rank. The job's `ts` are corrected by
+ * o(r), which the header keeps (`clk`).
+ *
+ * State: the whole job, about 140 bytes a task and 40 an edge.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "intern.h"
+#include "kg.h"
+#include "merge.h"
+#include "util.h"
+
+#define PRODUCER "graph-deps " KG_VERSION
+
+struct rank {
+	int64_t rank, world, tbase, clk;
+	size_t task0, ntask, proc0, nproc, edge0, nedge;
+	size_t newtask0, newproc0;
+	uint64_t colls, matched;
+	const char *file;
+	int section;
+};
+
+struct redge {
+	uint32_t src, dst;
+	int how;
+};
+
+struct job {
+	struct intern str;
+	struct rank *rk;
+	size_t nrk, caprk;
+	struct kg_proc *proc;
+	size_t nproc, capproc;
+	struct kg_task *task;
+	size_t ntask, captask;
+	struct kg_edge *edge;
+	size_t nedge, capedge;
+	int64_t *iters;
+	size_t niters, capiters;
+	char **tools;
+	size_t ntools;
+	struct kg_cov cov;
+	/* rank edges, between old task ids */
+	struct redge *re;
+	size_t nre, capre;
+};
+
+/* A collective to match. */
+struct centry {
+	uint32_t key;   /* group, an id in the keys table */
+	uint32_t task;  /* old id */
+	uint32_t rk;    /* index in job.rk */
+	int64_t inst;   /* sequence number or position in its group */
+	int64_t ts;
+};
+
+static uint32_t
+remap(const uint32_t *smap, size_t n, uint32_t id)
+{
+	return id == KG_NONE || id >= n ? KG_NONE : smap[id];
+}
+
+/* Read every section of one input into the job. */
+static int
+read_input(struct job *j, const char *path, int *section)
+{
+	struct gin in;
+	uint32_t *smap = NULL;
+	size_t nsmap = 0, capsmap = 0, i;
+	struct rank *rk = NULL;
+	int t;
+
+	if (gin_open(&in, path) < 0)
+		return 1;
+	while ((t = gin_read(&in)) > 0) {
+		switch (t) {
+		case KG_R_HEADER: {
+			const struct kg_header *h = &in.rec.header;
+			struct rank nr;
+
+			if (h->nranks > 0) {
+				errmsg("%s: section %d is a job section already (from graph-deps --merge)",
+				    in.name, *section);
+				free(smap);
+				gin_close(&in);
+				return 1;
+			}
+			memset(&nr, 0, sizeof(nr));
+			nr.rank = h->rank >= 0 ? h->rank : (int64_t)j->nrk;
+			nr.world = h->world;
+			nr.tbase = h->tbase;
+			nr.task0 = j->ntask;
+			nr.proc0 = j->nproc;
+			nr.edge0 = j->nedge;
+			nr.file = path == NULL || strcmp(path, "-") == 0 ? "-" : path;
+			nr.section = *section;
+			for (i = 0; i < j->nrk; i++)
+				if (j->rk[i].rank == nr.rank) {
+					errmsg("%s: section %d: rank %lld is in the input twice (first in %s)",
+					    in.name, *section, (long long)nr.rank, j->rk[i].file);
+					free(smap);
+					gin_close(&in);
+					return 1;
+				}
+			VEC_PUSH(j->rk, j->nrk, j->caprk, nr);
+			rk = &j->rk[j->nrk - 1];
+			for (i = 0; i < h->niters; i++) {
+				size_t k;
+
+				for (k = 0; k < j->niters && j->iters[k] != h->iters[i]; k++)
+					;
+				if (k == j->niters)
+					VEC_PUSH(j->iters, j->niters, j->capiters, h->iters[i]);
+			}
+			if (j->tools == NULL && h->ntools > 0) {
+				j->tools = xmalloc(h->ntools * sizeof(*j->tools));
+				for (i = 0; i < h->ntools; i++)
+					j->tools[i] = xstrndup(h->tools[i], strlen(h->tools[i]));
+				j->ntools = h->ntools;
+			}
+			nsmap = 0;
+			(*section)++;
+			break;
+		}
+		case KG_R_STR: {
+			const char *s = kg_str(&in.r, in.rec.str_id);
+			uint32_t id = intern_get(&j->str, s, strlen(s));
+
+			VEC_PUSH(smap, nsmap, capsmap, id);
+			break;
+		}
+		case KG_R_PROC: {
+			struct kg_proc p = in.rec.proc;
+
+			p.name = remap(smap, nsmap, p.name);
+			p.rank = rk->rank;
+			VEC_PUSH(j->proc, j->nproc, j->capproc, p);
+			rk->nproc++;
+			break;
+		}
+		case KG_R_TASK: {
+			struct kg_task k = in.rec.task;
+
+			k.proc += (uint32_t)rk->proc0;
+			k.name = remap(smap, nsmap, k.name);
+			k.op = remap(smap, nsmap, k.op);
+			k.shapes = remap(smap, nsmap, k.shapes);
+			k.pg = remap(smap, nsmap, k.pg);
+			k.pgr = remap(smap, nsmap, k.pgr);
+			k.dtype = remap(smap, nsmap, k.dtype);
+			VEC_PUSH(j->task, j->ntask, j->captask, k);
+			rk->ntask++;
+			break;
+		}
+		case KG_R_EDGE: {
+			struct kg_edge e = in.rec.edge;
+
+			if (e.src >= rk->ntask || e.dst >= rk->ntask) {
+				errmsg("%s: record %llu: edge to an unknown task", in.name,
+				    (unsigned long long)in.r.nrec);
+				free(smap);
+				gin_close(&in);
+				return 1;
+			}
+			e.src += (uint32_t)rk->task0;
+			e.dst += (uint32_t)rk->task0;
+			if (e.on != KG_NONE)
+				e.on = e.on < rk->nproc ? e.on + (uint32_t)rk->proc0 : KG_NONE;
+			if (e.via != KG_NONE)
+				e.via = e.via < rk->ntask ? e.via + (uint32_t)rk->task0 : KG_NONE;
+			if (e.at != KG_NONE)
+				e.at = e.at < rk->ntask ? e.at + (uint32_t)rk->task0 : KG_NONE;
+			VEC_PUSH(j->edge, j->nedge, j->capedge, e);
+			rk->nedge++;
+			break;
+		}
+		case KG_R_COV:
+			for (i = 0; i < in.rec.cov.n; i++)
+				kg_cov_add(&j->cov, in.rec.cov.name[i], in.rec.cov.val[i]);
+			break;
+		}
+	}
+	free(smap);
+	gin_close(&in);
+	return t < 0;
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int64_t
+median(int64_t *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_i64);
+	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
+}
+
+static int
+cmp_entry(const void *a, const void *b)
+{
+	const struct centry *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	if (x->rk != y->rk)
+		return x->rk < y->rk ? -1 : 1;
+	if (x->inst != y->inst)
+		return x->inst < y->inst ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->task < y->task ? -1 : x->task > y->task;
+}
+
+static int
+cmp_inst(const void *a, const void *b)
+{
+	const struct centry *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	if (x->inst != y->inst)
+		return x->inst < y->inst ? -1 : 1;
+	return x->rk < y->rk ? -1 : x->rk > y->rk;
+}
+
+/* Ranks named in a process-group ranks text ("[0, 1, 2]"), as rank indices. */
+static size_t
+parse_ranks(const struct job *j, const char *s, uint32_t *out, size_t max, int *bad)
+{
+	size_t n = 0, i;
+
+	*bad = 0;
+	while (*s != '\0') {
+		char *end;
+		long long v;
+
+		if (*s < '0' || *s > '9') {
+			s++;
+			continue;
+		}
+		v = strtoll(s, &end, 10);
+		s = end;
+		for (i = 0; i < j->nrk && j->rk[i].rank != v; i++)
+			;
+		if (i == j->nrk || n == max) {
+			*bad = 1;
+			continue;
+		}
+		out[n++] = (uint32_t)i;
+	}
+	return n;
+}
+
+static int
+p2p(int c)
+{
+	return c == KG_COLL_SEND || c == KG_COLL_RECV;
+}
+
+/*
+ * Match the collectives; fill in rank edges, transfer times and counts.
+ * Returns the matched instances' (rank index, traced end) pairs for the
+ * clock estimate through *ends (grouped by instance, starts in *istart).
+ */
+static void
+match(struct job *j, int64_t **endsp, uint32_t **erkp, size_t **istartp, size_t *ninstp)
+{
+	struct intern keys;
+	struct centry *ce = NULL;
+	size_t nce = 0, cap = 0, i, a, b;
+	int64_t *ends = NULL;
+	uint32_t *erk = NULL, *part = xmalloc((j->nrk + 1) * sizeof(*part));
+	size_t nends = 0, capends = 0, caperk = 0, *istart = NULL, ninst = 0, capist = 0;
+	uint8_t *seqmode;
+
+	intern_init(&keys);
+	for (i = 0; i < j->nrk; i++) {
+		struct rank *rk = &j->rk[i];
+		size_t t;
+
+		for (t = rk->task0; t < rk->task0 + rk->ntask; t++) {
+			const struct kg_task *k = &j->task[t];
+			struct centry e;
+			char buf[64];
+			const char *kt;
+
+			if (k->kind != KG_COLL)
+				continue;
+			rk->colls++;
+			if (k->pgr != KG_NONE || k->pg != KG_NONE) {
+				/* "r:" and the ranks text, or "p:" and the name */
+				int byranks = k->pgr != KG_NONE;
+				size_t len;
+				char *s;
+
+				kt = j->str.str[byranks ? k->pgr : k->pg];
+				len = strlen(kt);
+				s = xmalloc(len + 3);
+				memcpy(s, byranks ? "r:" : "p:", 2);
+				memcpy(s + 2, kt, len + 1);
+				e.key = intern_get(&keys, s, len + 2);
+				free(s);
+			} else {
+				int64_t size = k->gsize > 0 ? k->gsize : rk->world;
+
+				e.key = intern_get(&keys, buf,
+				    (size_t)snprintf(buf, sizeof(buf), "s:%lld", (long long)size));
+			}
+			e.task = (uint32_t)t;
+			e.rk = (uint32_t)i;
+			e.inst = k->seq;
+			e.ts = k->ts;
+			VEC_PUSH(ce, nce, cap, e);
+		}
+	}
+	/* Sequence numbers where every collective of a group has one, else
+	 * the position on each rank in start order. */
+	seqmode = xcalloc(keys.n + 1, 1);
+	for (i = 0; i < keys.n; i++)
+		seqmode[i] = 1;
+	for (i = 0; i < nce; i++)
+		if (ce[i].inst < 0)
+			seqmode[ce[i].key] = 0;
+	for (i = 0; i < nce; i++)
+		if (!seqmode[ce[i].key])
+			ce[i].inst = -1;
+	if (nce > 0)
+		qsort(ce, nce, sizeof(*ce), cmp_entry);
+	for (a = 0; a < nce; a = b) {
+		int64_t pos = 0;
+
+		for (b = a; b < nce && ce[b].key == ce[a].key && ce[b].rk == ce[a].rk; b++)
+			if (!seqmode[ce[b].key])
+				ce[b].inst = pos++;
+	}
+	if (nce > 0)
+		qsort(ce, nce, sizeof(*ce), cmp_inst);
+	/* One pass per group: its participants, then its instances. */
+	for (a = 0; a < nce; a = b) {
+		const char *key = keys.str[ce[a].key];
+		size_t np = 0, c, d, k;
+		int bad = 0;
+
+		for (b = a; b < nce && ce[b].key == ce[a].key; b++)
+			;
+		if (key[0] == 'r') {
+			np = parse_ranks(j, key + 2, part, j->nrk, &bad);
+		} else {
+			/* the ranks that use the group */
+			for (c = a; c < b; c++) {
+				for (k = 0; k < np && part[k] != ce[c].rk; k++)
+					;
+				if (k == np)
+					part[np++] = ce[c].rk;
+			}
+			if (key[0] == 's' && (int64_t)np != strtoll(key + 2, NULL, 10))
+				bad = 1;
+		}
+		if (bad || np < 2)
+			continue;
+		for (c = a; c < b; c = d) {
+			int type = j->task[ce[c].task].coll, ok = 1;
+
+			for (d = c; d < b && ce[d].inst == ce[c].inst; d++)
+				;
+			if (d - c != np)
+				continue;
+			for (k = c; k < d; k++) {
+				int tk = j->task[ce[k].task].coll;
+				size_t q;
+
+				for (q = 0; q < np && part[q] != ce[k].rk; q++)
+					;
+				if (q == np || (k > c && ce[k].rk == ce[k - 1].rk))
+					ok = 0;
+				if (tk != type && !(np == 2 && p2p(tk) && p2p(type) && tk != type))
+					ok = 0;
+			}
+			if (!ok)
+				continue;
+			/* a match: transfer time, rank edges, ends */
+			{
+				int64_t tmin = INT64_MAX;
+
+				for (k = c; k < d; k++)
+					if (j->task[ce[k].task].odur < tmin)
+						tmin = j->task[ce[k].task].odur;
+				VEC_PUSH(istart, ninst, capist, nends);
+				for (k = c; k < d; k++) {
+					struct kg_task *t = &j->task[ce[k].task];
+					struct rank *rk = &j->rk[ce[k].rk];
+
+					VEC_PUSH(ends, nends, capends, rk->tbase + t->ts + t->odur);
+					grow(&erk, &caperk, nends, sizeof(*erk));
+					erk[nends - 1] = ce[k].rk;
+					t->dur = tmin;
+					rk->matched++;
+					if (k > c) {
+						struct redge re = { ce[c].task, ce[k].task,
+						    seqmode[ce[c].key] ? KG_HOW_TRACE : KG_HOW_INFERRED };
+
+						VEC_PUSH(j->re, j->nre, j->capre, re);
+					}
+				}
+			}
+		}
+	}
+	VEC_PUSH(istart, ninst, capist, nends);
+	free(seqmode);
+	free(part);
+	free(ce);
+	intern_release(&keys);
+	*endsp = ends;
+	*erkp = erk;
+	*istartp = istart;
+	*ninstp = ninst - 1;
+}
+
+/* Clock offsets from the instances' ends (see the top of the file). */
+static void
+clocks(struct job *j, const int64_t *ends, const uint32_t *erk, const size_t *istart, size_t ninst)
+{
+	int64_t *E = xcalloc(ninst + 1, sizeof(*E)), *tmp = xmalloc((istart[ninst] + 1) * sizeof(*tmp));
+	size_t c, k, i, n, round;
+
+	for (i = 0; i < j->nrk; i++)
+		j->rk[i].clk = 0;
+	if (ninst == 0)
+		goto out;
+	for (round = 0; round < 8; round++) {
+		for (c = 0; c < ninst; c++) {
+			for (n = 0, k = istart[c]; k < istart[c + 1]; k++)
+				tmp[n++] = ends[k] - j->rk[erk[k]].clk;
+			E[c] = median(tmp, n);
+		}
+		for (i = 0; i < j->nrk; i++) {
+			for (n = 0, c = 0; c < ninst; c++)
+				for (k = istart[c]; k < istart[c + 1]; k++)
+					if (erk[k] == i)
+						tmp[n++] = ends[k] - E[c];
+			if (n > 0)
+				j->rk[i].clk = median(tmp, n);
+		}
+	}
+	/* relative to the lowest rank that has collectives */
+	{
+		int64_t base = 0, lo = INT64_MAX;
+
+		for (i = 0; i < j->nrk; i++)
+			if (j->rk[i].matched > 0 && j->rk[i].rank < lo)
+				lo = j->rk[i].rank, base = j->rk[i].clk;
+		for (i = 0; i < j->nrk; i++)
+			j->rk[i].clk = j->rk[i].matched > 0 ? j->rk[i].clk - base : 0;
+	}
+out:
+	free(E);
+	free(tmp);
+}
+
+static int
+cmp_rank(const void *a, const void *b)
+{
+	const struct rank *x = *(struct rank *const *)a, *y = *(struct rank *const *)b;
+
+	return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* Old task id -> its id in the job section. */
+static uint32_t
+newid(const struct job *j, const uint32_t *rkof, uint32_t id)
+{
+	const struct rank *rk = &j->rk[rkof[id]];
+
+	return (uint32_t)(rk->newtask0 + (id - rk->task0));
+}
+
+static int
+write_job(struct job *j, struct gout *g)
+{
+	struct kg_writer *w = &g->w;
+	struct rank **ord = xmalloc((j->nrk + 1) * sizeof(*ord));
+	uint32_t *rkof = xmalloc((j->ntask + 1) * sizeof(*rkof));
+	int64_t *ranks = xmalloc((j->nrk + 1) * sizeof(*ranks));
+	int64_t *clk = xmalloc((j->nrk + 1) * sizeof(*clk));
+	int64_t *t0 = xmalloc((j->nrk + 1) * sizeof(*t0)), first = INT64_MAX;
+	const char **tools = xmalloc((j->ntools + 2) * sizeof(*tools));
+	struct kg_header h;
+	size_t i, t, e, nt = 0, np = 0;
+	int64_t tbase = INT64_MAX, world = -1;
+	int rc = -1;
+
+	for (i = 0; i < j->nrk; i++) {
+		ord[i] = &j->rk[i];
+		if (j->rk[i].tbase < tbase)
+			tbase = j->rk[i].tbase;
+		if (j->rk[i].world > world)
+			world = j->rk[i].world;
+		if (j->rk[i].rank + 1 > world)
+			world = j->rk[i].rank + 1;
+		for (t = j->rk[i].task0; t < j->rk[i].task0 + j->rk[i].ntask; t++)
+			rkof[t] = (uint32_t)i;
+	}
+	qsort(ord, j->nrk, sizeof(*ord), cmp_rank);
+	for (i = 0; i < j->nrk; i++) {
+		ord[i]->newtask0 = nt;
+		ord[i]->newproc0 = np;
+		nt += ord[i]->ntask;
+		np += ord[i]->nproc;
+		ranks[i] = ord[i]->rank;
+		clk[i] = ord[i]->clk;
+	}
+	/* Where each rank's graph begins on the job's clock. */
+	for (i = 0; i < j->nrk; i++) {
+		int64_t lo = INT64_MAX;
+
+		for (t = ord[i]->task0; t < ord[i]->task0 + ord[i]->ntask; t++)
+			if (j->task[t].ts < lo)
+				lo = j->task[t].ts;
+		t0[i] = lo == INT64_MAX ? 0 : lo + ord[i]->tbase - tbase - ord[i]->clk;
+		if (t0[i] < first)
+			first = t0[i];
+	}
+	for (i = 0; i < j->nrk; i++)
+		t0[i] -= first;
+	qsort(j->iters, j->niters, sizeof(*j->iters), cmp_i64);
+	for (i = 0; i < j->ntools; i++)
+		tools[i] = j->tools[i];
+	tools[j->ntools] = PRODUCER;
+	memset(&h, 0, sizeof(h));
+	h.producer = PRODUCER;
+	h.rank = -1;
+	h.world = world;
+	h.source = "";
+	h.iters = j->iters;
+	h.niters = j->niters;
+	h.tbase = tbase;
+	h.tools = tools;
+	h.ntools = j->ntools + 1;
+	h.ranks = ranks;
+	h.clk = clk;
+	h.t0 = t0;
+	h.nranks = j->nrk;
+	if (kg_write_header(w, &h) < 0)
+		goto out;
+	for (i = 0; i < j->str.n; i++)
+		if (kg_write_str(w, (uint32_t)i, j->str.str[i], j->str.len[i]) < 0)
+			goto out;
+	for (i = 0; i < j->nrk; i++)
+		for (t = 0; t < ord[i]->nproc; t++) {
+			struct kg_proc p = j->proc[ord[i]->proc0 + t];
+
+			p.id = (uint32_t)(ord[i]->newproc0 + t);
+			if (kg_write_proc(w, &p) < 0)
+				goto out;
+		}
+	for (i = 0; i < j->nrk; i++)
+		for (t = 0; t < ord[i]->ntask; t++) {
+			struct kg_task k = j->task[ord[i]->task0 + t];
+
+			k.id = (uint32_t)(ord[i]->newtask0 + t);
+			k.proc = (uint32_t)(k.proc - ord[i]->proc0 + ord[i]->newproc0);
+			k.ts += ord[i]->tbase - tbase - ord[i]->clk;
+			if (kg_write_task(w, &k) < 0)
+				goto out;
+		}
+	for (i = 0; i < j->nrk; i++)
+		for (e = 0; e < ord[i]->nedge; e++) {
+			struct kg_edge x = j->edge[ord[i]->edge0 + e];
+
+			x.src = newid(j, rkof, x.src);
+			x.dst = newid(j, rkof, x.dst);
+			if (x.via != KG_NONE)
+				x.via = newid(j, rkof, x.via);
+			if (x.at != KG_NONE)
+				x.at = newid(j, rkof, x.at);
+			if (x.on != KG_NONE)
+				x.on = (uint32_t)(x.on - ord[i]->proc0 + ord[i]->newproc0);
+			if (kg_write_edge(w, &x) < 0)
+				goto out;
+		}
+	for (e = 0; e < j->nre; e++) {
+		struct kg_edge x;
+
+		kg_edge_init(&x);
+		x.src = newid(j, rkof, j->re[e].src);
+		x.dst = newid(j, rkof, j->re[e].dst);
+		x.kind = KG_E_RANK;
+		x.how = j->re[e].how;
+		if (kg_write_edge(w, &x) < 0)
+			goto out;
+	}
+	{
+		uint64_t all = 0, matched = 0;
+		char name[64];
+
+		for (i = 0; i < j->nrk; i++) {
+			all += ord[i]->colls;
+			matched += ord[i]->matched;
+			if (ord[i]->colls > ord[i]->matched) {
+				snprintf(name, sizeof(name), "coll_unmatched:%lld", (long long)ord[i]->rank);
+				kg_cov_add(&j->cov, name, (int64_t)(ord[i]->colls - ord[i]->matched));
+			}
+		}
+		kg_cov_add(&j->cov, "coll_matched", (int64_t)matched);
+		kg_cov_add(&j->cov, "coll_unmatched", (int64_t)(all - matched));
+	}
+	if (kg_write_cov(w, &j->cov) < 0 || kg_write_end(w) < 0)
+		goto out;
+	rc = 0;
+out:
+	if (rc < 0)
+		errmsg("%s: %s", g->name, w->err);
+	free(ord);
+	free(rkof);
+	free(ranks);
+	free(clk);
+	free(t0);
+	free(tools);
+	return rc < 0 ? 1 : 0;
+}
+
+int
+merge_run(char **paths, int n, const char *output, int verbose)
+{
+	struct job j;
+	struct gout g;
+	int64_t *ends;
+	uint32_t *erk;
+	size_t *istart, ninst, i;
+	int rc = 0, k, section;
+
+	memset(&j, 0, sizeof(j));
+	intern_init(&j.str);
+	kg_cov_init(&j.cov);
+	if (n == 0) {
+		section = 0;
+		rc = read_input(&j, NULL, &section);
+	}
+	for (k = 0; k < n && rc == 0; k++) {
+		section = 0;
+		rc = read_input(&j, paths[k], &section);
+	}
+	if (rc == 0 && j.nrk == 0) {
+		errmsg("no section to merge");
+		rc = 1;
+	}
+	if (rc == 0) {
+		match(&j, &ends, &erk, &istart, &ninst);
+		clocks(&j, ends, erk, istart, ninst);
+		free(ends);
+		free(erk);
+		free(istart);
+		if (verbose)
+			for (i = 0; i < j.nrk; i++)
+				fprintf(stderr, "%s: rank %lld: %zu tasks, %llu collectives, %llu matched, "
+				    "clock offset %lld ns\n", progname, (long long)j.rk[i].rank,
+				    j.rk[i].ntask, (unsigned long long)j.rk[i].colls,
+				    (unsigned long long)j.rk[i].matched, (long long)j.rk[i].clk);
+		if (gout_open(&g, output, 3) < 0) {
+			rc = 1;
+		} else {
+			rc = write_job(&j, &g);
+			rc = gout_close(&g, rc, PRODUCER);
+		}
+	}
+	intern_release(&j.str);
+	kg_cov_release(&j.cov);
+	for (i = 0; i < j.ntools; i++)
+		free(j.tools[i]);
+	free(j.tools);
+	free(j.rk);
+	free(j.proc);
+	free(j.task);
+	free(j.edge);
+	free(j.iters);
+	free(j.re);
+	return rc;
+}

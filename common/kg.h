@@ -24,7 +24,7 @@
 
 #define KG_FORMAT "kgraph"
 #define KG_MAJOR 1
-#define KG_MINOR 1
+#define KG_MINOR 2
 #define KG_NONE UINT32_MAX /* absent string / proc / task reference */
 
 enum kg_proc_kind { KG_THREAD, KG_STREAM };

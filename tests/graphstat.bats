@@ -21,7 +21,7 @@ fixture() {
 }
 
 CSV_HEADER=rank,iteration,measured_ns,simulated_ns,error_pct,exposed_compute_ns,overlapped_ns,exposed_comm_ns,other_ns,measured_exposed_compute_ns,measured_overlapped_ns,measured_exposed_comm_ns,measured_other_ns,measured_util,simulated_util
-USAGE="usage: graphstat [--json | --csv] [--util FILE] [--top N] [FILE ...]"
+USAGE="usage: graphstat [--json | --csv] [--util FILE] [--colls FILE] [--top N] [FILE ...]"
 
 # --- the checklist -----------------------------------------------------------
 
@@ -411,4 +411,62 @@ USAGE="usage: graphstat [--json | --csv] [--util FILE] [--top N] [FILE ...]"
 @test "graphstat: --json and --csv together are a usage error" {
 	run -2 --separate-stderr graphstat --json --csv /dev/null
 	[ "${stderr_lines[0]}" = "graphstat: --json and --csv exclude each other" ]
+}
+
+# --- job sections (graph-deps --merge) -------------------------------------
+
+# Two ranks, one collective between them. Measured (ns): rank 0's step
+# 0-10 then its nccl kernel 10-50; rank 1's step 20-30 then its kernel
+# 30-50: both kernels end at 50, rank 1 got there last, rank 0 waited 20.
+# Spans: rank 0 0-50 = 50, rank 1 20-50 = 30. Simulated: rank 1 starts 5
+# later (25-35), so the collective starts at 35 and both end at 55: rank 0
+# 0-55 = 55 (+10%), rank 1 25-55 = 30 (0%); the job is its slowest rank,
+# 50 measured, 55 simulated; rank 0 waited 25.
+mkjob() {
+	mkstream <<-'EOF'
+	{"r":"header","format":"kgraph","major":1,"minor":2,"producer":"t","unit":"ns","rank":-1,"world":2,"ranks":[0,1],"clk":[0,0],"t0":[0,20]}
+	{"r":"str","id":0,"s":"step"}
+	{"r":"str","id":1,"s":"nccl"}
+	{"r":"proc","id":0,"k":"thread","pid":1,"tid":1,"main":true,"rank":0}
+	{"r":"proc","id":1,"k":"stream","pid":0,"tid":7,"rank":0}
+	{"r":"proc","id":2,"k":"thread","pid":2,"tid":2,"main":true,"rank":1}
+	{"r":"proc","id":3,"k":"stream","pid":0,"tid":7,"rank":1}
+	{"r":"task","id":0,"p":0,"k":"cpu","n":0,"d":10,"ts":0,"it":1,"ss":0,"se":10}
+	{"r":"task","id":1,"p":1,"k":"coll","n":1,"d":20,"od":40,"ts":10,"it":1,"ss":10,"se":55}
+	{"r":"task","id":2,"p":2,"k":"cpu","n":0,"d":10,"ts":20,"it":1,"ss":25,"se":35}
+	{"r":"task","id":3,"p":3,"k":"coll","n":1,"d":20,"ts":30,"it":1,"ss":35,"se":55}
+	{"r":"edge","src":0,"dst":1,"k":"launch"}
+	{"r":"edge","src":2,"dst":3,"k":"launch"}
+	{"r":"edge","src":1,"dst":3,"k":"rank"}
+	{"r":"end","tasks":4,"edges":3,"procs":4,"strs":2}
+	EOF
+}
+
+@test "graphstat: a job section is reported per rank, then the job as its slowest rank" {
+	mkjob > job.kg
+	run -0 --separate-stderr graphstat --csv job.kg
+	[ "${#lines[@]}" -eq 4 ]
+	[ "$(cut -d, -f1-5 <<< "${lines[1]}")" = "0,1,50,55,10.0000" ]
+	[ "$(cut -d, -f1-5 <<< "${lines[2]}")" = "1,1,30,30,0.0000" ]
+	[ "$(cut -d, -f1-5 <<< "${lines[3]}")" = "job,1,50,55,10.0000" ]
+	run -0 graphstat --json job.kg
+	jq -e 'select(.rank == "job") | .measured_ns == 50 and .simulated_ns == 55' <<< "${lines[2]}"
+	run -0 graphstat job.kg
+	[[ ${lines[5]} == "job   1 "* ]]
+}
+
+@test "graphstat: each collective's last rank and the others' waits, measured and simulated" {
+	mkjob > job.kg
+	run -0 --separate-stderr graphstat --colls colls.csv job.kg
+	[ "$(cat colls.csv)" = 'collective,iteration,name,rank,measured_wait_ns,simulated_wait_ns,measured_last_rank,simulated_last_rank
+0,1,"nccl",0,20,25,1,1
+0,1,"nccl",1,0,0,1,1' ]
+	grep -q '^  collectives across ranks: 1;' <<< "$output"
+	grep -Eq '^ +0\.000 ms  iter 1  last: rank 1 \(measured: rank 1\)  waited: rank 0 0\.000 ms, rank 1 0\.000 ms  nccl$' <<< "$output"
+}
+
+@test "graphstat: --colls with no job section writes the header alone" {
+	fixture basic
+	run -0 graphstat --colls colls.csv basic.kg
+	[ "$(cat colls.csv)" = "collective,iteration,name,rank,measured_wait_ns,simulated_wait_ns,measured_last_rank,simulated_last_rank" ]
 }

@@ -18,7 +18,7 @@
  * - Utilization: for each 1 ms window from the span's start, the share of
  *   it with at least one GPU task running.
  *
- * State: one section at a time: 56 bytes a task, scratch for the largest
+ * State: one section at a time: 64 bytes a task, scratch for the largest
  * iteration, and 8 bytes a string.
  */
 #include <errno.h>
@@ -27,10 +27,12 @@
 #include <string.h>
 
 #include "cli.h"
+#include "colls.h"
 #include "kg.h"
 #include "util.h"
 
-static const char usage[] = "graphstat [--json | --csv] [--util FILE] [--top N] [FILE ...]";
+static const char usage[] =
+    "graphstat [--json | --csv] [--util FILE] [--colls FILE] [--top N] [FILE ...]";
 
 static const char help[] =
     "Report iteration time, breakdown and utilization of graph streams,\n"
@@ -39,6 +41,7 @@ static const char help[] =
     "      --json        one JSON object per (rank, iteration) line\n"
     "      --csv         one CSV row per (rank, iteration), with a header\n"
     "      --util FILE   write the 1 ms utilization series to FILE as CSV\n"
+    "      --colls FILE  write each collective's waits per rank (job sections) as CSV\n"
     "      --top N       list the N kernels with the most exposed time (default 10)\n"
     "  -h, --help        this help\n"
     "      --version     the version\n"
@@ -51,15 +54,8 @@ enum fmt { F_TEXT, F_JSON, F_CSV };
 
 struct opts {
 	int fmt;
-	const char *util;
+	const char *util, *colls;
 	int top;
-};
-
-struct stask {
-	int64_t ts, te, ss, se; /* measured and simulated interval */
-	int64_t rank, it;
-	uint32_t proc, name;
-	uint8_t kind;
 };
 
 struct iv {
@@ -161,6 +157,7 @@ struct section {
 	/* exposed time per kernel name, over the section */
 	int64_t *expo;
 	size_t capexpo;
+	struct colls colls; /* a job section's collectives */
 };
 
 static int
@@ -426,6 +423,7 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 	free(jobs);
 	if (o->fmt != F_TEXT)
 		return;
+	colls_text(&s->colls, r, o->top);
 	/* Coverage and the kernels with the most exposed time. */
 	if (s->cov.n > 0) {
 		printf("  coverage:");
@@ -452,7 +450,8 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 }
 
 static int
-process(const struct opts *o, const char *path, FILE *util, int *header)
+process(const struct opts *o, const char *path, FILE *util, FILE *colls, int *header,
+    int *cheader)
 {
 	struct gin in;
 	struct section s;
@@ -468,6 +467,7 @@ process(const struct opts *o, const char *path, FILE *util, int *header)
 			s.n = s.np = 0;
 			s.rank = in.rec.header.rank;
 			s.job = in.rec.header.nranks > 0;
+			colls_reset(&s.colls);
 			s.sim = 0;
 			kg_cov_release(&s.cov);
 			break;
@@ -506,6 +506,10 @@ process(const struct opts *o, const char *path, FILE *util, int *header)
 				s.t[i].se = in.rec.sim.se[i];
 			}
 			break;
+		case KG_R_EDGE:
+			if (in.rec.edge.kind == KG_E_RANK)
+				colls_edge(&s.colls, in.rec.edge.src, in.rec.edge.dst);
+			break;
 		case KG_R_COV:
 			for (size_t i = 0; i < in.rec.cov.n; i++)
 				kg_cov_add(&s.cov, in.rec.cov.name[i], in.rec.cov.val[i]);
@@ -525,7 +529,10 @@ process(const struct opts *o, const char *path, FILE *util, int *header)
 			}
 			if (s.n == 0)
 				s.sim = 0;
+			colls_build(&s.colls, s.t, s.n, s.sim);
 			report_section(o, &s, &in.r, util, header);
+			if (colls != NULL)
+				colls_csv(&s.colls, &in.r, colls, cheader);
 			break;
 		}
 		}
@@ -536,6 +543,7 @@ process(const struct opts *o, const char *path, FILE *util, int *header)
 	free(s.pkind);
 	free(s.pmain);
 	free(s.prank);
+	colls_release(&s.colls);
 	free(s.a);
 	free(s.b);
 	free(s.u);
@@ -550,14 +558,15 @@ main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'J' },
 		{ "csv", no_argument, NULL, 'C' },
 		{ "util", required_argument, NULL, 'U' },
+		{ "colls", required_argument, NULL, 'K' },
 		{ "top", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct opts o;
-	FILE *util = NULL;
-	int c, i, rc = 0, header = 0;
+	FILE *util = NULL, *colls = NULL;
+	int c, i, rc = 0, header = 0, cheader = 0;
 	int64_t v;
 
 	cli_init("graphstat");
@@ -575,6 +584,9 @@ main(int argc, char **argv)
 			break;
 		case 'U':
 			o.util = optarg;
+			break;
+		case 'K':
+			o.colls = optarg;
 			break;
 		case 'T':
 			if (parse_i64(optarg, 0, 100000, &v) < 0) {
@@ -602,15 +614,29 @@ main(int argc, char **argv)
 		}
 		fprintf(util, "rank,iteration,view,window_ms,busy\n");
 	}
+	if (o.colls != NULL && (colls = fopen(o.colls, "w")) == NULL) {
+		errmsg("%s: %s", o.colls, strerror(errno));
+		return 1;
+	}
 	if (argc == 0)
-		rc = process(&o, NULL, util, &header);
+		rc = process(&o, NULL, util, colls, &header, &cheader);
 	for (i = 0; i < argc; i++)
-		rc |= process(&o, argv[i], util, &header);
+		rc |= process(&o, argv[i], util, colls, &header, &cheader);
+	if (colls != NULL && !cheader) /* no job section: the header alone */
+		colls_csv(&(struct colls){ 0 }, NULL, colls, &cheader);
 	if (util != NULL) {
 		int bad = ferror(util);
 
 		if (fclose(util) != 0 || bad) {
 			errmsg("%s: write error: %s", o.util, strerror(errno ? errno : EIO));
+			rc = 1;
+		}
+	}
+	if (colls != NULL) {
+		int bad = ferror(colls);
+
+		if (fclose(colls) != 0 || bad) {
+			errmsg("%s: write error: %s", o.colls, strerror(errno ? errno : EIO));
 			rc = 1;
 		}
 	}

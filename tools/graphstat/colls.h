@@ -1,0 +1,58 @@
+/*
+ * colls: graphstat's report of the collectives of a job section: for
+ * each rendezvous group (the kernels joined by rank edges), which rank
+ * got there last and how long each of the others waited for it,
+ * measured and simulated.
+ */
+#ifndef KG_COLLS_H
+#define KG_COLLS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kg.h"
+
+/* One task as graphstat holds it. */
+struct stask {
+	int64_t ts, te, ss, se; /* measured and simulated interval */
+	int64_t rank, it;
+	uint32_t proc, name;
+	uint8_t kind;
+};
+
+struct cmember {
+	int64_t rank, mwait, swait; /* waits, ns */
+};
+
+struct cgroup {
+	int64_t it;
+	uint32_t name;
+	int64_t mlast, slast;       /* rank that got there last */
+	int64_t mtotal, stotal;     /* waits summed over the members */
+	size_t m0, nm;              /* its members in colls.mem */
+};
+
+struct colls {
+	uint32_t *src, *dst;        /* rank edges, task ids */
+	size_t ne, caps, capd;
+	struct cgroup *g;
+	size_t ng, capg;
+	struct cmember *mem;
+	size_t nmem, capmem;
+	int sim;
+};
+
+void colls_reset(struct colls *c);
+void colls_release(struct colls *c);
+void colls_edge(struct colls *c, uint32_t src, uint32_t dst);
+/*
+ * At the section's end, with t[0..n) its tasks in id order: the groups
+ * and their waits (sim: t has simulated times).
+ */
+void colls_build(struct colls *c, const struct stask *t, size_t n, int sim);
+/* The `top` groups with the most waiting, as text lines. */
+void colls_text(const struct colls *c, const struct kg_reader *r, int top);
+/* One CSV row per (collective, member) on f. */
+void colls_csv(const struct colls *c, const struct kg_reader *r, FILE *f, int *header);
+
+#endif

@@ -62,6 +62,7 @@ struct section {
 	struct cedge *edge;
 	size_t nedge, capedge;
 	uint64_t unknown;
+	size_t nrendez; /* --check: rank edges, counted only */
 	uint64_t back[KG_NEDGE_KIND];
 	uint64_t count[KG_NEDGE_KIND][KG_NHOW];
 	int64_t rank;
@@ -196,7 +197,7 @@ finish_section(const struct opts *o, const char *name, struct section *s,
 		for (k = 0; k < KG_NEDGE_KIND; k++)
 			nback += s->back[k];
 		printf("%s: %s: %zu tasks, %zu edges, %d cycle%s, %llu unknown, %llu backwards",
-		    name, section_label(s, buf, sizeof(buf)), s->ntask, s->nedge,
+		    name, section_label(s, buf, sizeof(buf)), s->ntask, s->nedge + s->nrendez,
 		    cyc, cyc == 1 ? "" : "s", (unsigned long long)s->unknown,
 		    (unsigned long long)nback);
 		if (nback > 0) {
@@ -226,7 +227,7 @@ finish_section(const struct opts *o, const char *name, struct section *s,
 					    kg_how_name[h], (unsigned long long)s->count[k][h]);
 		printf("%-8s %-9s %10zu\n", "total", "", s->nedge);
 	}
-	s->ntask = s->nedge = 0;
+	s->ntask = s->nedge = s->nrendez = 0;
 	s->unknown = 0;
 	memset(s->back, 0, sizeof(s->back));
 	memset(s->count, 0, sizeof(s->count));
@@ -270,6 +271,10 @@ process(const struct opts *o, const char *path, struct gout *g, int *sections)
 			if (o->mode == M_CHECK) {
 				if (e->src >= s.ntask || e->dst >= s.ntask) {
 					s.unknown++;
+				} else if (e->kind == KG_E_RANK) {
+					/* a rendezvous, not an order: it makes
+					 * neither a cycle nor a backwards edge */
+					s.nrendez++;
 				} else {
 					struct cedge ce = { e->src, e->dst, (uint8_t)e->kind };
 

@@ -251,16 +251,22 @@ cmp_entry(const void *a, const void *b)
 	return x->task < y->task ? -1 : x->task > y->task;
 }
 
+static const struct job *sortj;
+
+/* By group, instance, then rank (so the first participant is the lowest). */
 static int
 cmp_inst(const void *a, const void *b)
 {
 	const struct centry *x = a, *y = b;
+	int64_t p, q;
 
 	if (x->key != y->key)
 		return x->key < y->key ? -1 : 1;
 	if (x->inst != y->inst)
 		return x->inst < y->inst ? -1 : 1;
-	return x->rk < y->rk ? -1 : x->rk > y->rk;
+	p = sortj->rk[x->rk].rank;
+	q = sortj->rk[y->rk].rank;
+	return p < q ? -1 : p > q;
 }
 
 /* Ranks named in a process-group ranks text ("[0, 1, 2]"), as rank indices. */
@@ -373,6 +379,7 @@ match(struct job *j, int64_t **endsp, uint32_t **erkp, size_t **istartp, size_t 
 			if (!seqmode[ce[b].key])
 				ce[b].inst = pos++;
 	}
+	sortj = j;
 	if (nce > 0)
 		qsort(ce, nce, sizeof(*ce), cmp_inst);
 	/* One pass per group: its participants, then its instances. */
@@ -413,7 +420,9 @@ match(struct job *j, int64_t **endsp, uint32_t **erkp, size_t **istartp, size_t 
 					;
 				if (q == np || (k > c && ce[k].rk == ce[k - 1].rk))
 					ok = 0;
-				if (tk != type && !(np == 2 && p2p(tk) && p2p(type) && tk != type))
+				/* one type, or a send and a receive between two */
+				if (p2p(type) ? !(np == 2 && d - c == 2 && p2p(tk) && (k == c) == (tk == type)) :
+				    tk != type)
 					ok = 0;
 			}
 			if (!ok)
@@ -690,12 +699,20 @@ merge_run(char **paths, int n, const char *output, int verbose)
 		free(ends);
 		free(erk);
 		free(istart);
-		if (verbose)
+		if (verbose) {
+			struct rank **ord = xmalloc(j.nrk * sizeof(*ord));
+
 			for (i = 0; i < j.nrk; i++)
-				fprintf(stderr, "%s: rank %lld: %zu tasks, %llu collectives, %llu matched, "
-				    "clock offset %lld ns\n", progname, (long long)j.rk[i].rank,
-				    j.rk[i].ntask, (unsigned long long)j.rk[i].colls,
-				    (unsigned long long)j.rk[i].matched, (long long)j.rk[i].clk);
+				ord[i] = &j.rk[i];
+			qsort(ord, j.nrk, sizeof(*ord), cmp_rank);
+			for (i = 0; i < j.nrk; i++)
+				fprintf(stderr, "%s: rank %lld: %zu task%s, %llu collective%s, %llu matched, "
+				    "clock offset %lld ns\n", progname, (long long)ord[i]->rank,
+				    ord[i]->ntask, ord[i]->ntask == 1 ? "" : "s",
+				    (unsigned long long)ord[i]->colls, ord[i]->colls == 1 ? "" : "s",
+				    (unsigned long long)ord[i]->matched, (long long)ord[i]->clk);
+			free(ord);
+		}
 		if (gout_open(&g, output, 3) < 0) {
 			rc = 1;
 		} else {

@@ -338,6 +338,8 @@ write_all(struct tg_job *J, const struct opts *o, const int *ranks, int nr)
 		if (rename(tmp, fin) != 0) {
 			errmsg("%s: %s", fin, strerror(errno));
 			rc = 1;
+			/* The files renamed so far go too: all or none. */
+			unlink_all(o->dir, ranks, i, "");
 		}
 		free(tmp), free(fin);
 	}

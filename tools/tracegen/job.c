@@ -202,6 +202,7 @@ struct gen {
 	char *pgranks[NGKIND];
 	int gsize[NGKIND];
 	int internode[NGKIND];
+	int gstart[NGKIND], gstride[NGKIND]; /* -1: not an arithmetic progression */
 };
 
 static uint64_t
@@ -401,14 +402,15 @@ rt(struct gen *G, const char *name, int cbid, double base)
 	return corr;
 }
 
+/* Kernels say how long they were queued; copies and sets do not. */
 static void
-write_gpu_common(struct gen *G, int stream, uint64_t corr, int64_t ext)
+write_gpu_common(struct gen *G, int stream, uint64_t corr, int64_t ext, int kernel)
 {
 	struct jw *w = G->w;
 
 	jw_puts(w, ",\n    \"args\": {\n      \"External id\": ");
 	jw_int(w, ext);
-	jw_puts(w, ",\n      \"queued\": 0, \"device\": ");
+	jw_puts(w, kernel ? ",\n      \"queued\": 0, \"device\": " : ",\n      \"device\": ");
 	jw_int(w, G->dev);
 	jw_puts(w, ", \"context\": 1,\n      \"stream\": ");
 	jw_int(w, tg_stream_id[stream]);
@@ -425,7 +427,7 @@ struct collmeta {
 };
 
 static void
-write_nccl_meta(struct gen *G, struct jw *w, const struct collmeta *m)
+write_nccl_meta(struct gen *G, struct jw *w, const struct collmeta *m, int op)
 {
 	static const char *const cname[] = { "allreduce", "broadcast", "send", "recv" };
 
@@ -447,6 +449,12 @@ write_nccl_meta(struct gen *G, struct jw *w, const struct collmeta *m)
 	jw_puts(w, "\", \"Process Group Ranks\": \"");
 	jw_puts(w, G->pgranks[m->gkind]);
 	jw_puts(w, "\"");
+	if (op) {
+		jw_puts(w, ", \"Global rank start\": ");
+		jw_int(w, G->gstart[m->gkind]);
+		jw_puts(w, ", \"Global rank stride\": ");
+		jw_int(w, G->gstride[m->gkind]);
+	}
 }
 
 static void
@@ -540,7 +548,7 @@ launch(struct gen *G, int kt, int s, uint32_t inst, const struct collmeta *m, in
 			nccl_name(name, sizeof(name), m, in->proto);
 			ev_x_head(w, "kernel", name, G->dev, tg_stream_id[s], TS0 + o->start);
 			ev_x_dur(w, o->end - o->start);
-			write_gpu_common(G, s, corr, ext);
+			write_gpu_common(G, s, corr, ext, 1);
 			jw_puts(w, ",\n      \"registers per thread\": 96,\n      \"shared memory\": "
 			    "87568,\n      \"blocks per SM\": ");
 			jw_puts(w, hw->sms >= 128 ? "0.121212" : "0.148148");
@@ -548,13 +556,13 @@ launch(struct gen *G, int kt, int s, uint32_t inst, const struct collmeta *m, in
 			jw_puts(w, hw->sms >= 128 ? "2.060606" : "2.518519");
 			jw_puts(w, ",\n      \"grid\": [16, 1, 1],\n      \"block\": [544, 1, 1],\n"
 			    "      \"est. achieved occupancy %\": 0,\n      ");
-			write_nccl_meta(G, w, m);
+			write_nccl_meta(G, w, m, 0);
 		} else {
 			ev_x_head(w, k->cat == K_KERNEL ? "kernel" : k->cat == K_MEMCPY ?
 			    "gpu_memcpy" : "gpu_memset", k->name, G->dev, tg_stream_id[s],
 			    TS0 + o->start);
 			ev_x_dur(w, o->end - o->start);
-			write_gpu_common(G, s, corr, ext);
+			write_gpu_common(G, s, corr, ext, k->cat == K_KERNEL);
 			if (k->cat == K_KERNEL) {
 				jw_puts(w, ",\n      ");
 				jw_puts(w, k->args);
@@ -771,7 +779,7 @@ c10d(struct gen *G, const struct collmeta *m, int s, int g, uint32_t k, int n,
 		/* record_param_comms carries the metadata in its args. */
 		meta.cap = 512;
 		meta.b = xmalloc(meta.cap);
-		write_nccl_meta(G, &meta, m);
+		write_nccl_meta(G, &meta, m, 1);
 		jw_put(&meta, "", 1);
 	}
 	open_op(G, "cpu_op", "record_param_comms", -1, meta.b, 0);
@@ -1400,7 +1408,7 @@ gen_init(struct gen *G, struct tg_job *J, int r, int emit, struct jw *w)
 {
 	const struct tg_cfg *c = &J->c;
 	int *m = xmalloc((size_t)J->world * sizeof(int));
-	int k, n;
+	int k, n, i;
 
 	memset(G, 0, sizeof(*G));
 	G->J = J, G->c = c, G->rk = &J->rk[r], G->rank = r, G->emit = emit, G->w = w;
@@ -1428,6 +1436,11 @@ gen_init(struct gen *G, struct tg_job *J, int r, int emit, struct jw *w)
 		G->internode[k] = node_of(J, m[0]) != node_of(J, m[n - 1]);
 		snprintf(G->pgname[k], sizeof(G->pgname[k]), "%d", g + 1);
 		G->pgranks[k] = emit ? ranks_text(m, n) : NULL;
+		G->gstart[k] = m[0];
+		G->gstride[k] = n > 1 ? m[1] - m[0] : 1;
+		for (i = 2; i < n; i++)
+			if (m[i] - m[i - 1] != G->gstride[k])
+				G->gstride[k] = -1;
 	}
 	free(m);
 }

@@ -62,12 +62,6 @@ enum {
 /* ------------------------------------------------------------------ */
 /* Process groups and collective instances. */
 
-static int64_t
-cdiv64(int64_t a, int64_t b)
-{
-	return (a + b - 1) / b;
-}
-
 /* The ranks of the group of kind k that holds rank r, ascending. */
 static int
 group_members(const struct tg_job *J, int kind, int r, int *out)
@@ -167,7 +161,6 @@ struct frame {
 	char name[64];
 };
 
-#define MAXPEND 16
 #define MAXDEPTH 32
 
 struct gen {
@@ -184,8 +177,10 @@ struct gen {
 	int64_t pid, tid[2];
 	uint32_t ngop, nblk;
 	uint32_t lastop[NSTREAM];
-	uint32_t pend[NSTREAM][MAXPEND];
-	int npend[NSTREAM];
+	/* Event waits pending on each stream until its next launch: per
+	 * recording stream, the latest op waited for (ops of one stream end
+	 * in order, so it stands for the earlier ones). */
+	uint32_t pend[NSTREAM][NSTREAM];
 	uint64_t corr, ext, rfid, evidx, seqnr;
 	uint32_t evid;
 	struct frame st[MAXDEPTH];
@@ -196,7 +191,6 @@ struct gen {
 	int nitems;
 	double speed;
 	struct evt *bdone;     /* per bucket: the all-reduce's end */
-	int64_t it;
 	int64_t step_lo, step_hi, t_first, t_last;
 	char pgname[NGKIND][16];
 	char *pgranks[NGKIND];
@@ -512,9 +506,11 @@ launch(struct gen *G, int kt, int s, uint32_t inst, const struct collmeta *m, in
 		o.egap = (int32_t)(hw->event_us * 1000 * ef);
 		o.stream = (uint8_t)s;
 		o.dep = (uint32_t)rk->ndep;
-		o.ndep = (uint16_t)G->npend[s];
-		for (i = 0; i < G->npend[s]; i++)
-			VEC_PUSH(rk->dep, rk->ndep, rk->capdep, G->pend[s][i]);
+		for (i = 0; i < NSTREAM; i++)
+			if (G->pend[s][i] != TG_NONE) {
+				VEC_PUSH(rk->dep, rk->ndep, rk->capdep, G->pend[s][i]);
+				o.ndep++;
+			}
 		VEC_PUSH(rk->gop, rk->ngop, rk->capgop, o);
 		VEC_PUSH(rk->sq[s], rk->nsq[s], rk->capsq[s], g);
 		if (blocking) {
@@ -590,7 +586,8 @@ launch(struct gen *G, int kt, int s, uint32_t inst, const struct collmeta *m, in
 	}
 	if (blocking)
 		G->nblk++;
-	G->npend[s] = 0;
+	for (i = 0; i < NSTREAM; i++)
+		G->pend[s][i] = TG_NONE;
 	G->lastop[s] = g;
 	G->now = end;
 	advance(G, 400);
@@ -678,7 +675,6 @@ stream_wait(struct gen *G, int s, const struct evt *e)
 {
 	int64_t t0 = G->now, d = host(G, H_WAIT);
 	uint64_t corr = G->corr++;
-	int i;
 
 	if (G->emit) {
 		write_rt(G, "cudaStreamWaitEvent", 147, t0, d, corr);
@@ -690,12 +686,9 @@ stream_wait(struct gen *G, int s, const struct evt *e)
 			ev_flow(G->w, 0, corr, G->pid, tid_of(G), TS0 + t0, "ac2g");
 		}
 	}
-	if (e->gop != TG_NONE && e->stream != s) {
-		for (i = 0; i < G->npend[s] && G->pend[s][i] != e->gop; i++)
-			;
-		if (i == G->npend[s] && G->npend[s] < MAXPEND)
-			G->pend[s][G->npend[s]++] = e->gop;
-	}
+	if (e->gop != TG_NONE && e->stream != s &&
+	    (G->pend[s][e->stream] == TG_NONE || e->gop > G->pend[s][e->stream]))
+		G->pend[s][e->stream] = e->gop;
 	G->now = t0 + d;
 	advance(G, 300);
 }
@@ -1426,8 +1419,11 @@ gen_init(struct gen *G, struct tg_job *J, int r, int emit, struct jw *w)
 	G->fwdseq = xcalloc((size_t)(c->microbatches * G->nitems), sizeof(uint64_t));
 	G->bdone = xcalloc((size_t)J->nbk[G->stage] + 1, sizeof(*G->bdone));
 	G->speed = 1.0 + 0.01 * fabs(tg_gauss(tg_hash(c->seed, (uint64_t)r, UINT64_C(0x5eed))));
-	for (k = 0; k < NSTREAM; k++)
+	for (k = 0; k < NSTREAM; k++) {
 		G->lastop[k] = TG_NONE;
+		for (i = 0; i < NSTREAM; i++)
+			G->pend[k][i] = TG_NONE;
+	}
 	for (k = 0; k < NGKIND; k++) {
 		int g = group_id(J, k, r);
 
@@ -1462,7 +1458,6 @@ run(struct gen *G)
 	int64_t it;
 
 	for (it = 0; it < G->c->iterations; it++) {
-		G->it = it;
 		iteration(G, 10 + it);
 	}
 }
@@ -1478,7 +1473,6 @@ job_init(struct tg_job *J, const struct tg_cfg *c, char *err, size_t errlen)
 	memset(J, 0, sizeof(*J));
 	J->c = *c;
 	J->world = (int)(c->tp * c->pp * c->dp);
-	J->nodes = (int)cdiv64(J->world, c->gpus_per_node);
 	J->lps = c->layers / c->pp;
 	J->rk = xcalloc((size_t)J->world, sizeof(*J->rk));
 	for (r = 0; r < J->world; r++)

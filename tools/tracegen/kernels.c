@@ -501,7 +501,6 @@ make_templates(struct tg_job *J)
 	J->kt[KT_D2H_ITEM].name = xstrndup("Memcpy DtoH (Device -> Pageable)", 32);
 	J->kt[KT_D2H_ITEM].cat = K_MEMCPY;
 	J->kt[KT_D2H_ITEM].bytes = 4;
-	J->kt[KT_D2H_ITEM].d2h = 1;
 	J->kt[KT_D2H_ITEM].dur = model_copy(hw, 4, 1);
 	kt_mem(J, KT_POW, k_pow, 1, 8.0);
 

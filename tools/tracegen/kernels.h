@@ -19,7 +19,6 @@ struct kt {
 	int64_t dur;   /* modelled, ns */
 	int64_t bytes; /* copies and sets */
 	int cat;
-	int d2h;       /* a device-to-host (pageable) copy */
 };
 
 struct ot {

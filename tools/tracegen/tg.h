@@ -138,7 +138,7 @@ struct bucket {
 /* The job: configuration, derived sizes, and every rank's record. */
 struct tg_job {
 	struct tg_cfg c;
-	int world, nodes;
+	int world;
 	int64_t lps;            /* layers per stage */
 	struct tg_rank *rk;     /* [world] */
 	struct inst *inst;

@@ -74,10 +74,16 @@ check: all
 deps:
 	@sh scripts/deps.sh
 
-# The README's first command: what a newcomer runs on a fresh machine.
+# The README's first command: what a newcomer runs on a fresh machine. An
+# 8-rank job (tp 2, pp 2, dp 2) from tracegen, replayed and broken down.
+# The tiny preset: the default one (small) makes graphsim find a cycle
+# until kineto2graph keeps the GPU time after event waits (rule 6) and
+# hands off per backward call (rule 5).
 demo: deps
 	@$(MAKE) --no-print-directory all
-	bin/kineto2graph examples/ddp-step.json | bin/graphsim | bin/graphstat
+	rm -rf build/demo
+	bin/tracegen --preset tiny -d build/demo
+	bin/kineto2graph build/demo/*.json.gz | bin/graphsim | bin/graphstat --top 3
 
 install: all
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1

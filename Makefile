@@ -30,7 +30,7 @@ ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARNINGS) \
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 LIBS = -lm $(PKG_LIBS)
 
-TOOLS = kineto2graph graphcat graph-deps graphsim graphstat
+TOOLS = kineto2graph graphcat graph-deps graphsim graphstat tracegen
 BINS = $(TOOLS:%=bin/%)
 MANS = $(TOOLS:%=doc/%.1)
 
@@ -74,10 +74,16 @@ check: all
 deps:
 	@sh scripts/deps.sh
 
-# The README's first command: what a newcomer runs on a fresh machine.
+# The README's first command: what a newcomer runs on a fresh machine. An
+# 8-rank job (tp 2, pp 2, dp 2) from tracegen, replayed and broken down.
+# The tiny preset: the default one (small) makes graphsim find a cycle
+# until kineto2graph keeps the GPU time after event waits (rule 6) and
+# hands off per backward call (rule 5).
 demo: deps
 	@$(MAKE) --no-print-directory all
-	bin/kineto2graph examples/ddp-step.json | bin/graphsim | bin/graphstat
+	rm -rf build/demo
+	bin/tracegen --preset tiny -d build/demo
+	bin/kineto2graph build/demo/*.json.gz | bin/graphsim | bin/graphstat --top 3
 
 install: all
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
@@ -93,7 +99,7 @@ lint:
 	@for f in $(COMMON_SRC) $(wildcard common/*.h tools/*.c tools/*.h tools/*/*.c tools/*/*.h); do \
 		clang-format --dry-run $$f 2>&1 | grep -q . && echo "clang-format: $$f: would change"; \
 	done; true
-	shellcheck -x scripts/deps.sh tests/run .ci/run bench/ingest bench/json-parsers/run
+	shellcheck -x scripts/deps.sh tests/run .ci/run bench/ingest bench/json-parsers/run bench/tracegen
 	for m in $(MANS); do mandoc -Tlint -W warning $$m; done
 
 bench: all

@@ -1,0 +1,228 @@
+/*
+ * tracegen's private parts: synthetic Kineto traces of a Megatron-style
+ * GPT training job, one file per rank.
+ *
+ * A job is generated in three steps. job.c holds the program every rank
+ * runs (the host's ops, launches, event records and waits, blocking
+ * calls) and runs it twice: once to record what the simulation needs
+ * (the GPU ops of each rank with their durations, the dependencies
+ * between them and the calls that block the host), once per written
+ * rank to emit the trace. sim.c places every GPU op of every rank and
+ * ends every blocking call, collectives ending together on all their
+ * participants. emit.c writes gzip-compressed JSON.
+ *
+ * The timing model (hw.c, model.c) is tracegen's own: the ground truth of
+ * the traces. No other tool may include this header or link these files;
+ * prediction code must estimate from the traces it is given.
+ *
+ * Time is integer nanoseconds everywhere; the host clock of the record
+ * pass is local (it does not see the time a blocking call waits), and the
+ * simulation turns it into the job's clock by the shift each blocking
+ * call adds (see struct blk).
+ */
+#ifndef TG_H
+#define TG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TG_NONE UINT32_MAX
+#define TG_UNSET INT64_MIN
+
+/* A hardware profile: what the timing model knows of a GPU and its links. */
+struct tg_hw {
+	char name[32];     /* profile name, for messages */
+	char gpu[96];      /* deviceProperties name */
+	char arch[8];      /* "sm90", "sm80": kernel names */
+	int sms;           /* streaming multiprocessors */
+	int cc_major, cc_minor;
+	double mem_gib;    /* device memory */
+	double tflops;     /* dense BF16 peak, TFLOP/s */
+	double mem_gbps;   /* device memory bandwidth, GB/s */
+	double launch_us;  /* host time of a kernel launch call */
+	double gpu_lat_us; /* launch call end to kernel start, idle stream */
+	double event_us;   /* end of an op to the start of one waiting on it (event) */
+	double nvlink_gbps, nvlink_us; /* intra-node: bus bandwidth, per-step latency */
+	double net_gbps, net_us;       /* inter-node, per GPU */
+	double host_scale; /* host op times multiply by this */
+};
+
+int hw_builtin(const char *name, struct tg_hw *hw);
+extern const char hw_names[];  /* the built-in names, for messages */
+/* Read a profile file of `key value` lines; -1 with err set on bad data. */
+int hw_load(const char *path, struct tg_hw *hw, char *err, size_t errlen);
+
+enum { SCHED_1F1B, SCHED_GPIPE };
+
+/* The job as configured: model, parallelism, hardware, options. */
+struct tg_cfg {
+	int64_t layers, hidden, ffn, heads, seq, vocab, mbs, microbatches;
+	int64_t tp, pp, dp, gpus_per_node, iterations;
+	uint64_t seed;
+	int schedule;
+	int sync_records;  /* cuda_sync records */
+	int annotations;   /* microbatch and layer record_function ranges */
+	struct tg_hw hw;
+};
+
+/* Streams of a rank, and their CUDA stream ids in the trace. */
+enum { ST_COMPUTE, ST_TP, ST_DP, ST_MP, ST_PREV, ST_NEXT, NSTREAM };
+extern const int tg_stream_id[NSTREAM];
+
+/* Process-group kinds. P2P groups are directed pairs: (sender, direction). */
+enum { G_TP, G_DP, G_PP, G_MP, NGKIND };
+
+/* Collective kinds and NCCL protocols. */
+enum { C_ALLREDUCE, C_BROADCAST, C_SEND, C_RECV };
+enum { P_LL, P_LL128, P_SIMPLE };
+
+/*
+ * A GPU op of one rank, numbered in launch order. `ready` is the time it
+ * may start on an idle stream (its launch call's end plus the launch
+ * latency): host-local while recording, the job's clock once launched in
+ * the simulation. A collective's end comes from its instance.
+ */
+struct gop {
+	int64_t ready, dur;
+	int64_t start, end;  /* simulated; TG_UNSET until placed */
+	uint32_t dep;        /* first of ndep entries in the rank's dep array */
+	uint32_t inst;       /* collective instance, TG_NONE for computation */
+	int32_t gap;         /* GPU time from its stream's previous op to its start */
+	int32_t egap;        /* ... from the end of an op it waits for (event) */
+	uint16_t ndep;
+	uint8_t stream;
+	uint8_t reg;         /* arrival registered with its instance */
+};
+
+/*
+ * A call that blocks the host until GPU ops end (a synchronize, a
+ * blocking copy). While recording, the host clock goes on as if it took
+ * `min`; the simulation ends it at the later of start + min and the
+ * latest end of its deps plus `wake`, and the clock of everything after
+ * it moves by the difference.
+ */
+struct blk {
+	int64_t start, min, wake; /* host-local start; own time; wake-up after the wait */
+	int64_t end;              /* simulated (job clock) */
+	uint32_t ngop;            /* GPU ops launched before the call returns */
+	uint32_t dep;
+	uint16_t ndep;
+};
+
+/* What the simulation needs of one rank, and what it gives back. */
+struct tg_rank {
+	struct gop *gop;
+	size_t ngop, capgop;
+	uint32_t *dep;
+	size_t ndep, capdep;
+	struct blk *blk;
+	size_t nblk, capblk;
+	uint32_t *sq[NSTREAM]; /* gop indices per stream, in launch order */
+	size_t nsq[NSTREAM], capsq[NSTREAM];
+	int64_t t0;            /* where its host clock starts */
+};
+
+/* One collective (or one send/recv pair), as all its participants see it. */
+struct inst {
+	int64_t tmax, end, xfer;
+	uint16_t n, arrived;
+	uint8_t proto, kind;
+};
+
+/* A data-parallel gradient bucket of a pipeline stage. */
+struct bucket {
+	int64_t numel;
+	int after;   /* launched after the backward of this item (see job.c) */
+};
+
+/* The job: configuration, derived sizes, and every rank's record. */
+struct tg_job {
+	struct tg_cfg c;
+	int world;
+	int64_t lps;            /* layers per stage */
+	struct tg_rank *rk;     /* [world] */
+	struct inst *inst;
+	size_t ninst, capinst;
+	/* Instances of each process group, in order. */
+	uint32_t **ginst;
+	size_t *nginst, *capginst;
+	size_t ngroups;
+	int gbase[NGKIND + 1];  /* first group id of each kind; P2P after */
+	/* Buckets per stage. */
+	struct bucket **bk;
+	int *nbk;
+	/* Kernel templates (job.c). */
+	struct kt *kt;
+	int nkt;
+	struct ot *ot;
+	int not;
+	struct stagek *sk;      /* per stage: its own kernels */
+};
+
+/* model.c: the hidden timing model. */
+uint64_t tg_hash(uint64_t a, uint64_t b, uint64_t c);
+double tg_unit(uint64_t h);   /* [0, 1) */
+double tg_gauss(uint64_t h);  /* about N(0, 1), within +-3.5 */
+
+struct gemm_shape {
+	int tm, tn, block, smem, regs;
+	int64_t gx, gy;
+};
+int64_t model_gemm(const struct tg_hw *hw, int64_t m, int64_t n, int64_t k,
+    int fp32_out, struct gemm_shape *gs);
+int64_t model_mem(const struct tg_hw *hw, double bytes);
+int64_t model_flash(const struct tg_hw *hw, int64_t b, int64_t heads, int64_t s,
+    int64_t d, int backward, int64_t *blocks);
+int64_t model_coll(const struct tg_hw *hw, int kind, int64_t bytes, int n,
+    int internode, int *proto);
+int64_t model_copy(const struct tg_hw *hw, int64_t bytes, int d2h);
+
+/* job.c */
+int job_init(struct tg_job *J, const struct tg_cfg *c, char *err, size_t errlen);
+void job_release(struct tg_job *J);
+/* The record pass over every rank. */
+void job_record(struct tg_job *J);
+struct jw;
+/* The emit pass of one rank into w (after sim_run). */
+void job_emit(struct tg_job *J, int rank, struct jw *w);
+
+/* sim.c: place every GPU op and end every blocking call. -1 on a deadlock. */
+int sim_run(struct tg_job *J, char *err, size_t errlen);
+
+/*
+ * emit.c: a JSON writer into a gzip file. Text goes into a growable
+ * buffer; jw_flush compresses what no open event still needs to patch.
+ * Errors stick: jw_close reports the first.
+ */
+struct jw {
+	char *b;
+	size_t n, cap;
+	void *z;          /* z_stream */
+	unsigned char *zout;
+	int fd;
+	int err;          /* errno of the first failure, 0 if none */
+	uint64_t raw;     /* JSON bytes compressed so far */
+	int nev;          /* events written (for separators) */
+};
+int jw_open(struct jw *w, int fd);
+void jw_put(struct jw *w, const char *s, size_t n);
+void jw_puts(struct jw *w, const char *s);
+void jw_str(struct jw *w, const char *s);     /* a JSON string, quoted */
+void jw_int(struct jw *w, int64_t v);
+void jw_us(struct jw *w, int64_t ns);         /* microseconds, 3 decimals */
+size_t tg_fmt_us(char *buf, int64_t ns);     /* the same into buf (32 bytes) */
+void jw_insert(struct jw *w, size_t at, const char *s, size_t n);
+void jw_flush(struct jw *w);
+int jw_close(struct jw *w);                   /* 0, or the errno */
+
+/* Kineto-shaped events. ev_x_* write a complete event ('X') in parts. */
+void ev_begin(struct jw *w);
+void ev_x_head(struct jw *w, const char *cat, const char *name, int64_t pid,
+    int64_t tid, int64_t ts);
+void ev_x_dur(struct jw *w, int64_t dur);
+void ev_flow(struct jw *w, int start, uint64_t id, int64_t pid, int64_t tid,
+    int64_t ts, const char *cat);
+void ev_meta(struct jw *w, const char *name, int64_t pid, int64_t tid, int64_t ts,
+    const char *key, const char *sval, int64_t ival);
+
+#endif

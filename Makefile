@@ -82,8 +82,8 @@ deps:
 demo: deps
 	@$(MAKE) --no-print-directory all
 	rm -rf build/demo
-	bin/tracegen --preset tiny -d build/demo
-	bin/kineto2graph build/demo/*.json.gz | bin/graphsim | bin/graphstat --top 3
+	bin/tracegen --preset small -d build/demo
+	bin/kineto2graph build/demo/*.json.gz | bin/graph-deps --merge | bin/graphsim | bin/graphstat --top 3
 
 install: all
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1

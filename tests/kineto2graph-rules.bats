@@ -140,6 +140,18 @@ kern_b aten::add" ]
 	[ "$(cov wait_unresolved event_explicit.kg)" = 0 ]
 }
 
+@test "kineto2graph: the GPU's small delay after an event wait is kept on the event edge" {
+	# event_explicit.json with kern_s20 starting 2 µs after kern_s7_last
+	# ends (1100): rule 6 keeps the 2 µs the wait took as the event
+	# edge's delay, as it keeps such gaps on launch and stream edges.
+	jq -c '.traceEvents |= map(if .name == "kern_s20" then .ts = 1102 else . end)' \
+		"$RULES/event_explicit.json" > late.json
+	run -0 --separate-stderr kineto2graph -o late.kg late.json
+	run -0 edge_info late.kg event
+	[ "$output" = "kern_s7_last#31 -> kern_s20#37 dl=2000 on=7 via=cudaEventRecord#33 at=cudaStreamWaitEvent#35" ]
+	[ "$(cov gap_kept late.kg)" = 0 ]
+}
+
 @test "kineto2graph: without cuda_sync records an event wait is inferred from the streams of the launches around it" {
 	k2g event_inferred
 	check_edges event_inferred
@@ -237,6 +249,23 @@ aten::main_c -> aten::bwd_c dl=10000 on=- via=- at=-" ]
 	run -0 sh -c "graphcat -r handoff.kg | jq -c 'select(.r == \"proc\") | [.id, .k, .tid, .n, .main // false]'"
 	[ "$output" = '[0,"thread",100,"thread 100 (python)",true]
 [1,"thread",50,"thread 50 (pt_autograd_0)",false]' ]
+}
+
+@test "kineto2graph: a backward call per micro-batch hands over and back once per call" {
+	# handoff_mb.json, one step: fwd_0 1010-1050 (main), bwd_0 1060-1100
+	# (autograd), fwd_1 1110-1150 (main), bwd_1a 1165-1185 and bwd_1b
+	# 1190-1210 (autograd; nothing on the main thread between them: one
+	# run), step 1230-1270 (main). Two runs, each hung between the main
+	# thread's tasks around it, the delay the gap (µs -> ns).
+	k2g handoff_mb
+	run -0 edge_info handoff_mb.kg handoff
+	[ "$output" = "aten::bwd_0 -> aten::fwd_1 dl=10000 on=- via=- at=-
+aten::bwd_1b -> aten::step dl=20000 on=- via=- at=-
+aten::fwd_0 -> aten::bwd_0 dl=10000 on=- via=- at=-
+aten::fwd_1 -> aten::bwd_1a dl=15000 on=- via=- at=-" ]
+	# and the replay puts fwd_1 after bwd_0, step after bwd_1b
+	run -0 sh -c 'graphsim handoff_mb.kg | graphstat --csv | cut -d, -f3-5'
+	[ "${lines[1]}" = "260000,260000,0.0000" ]
 }
 
 @test "kineto2graph: --iteration keeps one ProfilerStep's tasks and refuses a step the trace lacks" {

@@ -521,14 +521,30 @@ full_coverage() {
 }
 
 @test "tracegen: every rank replays within 1% on the default hardware" {
-	# Known to fail until kineto2graph keeps the GPU's time after an event
-	# wait: rule 6 (GPU gaps) leaves out "a small gap left after an event
-	# wait", which the h100 profile puts at 1.5 us (real traces show 1 to
-	# 6 us), so every op held by a cross-stream wait replays early and the
-	# tiny job's ranks replay about 2% short. Remove this skip when it does.
-	skip "kineto2graph drops the GPU gap after an event wait (rule 6)"
-	tiny job
+	# h100: 1.5 us after each cross-stream wait, kept by kineto2graph's
+	# rule 6 on the event edges; both the explicit and the inferred path
+	local opt
+	for opt in "" "--no-sync-records --no-annotations" "--schedule gpipe"; do
+		rm -rf job
+		# shellcheck disable=SC2086
+		tiny job $opt
+		replay job/*.json.gz > err
+		awk '{ e = $3 < 0 ? -$3 : $3; if (e > 1) { print "rank " $1 " iteration " $2 ": " $3 "%"; bad = 1 } }
+			END { exit bad }' err
+	done
+}
+
+@test "tracegen: the small job (tp 2, pp 2, dp 2, 1F1B) replays within 1%, rank by rank and merged" {
+	tracegen --preset small -d job
 	replay job/*.json.gz > err
+	same "$(wc -l < err)" 16
+	awk '{ e = $3 < 0 ? -$3 : $3; if (e > 1) { print "rank " $1 " iteration " $2 ": " $3 "%"; bad = 1 } }
+		END { exit bad }' err
+	# merged: every collective a rendezvous across its ranks
+	kineto2graph -q job/*.json.gz | graph-deps --merge > job.kg
+	[ "$(cov coll_unmatched job.kg)" = 0 ]
+	graphsim job.kg | graphstat --csv | awk -F, 'NR > 1 { print $1, $2, $5 }' > err
+	same "$(wc -l < err)" 18
 	awk '{ e = $3 < 0 ? -$3 : $3; if (e > 1) { print "rank " $1 " iteration " $2 ": " $3 "%"; bad = 1 } }
 		END { exit bad }' err
 }

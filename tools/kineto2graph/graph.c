@@ -142,6 +142,7 @@ struct gb {
 	int werr;
 	int dry; /* a first pass that only settles durations */
 	struct umap evmap;  /* GPU event -> index in evheld */
+	struct umap evgap;  /* GPU event -> its small gap after an event wait (rule 6) */
 	int64_t *evheld;    /* latest end of the event waits into it */
 	size_t nevheld, capevheld;
 	struct gap *gaps;   /* rule 6, by position in the sorted GPU events */
@@ -515,6 +516,8 @@ edge(struct gb *g, uint32_t src, uint32_t dst, int kind, int64_t delay, int how,
 	e.src = g->task[src];
 	e.dst = g->task[dst];
 	e.kind = kind;
+	if (kind == KG_E_EVENT && umap_get(&g->evgap, dst) != KG_NONE)
+		delay += umap_get(&g->evgap, dst);
 	e.delay = delay > 0 ? delay : 0;
 	e.how = how;
 	e.on = on == KG_NONE ? KG_NONE : g->outproc[on];
@@ -1003,10 +1006,13 @@ explain_gaps(struct gb *g, const uint32_t *gpu, size_t ngpu)
 			continue;
 		if (e->ts - held <= GAP_SLACK) {
 			/* A small gap: the GPU's own time between tasks (about
-			 * a microsecond on a busy stream, a few after a launch).
-			 * It is kept on the edge that held the task last. */
-			if (gp.on_launch == 3)
+			 * a microsecond on a busy stream, a few after a launch
+			 * or an event wait). It is kept on the edge that held
+			 * the task last: for an event wait, on its event edges. */
+			if (gp.on_launch == 3) {
+				umap_put(&g->evgap, x, (uint32_t)(e->ts - held));
 				continue;
+			}
 			gp.src = KG_NONE;
 			gp.dl = e->ts - held;
 			gp.small = 1;
@@ -1097,11 +1103,22 @@ main_after(const struct gb *g, const uint32_t *m, size_t n, int64_t ts)
 	return lo < n ? m[lo] : KG_NONE;
 }
 
+/* Did a main-thread leaf start in [a, b)? */
+static int
+main_between(const struct gb *g, const uint32_t *m, size_t n, int64_t a, int64_t b)
+{
+	uint32_t x = main_after(g, m, n, a);
+
+	return x != KG_NONE && g->t->ev[x].ts < b;
+}
+
 /*
  * Rule 5: a thread other than the main one that runs CPU ops (autograd's
- * backward thread) starts each iteration's work after the main thread's
- * last task that had ended by then, and the main thread's first task
- * after that work ends waits for it.
+ * backward thread) works in runs: its tasks of one iteration, split where
+ * the main thread ran in between (a training loop that calls backward
+ * once per micro-batch hands over once per call). Each run starts after
+ * the main thread's last task that had ended by then, and the main
+ * thread's first task after the run ends waits for it.
  */
 static void
 handoff(struct gb *g, const uint32_t *cpu, size_t ncpu, const uint8_t *leaf)
@@ -1129,7 +1146,11 @@ handoff(struct gb *g, const uint32_t *cpu, size_t ncpu, const uint8_t *leaf)
 
 			if (x != KG_NONE && !(leaf[x] && g->sel[x]))
 				continue;
-			if (first != KG_NONE && (x == KG_NONE || g->iter[x] != g->iter[first])) {
+			/* A run ends with the iteration, or where the main
+			 * thread ran between two of its tasks (it was waiting,
+			 * as in a backward call per micro-batch). */
+			if (first != KG_NONE && (x == KG_NONE || g->iter[x] != g->iter[first] ||
+			    main_between(g, m, nm, end_of(&t->ev[lastx]), t->ev[x].ts))) {
 				uint32_t a = main_before(g, m, nm, t->ev[first].ts);
 				uint32_t b = main_after(g, m, nm, end_of(&t->ev[lastx]));
 
@@ -1316,6 +1337,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	g.task = xmalloc(t->nev * sizeof(*g.task));
 	umap_init(&g.newdur, 64);
 	umap_init(&g.evmap, 64);
+	umap_init(&g.evgap, 64);
 	for (i = 0; i < t->nev; i++) {
 		const struct ev *e = &t->ev[i];
 
@@ -1592,6 +1614,7 @@ out_free:
 	free(g.task);
 	umap_release(&g.newdur);
 	umap_release(&g.evmap);
+	umap_release(&g.evgap);
 	free(g.evheld);
 	free(g.gaps);
 	free(g.durv);

@@ -571,7 +571,8 @@ write_job(struct job *j, struct gout *g)
 	}
 	for (i = 0; i < j->nrk; i++)
 		t0[i] -= first;
-	qsort(j->iters, j->niters, sizeof(*j->iters), cmp_i64);
+	if (j->niters > 1)
+		qsort(j->iters, j->niters, sizeof(*j->iters), cmp_i64);
 	for (i = 0; i < j->ntools; i++)
 		tools[i] = j->tools[i];
 	tools[j->ntools] = PRODUCER;

@@ -33,7 +33,7 @@ for line in open(jobf):
 rows = list(csv.DictReader(open(statf)))
 job = [r for r in rows if r["rank"] == "job"]
 ranks = [r for r in rows if r["rank"] != "job"]
-span = float(job[0]["measured_ns"])
+span = max(float(r["measured_ns"]) for r in job)
 
 # groups: a star from the lowest rank's task
 groups = {}
@@ -49,22 +49,25 @@ for g in groups.values():
     for m, s in zip(mend, send):
         errs.append(100 * (s - m) / span)
 
-print("### %s: %d ranks merged\n" % (name, len(ranks)))
+print("### %s: %d ranks merged\n" % (name, len({r["rank"] for r in ranks})))
 print("`kineto2graph r*.json.gz | graph-deps --merge | graphsim | graphstat`: "
       "%d collectives matched across ranks (%d kernels; %d unmatched); clock "
       "offsets estimated, ranks %s: %s ns.\n" % (
           len(groups), cov.get("coll_matched", 0), cov.get("coll_unmatched", 0),
           ", ".join(str(r) for r in header.get("ranks", [])),
           ", ".join(str(c) for c in header.get("clk", []))))
-print("| rank | measured ms | simulated ms | error % |")
-print("|---|---:|---:|---:|")
+ae_rank = [abs(float(r["error_pct"])) for r in ranks]
+print("Per rank and iteration: mean absolute error %.3f%%, maximum %.3f%%.\n" % (
+    sum(ae_rank) / len(ae_rank), max(ae_rank)))
+print("| rank | iteration | measured ms | simulated ms | error % |")
+print("|---|---:|---:|---:|---:|")
 for r in ranks + job:
-    print("| %s | %.3f | %.3f | %+.3f |" % (r["rank"], float(r["measured_ns"]) / 1e6,
-          float(r["simulated_ns"]) / 1e6, float(r["error_pct"])))
+    print("| %s | %s | %.3f | %.3f | %+.3f |" % (r["rank"], r["iteration"],
+          float(r["measured_ns"]) / 1e6, float(r["simulated_ns"]) / 1e6, float(r["error_pct"])))
 ae = [abs(e) for e in errs]
 print("\nCollective ends (every participant of every matched collective, %d in "
       "all), simulated against measured, from the job's start, in %% of the job's "
-      "measured span: mean absolute %.3f%%, maximum %.3f%%. The traced ends of one "
+      "measured span (the longest iteration's): mean absolute %.3f%%, maximum %.3f%%. The traced ends of one "
       "collective's participants, after the clock correction, lie within "
       "%.3f%% of the span of each other at most (mean %.3f%%): the part of the "
       "rendezvous model (all end together) that the trace does not bear out.\n" % (

@@ -1556,9 +1556,20 @@ kg_read(struct kg_reader *r, struct kg_rec *rec)
 			if (d.c.err != MP_ETRUNC)
 				return -1;
 		}
-		ret = fill(r);
-		if (ret < 0)
-			return -1;
+		/* More bytes: at least as many again as the record had, so a
+		 * large record (a sim record's arrays) is decoded a few times,
+		 * not once per chunk. */
+		{
+			size_t have = r->len - r->off, got = 0;
+
+			do {
+				ret = fill(r);
+				if (ret < 0)
+					return -1;
+				got += (size_t)ret;
+			} while (ret > 0 && got < have);
+			ret = got > 0;
+		}
 		if (ret == 0) {
 			if (r->len != r->off) {
 				seterr(r->err, "truncated graph stream (ends inside record %llu)",

@@ -32,20 +32,21 @@ mkrank() {
 		. as $t
 		| (reduce ($t[] | .n, .pg, .pgr | select(. != null)) as $s
 			([]; if any(.[]; . == $s) then . else . + [$s] end)) as $strs
+		| ([$t[] | .tid // 7] | unique) as $tids
 		| def sid($s): $strs | index([$s]);
 		{r: "header", format: "kgraph", major: 1, minor: 2, producer: "t", unit: "ns",
 		 rank: $rank, world: $world, tools: ["kineto2graph 0.1"]},
 		($strs | to_entries[] | {r: "str", id: .key, s: .value}),
-		{r: "proc", id: 0, k: "stream", pid: $rank, tid: 7},
+		($tids | to_entries[] | {r: "proc", id: .key, k: "stream", pid: $rank, tid: .value}),
 		($t | to_entries[] | .key as $i | .value as $x
-			| {r: "task", id: $i, p: 0, k: ($x.k // "coll"), n: sid($x.n),
+			| {r: "task", id: $i, p: ($tids | index([$x.tid // 7])), k: ($x.k // "coll"), n: sid($x.n),
 			   d: $x.d, ts: $x.ts, it: -1}
 			+ (if $x.coll then {coll: $x.coll} else {} end)
 			+ (if $x.gs then {gs: $x.gs} else {} end)
 			+ (if $x.pg then {pg: sid($x.pg)} else {} end)
 			+ (if $x.pgr then {pgr: sid($x.pgr)} else {} end)
 			+ (if $x.seq then {seq: $x.seq} else {} end)),
-		{r: "end", tasks: ($t | length), edges: 0, procs: 1, strs: ($strs | length)}
+		{r: "end", tasks: ($t | length), edges: 0, procs: ($tids | length), strs: ($strs | length)}
 	' | mkstream
 }
 
@@ -420,6 +421,27 @@ times() {
 	EOF
 	[ "$(cov coll_matched job.kg)" -eq 2 ]
 	[ "$(cov coll_unmatched job.kg)" -eq 4 ]
+}
+
+@test "graph-deps --merge: without metadata, each stream and type is a sequence of its own" {
+	# Two communicators on streams 7 and 9, issued in another order on
+	# each rank: rank 0 ar (7) then a2a (9), rank 1 a2a (9) then ar (7).
+	# By size alone the first of each rank would pair ar with a2a; by
+	# size, stream and type both pairs match.
+	mkrank 0 2 > r0.kg <<-'EOF'
+	{"n":"ar/0","coll":"allreduce","ts":100,"d":30,"tid":7}
+	{"n":"a2a/0","coll":"alltoall","ts":150,"d":30,"tid":9}
+	EOF
+	mkrank 1 2 > r1.kg <<-'EOF'
+	{"n":"a2a/1","coll":"alltoall","ts":90,"d":90,"tid":9}
+	{"n":"ar/1","coll":"allreduce","ts":120,"d":10,"tid":7}
+	EOF
+	graph-deps --merge r0.kg r1.kg > job.kg
+	diff - <(rank_edges job.kg) <<-'EOF'
+	a2a/0 -> a2a/1 inferred
+	ar/0 -> ar/1 inferred
+	EOF
+	[ "$(cov coll_unmatched job.kg)" -eq 0 ]
 }
 
 # --- clocks --------------------------------------------------------------

@@ -140,6 +140,23 @@ overlap(const struct iv *x, size_t nx, const struct iv *y, size_t ny)
 	return s;
 }
 
+/* |iv ∩ x| for one interval and a merged list: from the first of x that ends after iv starts. */
+static int64_t
+overlap1(struct iv iv, const struct iv *x, size_t nx)
+{
+	size_t lo = 0, hi = nx;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (x[mid].b <= iv.a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return overlap(&iv, 1, x + lo, nx - lo);
+}
+
 struct section {
 	struct stask *t;
 	size_t n, cap;
@@ -260,9 +277,9 @@ view(struct section *s, const struct stask *t, size_t n, int simv, struct view *
 			if (s->pkind[x->proc] != KG_STREAM || iv.b <= iv.a)
 				continue;
 			if (x->kind == KG_COLL)
-				expo[x->name] += (iv.b - iv.a) - overlap(&iv, 1, s->a, na);
+				expo[x->name] += (iv.b - iv.a) - overlap1(iv, s->a, na);
 			else
-				expo[x->name] += (iv.b - iv.a) - overlap(&iv, 1, s->b, nb);
+				expo[x->name] += (iv.b - iv.a) - overlap1(iv, s->b, nb);
 		}
 #undef TS
 #undef TE

@@ -10,8 +10,9 @@
  * Matching. A collective (a `coll` task) belongs to a group:
  *   - the process-group ranks the trace records (`pgr`, "[0, 1]");
  *   - else the process-group name (`pg`): the ranks that use it;
- *   - else its group size (`gs`, else the world size), when exactly that
- *     many ranks have such collectives.
+ *   - else its group size (`gs`, else the world size), its stream (the
+ *     CUDA stream id: one communicator's kernels share one) and its type,
+ *     when exactly that many ranks have such collectives.
  * Within a group, the k-th collective of each participant (in order of
  * start; in order of sequence number when every one has one, matching
  * equal numbers) is one instance. An instance matches when it has one
@@ -88,6 +89,12 @@ struct centry {
 	int64_t inst;   /* sequence number or position in its group */
 	int64_t ts;
 };
+
+static int
+p2p(int c)
+{
+	return c == KG_COLL_SEND || c == KG_COLL_RECV;
+}
 
 static uint32_t
 remap(const uint32_t *smap, size_t n, uint32_t id)
@@ -297,12 +304,6 @@ parse_ranks(const struct job *j, const char *s, uint32_t *out, size_t max, int *
 	return n;
 }
 
-static int
-p2p(int c)
-{
-	return c == KG_COLL_SEND || c == KG_COLL_RECV;
-}
-
 /*
  * Match the collectives; fill in rank edges, transfer times and counts.
  * Returns the matched instances' (rank index, traced end) pairs for the
@@ -347,10 +348,13 @@ match(struct job *j, int64_t **endsp, uint32_t **erkp, size_t **istartp, size_t 
 				e.key = intern_get(&keys, s, len + 2);
 				free(s);
 			} else {
+				/* no metadata: size, stream and type (send and
+				 * receive as one, to pair them) */
 				int64_t size = k->gsize > 0 ? k->gsize : rk->world;
 
-				e.key = intern_get(&keys, buf,
-				    (size_t)snprintf(buf, sizeof(buf), "s:%lld", (long long)size));
+				e.key = intern_get(&keys, buf, (size_t)snprintf(buf, sizeof(buf),
+				    "s:%lld:%lld:%d", (long long)size, (long long)j->proc[k->proc].tid,
+				    p2p(k->coll) ? KG_COLL_SEND : k->coll));
 			}
 			e.task = (uint32_t)t;
 			e.rk = (uint32_t)i;

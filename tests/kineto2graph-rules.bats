@@ -268,6 +268,30 @@ aten::fwd_1 -> aten::bwd_1a dl=15000 on=- via=- at=-" ]
 	[ "${lines[1]}" = "260000,260000,0.0000" ]
 }
 
+@test "kineto2graph: tasks take phase, micro-batch and layer from the ranges around them, innermost first" {
+	# tags.json: "forward-backward" (1005-1205) says no phase (both
+	# words); "microbatch_1/forward" (1010-1110) gives fwd and mb 1;
+	# "decoder.layers.2" (1020-1060) layer 2 to aten::mm and to the
+	# launch at 1040, and through it to its kernel gemm (which runs at
+	# 1050-1080, after the range ends: a GPU task is tagged where its
+	# launch is); "Layer 3" (1070-1100) layer 3; aten::loss at 1150 is in
+	# no range that says anything; aten::mm_bwd runs on the autograd
+	# thread: bwd, inferred; "Optimizer.step#Adam.step" gives opt.
+	k2g tags
+	run -0 tasks tags.kg 'true' '\(.n) \(.ph // "-") \(.mb // "-") \(.ly // "-")'
+	[ "$output" = "aten::mm fwd 1 2
+cudaLaunchKernel fwd 1 2
+gemm fwd 1 2
+aten::gelu fwd 1 3
+aten::loss - - -
+aten::mm_bwd bwd - -
+aten::add_ opt - -" ]
+	[ "$(cov tag_phase tags.kg)" = 5 ]
+	[ "$(cov tag_phase_inferred tags.kg)" = 1 ]
+	[ "$(cov tag_mb tags.kg)" = 4 ]
+	[ "$(cov tag_layer tags.kg)" = 4 ]
+}
+
 @test "kineto2graph: --iteration keeps one ProfilerStep's tasks and refuses a step the trace lacks" {
 	# Every step: aten::setup (900 µs) lies outside both steps and is
 	# dropped; the rest gives 6 tasks, steps listed ascending though the

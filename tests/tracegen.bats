@@ -548,3 +548,20 @@ full_coverage() {
 	awk '{ e = $3 < 0 ? -$3 : $3; if (e > 1) { print "rank " $1 " iteration " $2 ": " $3 "%"; bad = 1 } }
 		END { exit bad }' err
 }
+
+@test "tracegen: kineto2graph tags layers and micro-batches from the annotations, and only the phase without" {
+	# tiny: 4 layers over 2 stages, rank 0 holds layers 0 and 1; with
+	# annotations its tasks carry those layers; without, only the
+	# backward thread's phase is left to infer
+	tiny job --ranks 0
+	kineto2graph -q job/rank-0.json.gz > a.kg
+	[ "$(cov tag_layer a.kg)" -gt 0 ]
+	[ "$(cov tag_mb a.kg)" -gt 0 ]
+	[ "$(graphcat a.kg | jq -c -s '[.[] | select(.r == "task" and .ly != null) | .ly] | unique')" = "[0,1]" ]
+	rm -rf job
+	tiny job --ranks 0 --no-annotations
+	kineto2graph -q job/rank-0.json.gz > b.kg
+	[ "$(cov tag_layer b.kg)" = 0 ]
+	[ "$(cov tag_mb b.kg)" = 0 ]
+	[ "$(cov tag_phase_inferred b.kg)" -gt 0 ]
+}

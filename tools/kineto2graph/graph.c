@@ -146,6 +146,8 @@ struct gb {
 	int64_t *evheld;    /* latest end of the event waits into it */
 	size_t nevheld, capevheld;
 	struct gap *gaps;   /* rule 6, by position in the sorted GPU events */
+	struct tagger tags; /* rule 7 */
+	uint8_t *bwd;       /* per proc: a backward thread (rule 7) */
 	uint64_t nedges;
 };
 
@@ -1200,13 +1202,14 @@ cmp_outproc_q(const void *a, const void *b)
 	return cmp_outproc(a, b, sort_trace, sort_main);
 }
 
-/* Fill a task record for event x. */
-static void
+/* Fill a task record for event x; the structure tags' bits (tags_at). */
+static int
 make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 {
 	const struct trace *t = g->t;
 	const struct ev *e = &t->ev[x];
 	uint32_t op = KG_NONE;
+	int tagged = 0;
 
 	kg_task_init(k);
 	k->id = g->task[x];
@@ -1239,13 +1242,19 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 		k->op = t->ev[op].name;
 		k->shapes = t->ev[op].shapes;
 	}
+	/* Rule 7: a CPU task is tagged where it starts, a GPU task where its
+	 * launch call does. */
+	if (e->cls == EV_OP || e->cls == EV_RT)
+		tagged = tags_at(&g->tags, e->proc, e->ts, k);
+	else if (g->launch[x] != KG_NONE)
+		tagged = tags_at(&g->tags, t->ev[g->launch[x]].proc, t->ev[g->launch[x]].ts, k);
 	if (e->cls == EV_KERN) {
 		int c = nccl_kernel(t->str.str[e->name]), opc = KG_COLL_NONE, depth;
 		const struct collmeta *cm = NULL;
 		uint32_t up;
 
 		if (c < 0)
-			return;
+			return tagged;
 		k->kind = KG_COLL;
 		/* Metadata on the kernel, else on the nearest enclosing op that
 		 * has it; the type, failing metadata, from a c10d:: op's name. */
@@ -1281,6 +1290,7 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 				k->bytes = (uint64_t)ne * (uint64_t)sz;
 		}
 	}
+	return tagged;
 }
 
 int
@@ -1299,7 +1309,8 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	int64_t *iters = NULL;
 	size_t niters = 0;
 	const char *tools[1];
-	int rc = -1;
+	int rc = -1, tagged;
+	int64_t tagcount[4] = { 0, 0, 0, 0 };
 
 	memset(&g, 0, sizeof(g));
 	g.t = t;
@@ -1507,12 +1518,26 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		if (kg_write_proc(w, &p) < 0)
 			goto werr;
 	}
+	/* Rule 7: backward threads (as for hand-offs: not the main thread,
+	 * and running CPU ops), and the ranges that tag tasks. */
+	g.bwd = xcalloc(t->nproc + 1, 1);
+	for (i = 0; i < ncpu; i++) {
+		const struct ev *e = &t->ev[cpu[i]];
+
+		if (e->proc != g.main_proc && e->cls == EV_OP && iter_selected(&g, g.iter[cpu[i]]))
+			g.bwd[e->proc] = 1;
+	}
+	tags_build(&g.tags, t, g.bwd);
 	for (i = 0; i < g.ntask; i++) {
 		struct kg_task k;
 
-		make_task(&g, g.order[i], tbase, &k);
+		tagged = make_task(&g, g.order[i], tbase, &k);
 		if (kg_write_task(w, &k) < 0)
 			goto werr;
+		tagcount[0] += (tagged & 1) != 0;
+		tagcount[1] += (tagged & 8) != 0;
+		tagcount[2] += (tagged & 2) != 0;
+		tagcount[3] += (tagged & 4) != 0;
 		{
 			char cname[16];
 
@@ -1589,6 +1614,10 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	if (g.werr)
 		goto werr;
 
+	kg_cov_add(cov, "tag_phase", tagcount[0]);
+	kg_cov_add(cov, "tag_phase_inferred", tagcount[1]);
+	kg_cov_add(cov, "tag_mb", tagcount[2]);
+	kg_cov_add(cov, "tag_layer", tagcount[3]);
 	kg_cov_add(cov, "events", (int64_t)t->nevents);
 	for (i = 0; i < t->cov.n; i++)
 		kg_cov_add(cov, t->cov.name[i], t->cov.val[i]);
@@ -1617,6 +1646,8 @@ out_free:
 	umap_release(&g.evgap);
 	free(g.evheld);
 	free(g.gaps);
+	free(g.bwd);
+	tags_release(&g.tags);
 	free(g.durv);
 	free(g.durpre);
 	free(g.order);

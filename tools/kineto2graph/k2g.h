@@ -112,4 +112,34 @@ struct build_opts {
 int graph_build(struct trace *t, const struct build_opts *o,
     struct kg_writer *w, struct kg_cov *cov, char *err, size_t errlen);
 
+/*
+ * Rule 7, structure tags (tags.c): the phase, micro-batch and layer of a
+ * task from the record_function ranges (user_annotation) around it on
+ * its thread, the phase also from the thread itself (autograd's).
+ */
+struct annot {
+	int64_t ts, end;
+	uint32_t proc, parent; /* parent: the range around it, KG_NONE */
+	int8_t ph;             /* enum kg_phase, KG_PH_NONE if the name says none */
+	int32_t mb, ly;        /* -1 if the name says none */
+};
+
+struct tagger {
+	struct annot *a;       /* by proc, then start */
+	size_t n;
+	size_t *first;         /* per proc: index of its first range; [nproc] = n */
+	const uint8_t *bwd;    /* per proc: a backward thread */
+	size_t nproc;
+};
+
+/* Index t's ranges (all but ProfilerStep); bwd[proc] marks backward threads. */
+void tags_build(struct tagger *tg, const struct trace *t, const uint8_t *bwd);
+/*
+ * Tag k as at time ts on thread proc: returns a bit set of what came from
+ * a range (1 phase, 2 micro-batch, 4 layer) and 8 when the phase was
+ * inferred from the thread.
+ */
+int tags_at(const struct tagger *tg, uint32_t proc, int64_t ts, struct kg_task *k);
+void tags_release(struct tagger *tg);
+
 #endif

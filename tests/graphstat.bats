@@ -21,7 +21,7 @@ fixture() {
 }
 
 CSV_HEADER=rank,iteration,measured_ns,simulated_ns,error_pct,exposed_compute_ns,overlapped_ns,exposed_comm_ns,other_ns,measured_exposed_compute_ns,measured_overlapped_ns,measured_exposed_comm_ns,measured_other_ns,measured_util,simulated_util
-USAGE="usage: graphstat [--json | --csv] [--util FILE] [--colls FILE] [--top N] [FILE ...]"
+USAGE="usage: graphstat [--json | --csv] [--util FILE] [--colls FILE] [--comm FILE] [--gpus-per-node N] [--top N] [FILE ...]"
 
 # --- the checklist -----------------------------------------------------------
 
@@ -469,4 +469,46 @@ mkjob() {
 	fixture basic
 	run -0 graphstat --colls colls.csv basic.kg
 	[ "$(cat colls.csv)" = "collective,iteration,name,rank,measured_wait_ns,simulated_wait_ns,measured_last_rank,simulated_last_rank" ]
+}
+
+# Three all-reduces between two ranks, their transfer times made by hand
+# from alpha 1000 ns a step (2 steps for 2 ranks) and beta 10 bytes/ns
+# (10 GB/s) over 2(n-1)/n = 1 of the message: 1000, 10000 and 100000
+# bytes take 2100, 3000 and 12000 ns. The fit gets both back exactly.
+mkcomm() {
+	mkstream <<-'EOF'
+	{"r":"header","format":"kgraph","major":1,"minor":2,"producer":"t","unit":"ns","rank":-1,"world":2,"ranks":[0,1],"clk":[0,0],"t0":[0,0]}
+	{"r":"str","id":0,"s":"nccl"}
+	{"r":"proc","id":0,"k":"stream","pid":0,"tid":7,"rank":0}
+	{"r":"proc","id":1,"k":"stream","pid":0,"tid":7,"rank":1}
+	{"r":"task","id":0,"p":0,"k":"coll","n":0,"d":2100,"ts":0,"it":1,"coll":"allreduce","by":1000}
+	{"r":"task","id":1,"p":0,"k":"coll","n":0,"d":3000,"ts":5000,"it":1,"coll":"allreduce","by":10000}
+	{"r":"task","id":2,"p":0,"k":"coll","n":0,"d":12000,"ts":10000,"it":1,"coll":"allreduce","by":100000}
+	{"r":"task","id":3,"p":1,"k":"coll","n":0,"d":2100,"ts":0,"it":1,"coll":"allreduce","by":1000}
+	{"r":"task","id":4,"p":1,"k":"coll","n":0,"d":3000,"ts":5000,"it":1,"coll":"allreduce","by":10000}
+	{"r":"task","id":5,"p":1,"k":"coll","n":0,"d":12000,"ts":10000,"it":1,"coll":"allreduce","by":100000}
+	{"r":"edge","src":0,"dst":3,"k":"rank"}
+	{"r":"edge","src":1,"dst":4,"k":"rank"}
+	{"r":"edge","src":2,"dst":5,"k":"rank"}
+	{"r":"end","tasks":6,"edges":3,"procs":2,"strs":1}
+	EOF
+}
+
+@test "graphstat: the communication model fitted on a job's collectives gets alpha and beta back" {
+	mkcomm > comm.kg
+	run -0 --separate-stderr graphstat --comm comm.csv comm.kg
+	grep -q '^  allreduce      intra      3  alpha    1.000 us  beta    10.00 GB/s  error   0.00%$' <<< "$output"
+	[ "$(cat comm.csv)" = 'collective,iteration,type,ranks,bytes,link,transfer_ns,model_ns,error_pct
+0,1,allreduce,2,1000,intra,2100,2100,0.000
+1,1,allreduce,2,10000,intra,3000,3000,0.000
+2,1,allreduce,2,100000,intra,12000,12000,0.000' ]
+}
+
+@test "graphstat: --gpus-per-node puts a group across nodes on the inter-node link" {
+	mkcomm > comm.kg
+	run -0 --separate-stderr graphstat --gpus-per-node 1 --comm comm.csv comm.kg
+	grep -q '^  allreduce      inter      3  alpha    1.000 us' <<< "$output"
+	[ "$(cut -d, -f6 comm.csv | sort -u | tr '\n' ' ')" = "inter link " ]
+	run -2 --separate-stderr graphstat --gpus-per-node 0 comm.kg
+	[ "${stderr_lines[0]}" = "graphstat: invalid --gpus-per-node '0'" ]
 }

@@ -32,7 +32,8 @@
 #include "util.h"
 
 static const char usage[] =
-    "graphstat [--json | --csv] [--util FILE] [--colls FILE] [--top N] [FILE ...]";
+    "graphstat [--json | --csv] [--util FILE] [--colls FILE] [--comm FILE] "
+    "[--gpus-per-node N] [--top N] [FILE ...]";
 
 static const char help[] =
     "Report iteration time, breakdown and utilization of graph streams,\n"
@@ -42,6 +43,9 @@ static const char help[] =
     "      --csv         one CSV row per (rank, iteration), with a header\n"
     "      --util FILE   write the 1 ms utilization series to FILE as CSV\n"
     "      --colls FILE  write each collective's waits per rank (job sections) as CSV\n"
+    "      --comm FILE   write each collective's transfer time against the fitted\n"
+    "                    communication model (job sections) as CSV\n"
+    "      --gpus-per-node N  ranks per node, for the model's links (default 8)\n"
     "      --top N       list the N kernels with the most exposed time (default 10)\n"
     "  -h, --help        this help\n"
     "      --version     the version\n"
@@ -54,8 +58,9 @@ enum fmt { F_TEXT, F_JSON, F_CSV };
 
 struct opts {
 	int fmt;
-	const char *util, *colls;
+	const char *util, *colls, *comm;
 	int top;
+	int64_t gpus_per_node;
 };
 
 struct iv {
@@ -441,6 +446,8 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 	if (o->fmt != F_TEXT)
 		return;
 	colls_text(&s->colls, r, o->top);
+	if (o->top > 0)
+		colls_comm(&s->colls, NULL, NULL, 1);
 	/* Coverage and the kernels with the most exposed time. */
 	if (s->cov.n > 0) {
 		printf("  coverage:");
@@ -467,8 +474,8 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 }
 
 static int
-process(const struct opts *o, const char *path, FILE *util, FILE *colls, int *header,
-    int *cheader)
+process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *comm,
+    int *header, int *cheader, int *mheader)
 {
 	struct gin in;
 	struct section s;
@@ -485,6 +492,7 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, int *he
 			s.rank = in.rec.header.rank;
 			s.job = in.rec.header.nranks > 0;
 			colls_reset(&s.colls);
+			s.colls.gpus_per_node = o->gpus_per_node;
 			s.sim = 0;
 			kg_cov_release(&s.cov);
 			break;
@@ -509,6 +517,9 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, int *he
 			x.ss = x.se = 0;
 			x.it = in.rec.task.iter;
 			x.rank = s.prank[in.rec.task.proc];
+			if (in.rec.task.kind == KG_COLL)
+				colls_task(&s.colls, in.rec.task.id, in.rec.task.coll, in.rec.task.bytes,
+				    in.rec.task.dur);
 			x.proc = in.rec.task.proc;
 			x.name = in.rec.task.name;
 			x.kind = (uint8_t)in.rec.task.kind;
@@ -550,6 +561,8 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, int *he
 			report_section(o, &s, &in.r, util, header);
 			if (colls != NULL)
 				colls_csv(&s.colls, &in.r, colls, cheader);
+			if (comm != NULL)
+				colls_comm(&s.colls, comm, mheader, 0);
 			break;
 		}
 		}
@@ -576,19 +589,22 @@ main(int argc, char **argv)
 		{ "csv", no_argument, NULL, 'C' },
 		{ "util", required_argument, NULL, 'U' },
 		{ "colls", required_argument, NULL, 'K' },
+		{ "comm", required_argument, NULL, 'M' },
+		{ "gpus-per-node", required_argument, NULL, 'G' },
 		{ "top", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct opts o;
-	FILE *util = NULL, *colls = NULL;
-	int c, i, rc = 0, header = 0, cheader = 0;
+	FILE *util = NULL, *colls = NULL, *comm = NULL;
+	int c, i, rc = 0, header = 0, cheader = 0, mheader = 0;
 	int64_t v;
 
 	cli_init("graphstat");
 	memset(&o, 0, sizeof(o));
 	o.top = 10;
+	o.gpus_per_node = 8;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'J':
@@ -604,6 +620,16 @@ main(int argc, char **argv)
 			break;
 		case 'K':
 			o.colls = optarg;
+			break;
+		case 'M':
+			o.comm = optarg;
+			break;
+		case 'G':
+			if (parse_i64(optarg, 1, 1 << 20, &v) < 0) {
+				errmsg("invalid --gpus-per-node '%s'", optarg);
+				usage_exit(usage);
+			}
+			o.gpus_per_node = v;
 			break;
 		case 'T':
 			if (parse_i64(optarg, 0, 100000, &v) < 0) {
@@ -635,12 +661,18 @@ main(int argc, char **argv)
 		errmsg("%s: %s", o.colls, strerror(errno));
 		return 1;
 	}
+	if (o.comm != NULL && (comm = fopen(o.comm, "w")) == NULL) {
+		errmsg("%s: %s", o.comm, strerror(errno));
+		return 1;
+	}
 	if (argc == 0)
-		rc = process(&o, NULL, util, colls, &header, &cheader);
+		rc = process(&o, NULL, util, colls, comm, &header, &cheader, &mheader);
 	for (i = 0; i < argc; i++)
-		rc |= process(&o, argv[i], util, colls, &header, &cheader);
+		rc |= process(&o, argv[i], util, colls, comm, &header, &cheader, &mheader);
 	if (colls != NULL && !cheader) /* no job section: the header alone */
 		colls_csv(&(struct colls){ 0 }, NULL, colls, &cheader);
+	if (comm != NULL && !mheader)
+		colls_comm(&(struct colls){ 0 }, comm, &mheader, 0);
 	if (util != NULL) {
 		int bad = ferror(util);
 
@@ -654,6 +686,14 @@ main(int argc, char **argv)
 
 		if (fclose(colls) != 0 || bad) {
 			errmsg("%s: write error: %s", o.colls, strerror(errno ? errno : EIO));
+			rc = 1;
+		}
+	}
+	if (comm != NULL) {
+		int bad = ferror(comm);
+
+		if (fclose(comm) != 0 || bad) {
+			errmsg("%s: write error: %s", o.comm, strerror(errno ? errno : EIO));
 			rc = 1;
 		}
 	}

@@ -8,7 +8,7 @@
 void
 colls_reset(struct colls *c)
 {
-	c->ne = c->ng = c->nmem = 0;
+	c->ne = c->ng = c->nmem = c->nci = 0;
 	c->sim = 0;
 }
 
@@ -19,7 +19,33 @@ colls_release(struct colls *c)
 	free(c->dst);
 	free(c->g);
 	free(c->mem);
+	free(c->ci);
 	memset(c, 0, sizeof(*c));
+}
+
+void
+colls_task(struct colls *c, uint32_t id, int coll, uint64_t bytes, int64_t d)
+{
+	struct cinfo x = { id, (uint8_t)coll, bytes, d };
+
+	VEC_PUSH(c->ci, c->nci, c->capci, x);
+}
+
+/* The collective task record of task id, or NULL. */
+static const struct cinfo *
+cinfo(const struct colls *c, uint32_t id)
+{
+	size_t lo = 0, hi = c->nci;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (c->ci[mid].task < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < c->nci && c->ci[lo].task == id ? &c->ci[lo] : NULL;
 }
 
 void
@@ -131,6 +157,23 @@ colls_build(struct colls *c, const struct stask *t, size_t n, int sim)
 		g->nm++;
 	}
 	for (k = 0; k < c->ng; k++) {
+		struct cgroup *g = &c->g[k];
+		const struct cinfo *x = cinfo(c, ids[g->m0]);
+		int64_t node = -1;
+
+		g->coll = x != NULL ? x->coll : KG_COLL_NONE;
+		g->bytes = x != NULL ? x->bytes : 0;
+		g->t = x != NULL ? x->d : 0;
+		g->link = COMM_INTRA;
+		for (i = 0; i < g->nm; i++) {
+			int64_t nd = c->gpus_per_node > 0 ? c->mem[g->m0 + i].rank / c->gpus_per_node : 0;
+
+			if (node >= 0 && nd != node)
+				g->link = COMM_INTER;
+			node = nd;
+		}
+	}
+	for (k = 0; k < c->ng; k++) {
 		waits(c, &c->g[k], t, ids + c->g[k].m0, 0);
 		if (sim)
 			waits(c, &c->g[k], t, ids + c->g[k].m0, 1);
@@ -239,4 +282,70 @@ colls_csv(const struct colls *c, const struct kg_reader *r, FILE *f, int *header
 				fprintf(f, ",%lld,\n", (long long)g->mlast);
 		}
 	}
+}
+
+static const char *const link_name[COMM_NLINK] = { "intra", "inter" };
+
+void
+colls_comm(const struct colls *c, FILE *f, int *header, int text)
+{
+	struct comm_sample *sm;
+	struct comm_model m;
+	size_t i, ns = 0;
+	int k, l;
+
+	if (c->ng == 0 && f == NULL)
+		return;
+	sm = xmalloc((c->ng + 1) * sizeof(*sm));
+	for (i = 0; i < c->ng; i++) {
+		const struct cgroup *g = &c->g[i];
+
+		if (g->coll == KG_COLL_NONE || g->bytes == 0 || g->t <= 0)
+			continue;
+		sm[ns].coll = g->coll;
+		sm[ns].n = (int64_t)g->nm;
+		sm[ns].bytes = g->bytes;
+		sm[ns].link = g->link;
+		sm[ns++].t = g->t;
+	}
+	comm_fit(sm, ns, &m);
+	if (text && ns > 0) {
+		printf("  communication model, fitted on the %zu collectives with a size "
+		    "(T = alpha * steps + bytes * factor / beta):\n", ns);
+		for (k = 1; k < KG_NCOLL; k++)
+			for (l = 0; l < COMM_NLINK; l++) {
+				const struct comm_class *cc = &m.c[k][l];
+
+				if (cc->samples == 0)
+					continue;
+				printf("  %-14s %-5s %6zu  alpha %8.3f us  ", kg_coll_name[k],
+				    link_name[l], cc->samples, cc->alpha / 1e3);
+				if (cc->beta > 0)
+					printf("beta %8.2f GB/s", cc->beta);
+				else
+					printf("beta %8s     ", "-");
+				printf("  error %6.2f%%\n", cc->mape);
+			}
+	}
+	if (f != NULL) {
+		if (!*header) {
+			fprintf(f, "collective,iteration,type,ranks,bytes,link,transfer_ns,"
+			    "model_ns,error_pct\n");
+			*header = 1;
+		}
+		for (i = 0; i < c->ng; i++) {
+			const struct cgroup *g = &c->g[i];
+			int approx;
+			int64_t mt;
+
+			if (g->coll == KG_COLL_NONE || g->bytes == 0 || g->t <= 0)
+				continue;
+			mt = comm_time(&m, g->coll, (int64_t)g->nm, g->bytes, g->link, &approx);
+			fprintf(f, "%zu,%lld,%s,%zu,%llu,%s,%lld,%lld,%.3f\n", i, (long long)g->it,
+			    kg_coll_name[g->coll], g->nm, (unsigned long long)g->bytes,
+			    link_name[g->link], (long long)g->t, (long long)mt,
+			    100.0 * (double)(mt - g->t) / (double)g->t);
+		}
+	}
+	free(sm);
 }

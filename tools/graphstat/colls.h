@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "comm.h"
 #include "kg.h"
 
 /* One task as graphstat holds it. */
@@ -24,9 +25,21 @@ struct cmember {
 	int64_t rank, mwait, swait; /* waits, ns */
 };
 
+/* What a collective task moves (from its record): for the model fit. */
+struct cinfo {
+	uint32_t task;
+	uint8_t coll;
+	uint64_t bytes;
+	int64_t d;                  /* its transfer time in a job section */
+};
+
 struct cgroup {
 	int64_t it;
 	uint32_t name;
+	int coll;                   /* type, from its first member */
+	uint64_t bytes;
+	int64_t t;                  /* transfer time (the first member's d) */
+	int link;                   /* COMM_INTRA / COMM_INTER */
 	int64_t mlast, slast;       /* rank that got there last */
 	int64_t mtotal, stotal;     /* waits summed over the members */
 	size_t m0, nm;              /* its members in colls.mem */
@@ -35,6 +48,9 @@ struct cgroup {
 struct colls {
 	uint32_t *src, *dst;        /* rank edges, task ids */
 	size_t ne, caps, capd;
+	struct cinfo *ci;           /* collective tasks, in id order */
+	size_t nci, capci;
+	int64_t gpus_per_node;
 	struct cgroup *g;
 	size_t ng, capg;
 	struct cmember *mem;
@@ -45,6 +61,7 @@ struct colls {
 void colls_reset(struct colls *c);
 void colls_release(struct colls *c);
 void colls_edge(struct colls *c, uint32_t src, uint32_t dst);
+void colls_task(struct colls *c, uint32_t id, int coll, uint64_t bytes, int64_t d);
 /*
  * At the section's end, with t[0..n) its tasks in id order: the groups
  * and their waits (sim: t has simulated times).
@@ -54,5 +71,11 @@ void colls_build(struct colls *c, const struct stask *t, size_t n, int sim);
 void colls_text(const struct colls *c, const struct kg_reader *r, int top);
 /* One CSV row per (collective, member) on f. */
 void colls_csv(const struct colls *c, const struct kg_reader *r, FILE *f, int *header);
+/*
+ * The communication model fitted on the section's collectives
+ * (common/comm.h): its classes as text lines, and with f one CSV row per
+ * collective, observed against fitted.
+ */
+void colls_comm(const struct colls *c, FILE *f, int *header, int text);
 
 #endif

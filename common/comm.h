@@ -1,0 +1,66 @@
+/*
+ * comm: the communication model the what-if tools re-time collectives
+ * with, and its calibration from a trace's own collectives.
+ *
+ * A collective of type c moving a message of B bytes among n ranks takes
+ *
+ *     T = alpha * steps(c, n) + B * factor(c, n) / beta
+ *
+ * with the algorithm factors NCCL's ring uses: an all-reduce runs
+ * 2(n-1) steps and moves 2(n-1)/n of the message through each link, an
+ * all-gather or a reduce-scatter n-1 steps and (n-1)/n, an all-to-all
+ * n-1 steps and (n-1)/n, a broadcast or reduce n-1 steps (pipelined) and
+ * 1, a send or receive 1 step and 1. alpha (latency per step) and beta
+ * (bus bandwidth) are fitted per collective type and per link: inside a
+ * node (NVLink) or across nodes (the network), whichever the group's
+ * slowest hop is.
+ */
+#ifndef KG_COMM_H
+#define KG_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kg.h"
+
+/* The link a group's slowest hop uses. */
+enum { COMM_INTRA, COMM_INTER, COMM_NLINK };
+
+/* One observed transfer: type, group size, message bytes, link, ns. */
+struct comm_sample {
+	int coll;
+	int64_t n;
+	uint64_t bytes;
+	int link;
+	int64_t t;
+};
+
+/* A fitted class (type and link). */
+struct comm_class {
+	size_t samples;
+	double alpha; /* ns per step */
+	double beta;  /* bytes per ns (GB/s) */
+	double mape;  /* mean absolute error of the fit, % of the observed */
+};
+
+struct comm_model {
+	struct comm_class c[KG_NCOLL][COMM_NLINK];
+};
+
+double comm_steps(int coll, int64_t n);
+double comm_factor(int coll, int64_t n);
+/*
+ * Least squares of T over (steps, bytes * factor) for each class with
+ * samples; alpha and beta kept non-negative (a class whose samples do
+ * not tell one of them apart fits the other alone).
+ */
+void comm_fit(const struct comm_sample *s, size_t n, struct comm_model *m);
+/*
+ * The model's time for a collective, ns; -1 when its class has no fit
+ * (the other link's fit stands in when only it has one: the caller is
+ * told by *approx).
+ */
+int64_t comm_time(const struct comm_model *m, int coll, int64_t n, uint64_t bytes, int link,
+    int *approx);
+
+#endif

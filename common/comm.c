@@ -1,7 +1,10 @@
 #include "comm.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "util.h"
 
 double
 comm_steps(int coll, int64_t n)
@@ -37,71 +40,119 @@ comm_factor(int coll, int64_t n)
 	}
 }
 
-/* Fit one class: T = a * x1 + x2 / b over its samples. */
-static void
-fit_class(const struct comm_sample *s, size_t n, int coll, int link, struct comm_class *c)
+/* A sample as the fit sees it: steps, bytes moved a link, time. */
+struct pt {
+	double x, y, t;
+};
+
+static int
+cmp_pt(const void *a, const void *b)
 {
-	double sxx = 0, sxy = 0, syy = 0, sxt = 0, syt = 0, a, p, det, err = 0;
-	size_t i, k = 0;
+	const struct pt *p = a, *q = b;
+
+	return p->y < q->y ? -1 : p->y > q->y;
+}
+
+/*
+ * Fit t = a x + p y over v[0..n) by least squares on the relative error
+ * (weights 1/t^2: small and large messages count alike), a and p kept
+ * non-negative. Returns the mean absolute relative error, %.
+ */
+static double
+fit_lin(const struct pt *v, size_t n, double *ap, double *pp)
+{
+	double sxx = 0, sxy = 0, syy = 0, sxt = 0, syt = 0, a = -1, p = -1, det, err = 0;
+	size_t i;
 
 	for (i = 0; i < n; i++) {
-		double x, y, t;
+		double w = 1 / (v[i].t * v[i].t);
 
-		if (s[i].coll != coll || s[i].link != link || s[i].n < 2 || s[i].t <= 0)
-			continue;
-		x = comm_steps(coll, s[i].n);
-		y = (double)s[i].bytes * comm_factor(coll, s[i].n);
-		t = (double)s[i].t;
-		sxx += x * x, sxy += x * y, syy += y * y, sxt += x * t, syt += y * t;
-		k++;
+		sxx += w * v[i].x * v[i].x, sxy += w * v[i].x * v[i].y, syy += w * v[i].y * v[i].y;
+		sxt += w * v[i].x * v[i].t, syt += w * v[i].y * v[i].t;
 	}
-	memset(c, 0, sizeof(*c));
-	c->samples = k;
-	if (k == 0)
-		return;
-	/* normal equations for T = a x + p y (p = 1 / beta) */
 	det = sxx * syy - sxy * sxy;
-	a = p = -1;
-	if (fabs(det) > 1e-9 * (sxx * syy + 1e-300)) {
+	if (det > 1e-9 * sxx * syy) {
 		a = (sxt * syy - syt * sxy) / det;
 		p = (syt * sxx - sxt * sxy) / det;
 	}
 	if (a < 0 || p <= 0) {
-		/* one term alone: the better of latency only and bandwidth only */
+		/* one term alone: latency, unless bandwidth fits clearly
+		 * better (when the sizes do not tell them apart, the same) */
 		double a1 = sxx > 0 ? sxt / sxx : 0, p1 = syy > 0 ? syt / syy : 0;
 		double e1 = 0, e2 = 0;
 
 		for (i = 0; i < n; i++) {
-			double x, y, t;
-
-			if (s[i].coll != coll || s[i].link != link || s[i].n < 2 || s[i].t <= 0)
-				continue;
-			x = comm_steps(coll, s[i].n);
-			y = (double)s[i].bytes * comm_factor(coll, s[i].n);
-			t = (double)s[i].t;
-			e1 += (a1 * x - t) * (a1 * x - t);
-			e2 += (p1 * y - t) * (p1 * y - t);
+			e1 += fabs(a1 * v[i].x - v[i].t) / v[i].t;
+			e2 += fabs(p1 * v[i].y - v[i].t) / v[i].t;
 		}
-		/* latency alone unless bandwidth does clearly better (the
-		 * same fit either way: the sizes do not tell them apart) */
 		if (p1 > 0 && e2 < 0.99 * e1)
 			a = 0, p = p1;
 		else
 			a = a1, p = 0;
 	}
-	c->alpha = a;
-	c->beta = p > 0 ? 1 / p : 0;
-	for (i = 0; i < n; i++) {
-		double x, y, t;
+	for (i = 0; i < n; i++)
+		err += fabs(a * v[i].x + p * v[i].y - v[i].t) / v[i].t;
+	*ap = a;
+	*pp = p;
+	return n > 0 ? 100 * err / (double)n : 0;
+}
 
+/*
+ * Fit one class: one line, or two split at a message size (NCCL picks
+ * another protocol for small messages: less latency, less bandwidth)
+ * when that fits at least a fifth better, each side with 4 samples or
+ * more.
+ */
+static void
+fit_class(const struct comm_sample *s, size_t n, int coll, int link, struct comm_class *c)
+{
+	struct pt *v = xmalloc((n + 1) * sizeof(*v));
+	size_t i, k = 0, cut, best = 0;
+	double a, p, a2, p2, e, e2, besterr;
+
+	memset(c, 0, sizeof(*c));
+	for (i = 0; i < n; i++) {
 		if (s[i].coll != coll || s[i].link != link || s[i].n < 2 || s[i].t <= 0)
 			continue;
-		x = comm_steps(coll, s[i].n);
-		y = (double)s[i].bytes * comm_factor(coll, s[i].n);
-		t = (double)s[i].t;
-		err += fabs(a * x + p * y - t) / t;
+		v[k].x = comm_steps(coll, s[i].n);
+		v[k].y = (double)s[i].bytes * comm_factor(coll, s[i].n);
+		v[k++].t = (double)s[i].t;
 	}
-	c->mape = 100 * err / (double)k;
+	c->samples = k;
+	if (k == 0) {
+		free(v);
+		return;
+	}
+	qsort(v, k, sizeof(*v), cmp_pt);
+	besterr = fit_lin(v, k, &a, &p);
+	c->seg[0].alpha = a;
+	c->seg[0].beta = p > 0 ? 1 / p : 0;
+	c->seg[0].upto = INFINITY;
+	c->nseg = 1;
+	c->mape = besterr;
+	/* up to 32 cuts between distinct sizes */
+	for (cut = 4; k >= 8 && cut + 4 <= k; cut += (k - 8) / 32 + 1) {
+		if (v[cut - 1].y == v[cut].y)
+			continue;
+		e = fit_lin(v, cut, &a, &p);
+		e2 = fit_lin(v + cut, k - cut, &a2, &p2);
+		e = (e * (double)cut + e2 * (double)(k - cut)) / (double)k;
+		if (e < besterr)
+			besterr = e, best = cut;
+	}
+	if (best > 0 && besterr < 0.8 * c->mape) {
+		fit_lin(v, best, &a, &p);
+		fit_lin(v + best, k - best, &a2, &p2);
+		c->seg[0].alpha = a;
+		c->seg[0].beta = p > 0 ? 1 / p : 0;
+		c->seg[0].upto = (v[best - 1].y + v[best].y) / 2;
+		c->seg[1].alpha = a2;
+		c->seg[1].beta = p2 > 0 ? 1 / p2 : 0;
+		c->seg[1].upto = INFINITY;
+		c->nseg = 2;
+		c->mape = besterr;
+	}
+	free(v);
 }
 
 void
@@ -120,6 +171,8 @@ comm_time(const struct comm_model *m, int coll, int64_t n, uint64_t bytes, int l
     int *approx)
 {
 	const struct comm_class *c;
+	double y;
+	int k;
 
 	*approx = 0;
 	if (coll <= KG_COLL_NONE || coll >= KG_NCOLL || link < 0 || link >= COMM_NLINK)
@@ -131,6 +184,9 @@ comm_time(const struct comm_model *m, int coll, int64_t n, uint64_t bytes, int l
 		if (c->samples == 0)
 			return -1;
 	}
-	return llround(c->alpha * comm_steps(coll, n) +
-	    (c->beta > 0 ? (double)bytes * comm_factor(coll, n) / c->beta : 0));
+	y = (double)bytes * comm_factor(coll, n);
+	for (k = 0; k + 1 < c->nseg && y > c->seg[k].upto; k++)
+		;
+	return llround(c->seg[k].alpha * comm_steps(coll, n) +
+	    (c->seg[k].beta > 0 ? y / c->seg[k].beta : 0));
 }

@@ -13,7 +13,9 @@
  * 1, a send or receive 1 step and 1. alpha (latency per step) and beta
  * (bus bandwidth) are fitted per collective type and per link: inside a
  * node (NVLink) or across nodes (the network), whichever the group's
- * slowest hop is.
+ * slowest hop is; and, where that fits clearly better, separately for
+ * small and large messages (NCCL's protocols trade latency for
+ * bandwidth by size).
  */
 #ifndef KG_COMM_H
 #define KG_COMM_H
@@ -35,11 +37,18 @@ struct comm_sample {
 	int64_t t;
 };
 
-/* A fitted class (type and link). */
+/*
+ * A fitted class (type and link): one line, or two for messages up to and
+ * past a size (bytes a link moves, bytes * factor).
+ */
 struct comm_class {
 	size_t samples;
-	double alpha; /* ns per step */
-	double beta;  /* bytes per ns (GB/s) */
+	int nseg;
+	struct {
+		double upto;  /* this line holds up to these bytes a link */
+		double alpha; /* ns per step */
+		double beta;  /* bytes per ns (GB/s); 0: no bandwidth term */
+	} seg[2];
 	double mape;  /* mean absolute error of the fit, % of the observed */
 };
 
@@ -50,9 +59,9 @@ struct comm_model {
 double comm_steps(int coll, int64_t n);
 double comm_factor(int coll, int64_t n);
 /*
- * Least squares of T over (steps, bytes * factor) for each class with
- * samples; alpha and beta kept non-negative (a class whose samples do
- * not tell one of them apart fits the other alone).
+ * Least squares of the relative error of T over (steps, bytes * factor)
+ * for each class with samples; alpha and beta kept non-negative (a class
+ * whose samples do not tell them apart is fitted on latency alone).
  */
 void comm_fit(const struct comm_sample *s, size_t n, struct comm_model *m);
 /*

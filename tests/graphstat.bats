@@ -512,3 +512,28 @@ mkcomm() {
 	run -2 --separate-stderr graphstat --gpus-per-node 0 comm.kg
 	[ "${stderr_lines[0]}" = "graphstat: invalid --gpus-per-node '0'" ]
 }
+
+@test "graphstat: small and large messages get a line each when one does not fit both" {
+	# Two regimes between two ranks (2 steps, factor 1): up to 500 bytes
+	# alpha 1000 ns, beta 1 byte/ns; from 10000 bytes alpha 5000 ns, beta
+	# 100 bytes/ns. The cut falls midway between 500 and 10000.
+	awk 'BEGIN {
+		print "{\"r\":\"header\",\"format\":\"kgraph\",\"major\":1,\"minor\":2,\"producer\":\"t\",\"unit\":\"ns\",\"rank\":-1,\"world\":2,\"ranks\":[0,1]}"
+		print "{\"r\":\"str\",\"id\":0,\"s\":\"nccl\"}"
+		print "{\"r\":\"proc\",\"id\":0,\"k\":\"stream\",\"pid\":0,\"tid\":7,\"rank\":0}"
+		print "{\"r\":\"proc\",\"id\":1,\"k\":\"stream\",\"pid\":0,\"tid\":7,\"rank\":1}"
+		for (i = 0; i < 10; i++) {
+			b = i < 5 ? 100 * (i + 1) : 10000 * (i - 4)
+			t = i < 5 ? 2000 + b : 10000 + b / 100
+			for (p = 0; p < 2; p++)
+				printf "{\"r\":\"task\",\"id\":%d,\"p\":%d,\"k\":\"coll\",\"n\":0,\"d\":%d,\"ts\":%d,\"it\":1,\"coll\":\"allreduce\",\"by\":%d}\n", 2 * i + p, p, t, 20000 * i, b
+		}
+		for (i = 0; i < 10; i++)
+			printf "{\"r\":\"edge\",\"src\":%d,\"dst\":%d,\"k\":\"rank\"}\n", 2 * i, 2 * i + 1
+		print "{\"r\":\"end\",\"tasks\":20,\"edges\":10,\"procs\":2,\"strs\":1}"
+	}' | mkstream > two.kg
+	run -0 --separate-stderr graphstat --comm comm.csv two.kg
+	grep -q '^  allreduce      intra     10  up to      5250 B  alpha    1.000 us  beta     1.00 GB/s  error   0.00%$' <<< "$output"
+	grep -q '^                               past       5250 B  alpha    5.000 us  beta   100.00 GB/s$' <<< "$output"
+	[ "$(awk -F, 'NR > 1 && $8 != $7' comm.csv)" = "" ]
+}

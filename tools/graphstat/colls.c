@@ -318,13 +318,24 @@ colls_comm(const struct colls *c, FILE *f, int *header, int text)
 
 				if (cc->samples == 0)
 					continue;
-				printf("  %-14s %-5s %6zu  alpha %8.3f us  ", kg_coll_name[k],
-				    link_name[l], cc->samples, cc->alpha / 1e3);
-				if (cc->beta > 0)
-					printf("beta %8.2f GB/s", cc->beta);
-				else
-					printf("beta %8s     ", "-");
-				printf("  error %6.2f%%\n", cc->mape);
+				for (int q = 0; q < cc->nseg; q++) {
+					if (q == 0)
+						printf("  %-14s %-5s %6zu", kg_coll_name[k], link_name[l],
+						    cc->samples);
+					else
+						printf("  %-14s %-5s %6s", "", "", "");
+					if (cc->nseg > 1)
+						printf("  %s %9.0f B", q == 0 ? "up to" : "past ",
+						    q == 0 ? cc->seg[0].upto : cc->seg[0].upto);
+					printf("  alpha %8.3f us  ", cc->seg[q].alpha / 1e3);
+					if (cc->seg[q].beta > 0)
+						printf("beta %8.2f GB/s", cc->seg[q].beta);
+					else
+						printf("beta %8s     ", "-");
+					if (q == 0)
+						printf("  error %6.2f%%", cc->mape);
+					putchar('\n');
+				}
 			}
 	}
 	if (f != NULL) {

@@ -99,7 +99,8 @@ lint:
 	@for f in $(COMMON_SRC) $(wildcard common/*.h tools/*.c tools/*.h tools/*/*.c tools/*/*.h); do \
 		clang-format --dry-run $$f 2>&1 | grep -q . && echo "clang-format: $$f: would change"; \
 	done; true
-	shellcheck -x scripts/deps.sh tests/run .ci/run bench/ingest bench/json-parsers/run bench/tracegen
+	shellcheck -x scripts/deps.sh tests/run .ci/run bench/ingest bench/json-parsers/run bench/tracegen \
+	    bench/simulate bench/accuracy bench/job-scale
 	for m in $(MANS); do mandoc -Tlint -W warning $$m; done
 
 bench: all

@@ -12,7 +12,7 @@
 
 load helpers
 
-USAGE='usage: tracegen [-v] [--preset NAME] [--layers N] [--hidden N] [--ffn N] [--heads N] [--seq N] [--vocab N] [--mbs N] [--microbatches N] [--tp N] [--pp N] [--dp N] [--schedule 1f1b|gpipe] [--gpus-per-node N] [--hw NAME|FILE] [--iterations N] [--seed N] [--ranks LIST] [--no-sync-records] [--no-annotations] [--jobs N] -d DIR'
+USAGE='usage: tracegen [-v] [--preset NAME] [--layers N] [--hidden N] [--ffn N] [--heads N] [--seq N] [--vocab N] [--mbs N] [--microbatches N] [--tp N] [--pp N] [--dp N] [--schedule 1f1b|gpipe] [--gpus-per-node N] [--hw NAME|FILE] [--iterations N] [--seed N] [--ranks LIST] [--no-sync-records] [--no-annotations] [--clock-skew US] [--jobs N] -d DIR'
 TRY="Try 'tracegen --help' for more information."
 
 same() {
@@ -564,4 +564,21 @@ full_coverage() {
 	[ "$(cov tag_layer b.kg)" = 0 ]
 	[ "$(cov tag_mb b.kg)" = 0 ]
 	[ "$(cov tag_phase_inferred b.kg)" -gt 0 ]
+}
+
+@test "tracegen: --clock-skew moves each rank's clock; the merge finds the offsets and the job still replays" {
+	tiny job --clock-skew 500
+	# the true offsets: each rank's baseTimeNanoseconds less rank 0's
+	want=$(for r in 0 1 2 3 4 5 6 7; do
+		gzip -dc "job/rank-$r.json.gz" | python3 -c 'import json, sys; print(json.load(sys.stdin)["baseTimeNanoseconds"])'
+	done | python3 -c 'import sys; v = [int(x) for x in sys.stdin]; print(",".join(str(x - v[0]) for x in v))')
+	[ "$want" != "0,0,0,0,0,0,0,0" ]
+	kineto2graph -q job/*.json.gz | graph-deps --merge > job.kg
+	got=$(graphcat job.kg | head -n 1 | python3 -c 'import json, sys; print(",".join(str(x) for x in json.load(sys.stdin)["clk"]))')
+	same "$got" "$want"
+	graphsim job.kg | graphstat --csv | awk -F, 'NR > 1 { print $1, $2, $5 }' > err
+	awk '{ e = $3 < 0 ? -$3 : $3; if (e > 1) { print "rank " $1 " iteration " $2 ": " $3 "%"; bad = 1 } }
+		END { exit bad }' err
+	run -2 --separate-stderr tracegen --clock-skew -1 -d x
+	[ "${stderr_lines[0]}" = "tracegen: invalid --clock-skew '-1' (0 to 1000000000 us)" ]
 }

@@ -26,7 +26,8 @@ static const char usage[] =
     "tracegen [-v] [--preset NAME] [--layers N] [--hidden N] [--ffn N] [--heads N] "
     "[--seq N] [--vocab N] [--mbs N] [--microbatches N] [--tp N] [--pp N] [--dp N] "
     "[--schedule 1f1b|gpipe] [--gpus-per-node N] [--hw NAME|FILE] [--iterations N] "
-    "[--seed N] [--ranks LIST] [--no-sync-records] [--no-annotations] [--jobs N] -d DIR";
+    "[--seed N] [--ranks LIST] [--no-sync-records] [--no-annotations] [--clock-skew US] "
+    "[--jobs N] -d DIR";
 
 static const char help[] =
     "Write synthetic PyTorch profiler (Kineto) traces of a Megatron-style GPT\n"
@@ -51,6 +52,7 @@ static const char help[] =
     "      --ranks LIST         write only these ranks (0,2,4-7)\n"
     "      --no-sync-records    no cuda_sync records\n"
     "      --no-annotations     no micro-batch and layer annotations\n"
+    "      --clock-skew US      each rank's clock off by up to US microseconds\n"
     "      --jobs N             write with N processes (default: the CPUs)\n"
     "  -v, --verbose            print what was written on stderr\n"
     "  -h, --help               this help\n"
@@ -387,7 +389,7 @@ run(struct opts *o, const unsigned char *sel)
 int
 main(int argc, char **argv)
 {
-	enum { L_PRESET = 256, L_SCHED, L_HW, L_SEED, L_RANKS, L_NOSYNC, L_NOANN, L_JOBS,
+	enum { L_PRESET = 256, L_SCHED, L_HW, L_SEED, L_RANKS, L_NOSYNC, L_NOANN, L_JOBS, L_SKEW,
 		L_VERSION, L_NUM };
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, 'd' },
@@ -411,6 +413,7 @@ main(int argc, char **argv)
 		{ "ranks", required_argument, NULL, L_RANKS },
 		{ "no-sync-records", no_argument, NULL, L_NOSYNC },
 		{ "no-annotations", no_argument, NULL, L_NOANN },
+		{ "clock-skew", required_argument, NULL, L_SKEW },
 		{ "jobs", required_argument, NULL, L_JOBS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -500,6 +503,13 @@ main(int argc, char **argv)
 			break;
 		case L_NOANN:
 			o.c.annotations = 0;
+			break;
+		case L_SKEW:
+			if (parse_i64(optarg, 0, 1000000000, &v) < 0) {
+				errmsg("invalid --clock-skew '%s' (0 to 1000000000 us)", optarg);
+				usage_exit(usage);
+			}
+			o.c.clock_skew = v * 1000;
 			break;
 		case L_JOBS:
 			if (parse_i64(optarg, 1, 64, &v) < 0) {

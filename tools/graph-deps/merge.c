@@ -29,10 +29,11 @@
  *
  * Clocks. All participants end an instance together. With e(c,r) the
  * traced end of instance c on rank r and o(r) rank r's clock offset,
- * e(c,r) - o(r) is the same on every r: alternately E(c) = median over r
- * of e(c,r) - o(r) and o(r) = median over c of e(c,r) - E(c), eight
- * rounds, relative to the lowest rank. The job's `ts` are corrected by
- * o(r), which the header keeps (`clk`).
+ * e(c,r) - o(r) is the same on every r, so for two ranks a and b that
+ * share instances o(b) - o(a) is the median of e(c,b) - e(c,a); offsets
+ * follow along a spanning tree of those pairs (the pairs with the most
+ * instances first) from the lowest rank, 0. The job's `ts` are corrected
+ * by o(r), which the header keeps (`clk`).
  *
  * State: the whole job, about 140 bytes a task and 40 an edge.
  */
@@ -233,13 +234,6 @@ cmp_i64(const void *a, const void *b)
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 
 	return x < y ? -1 : x > y;
-}
-
-static int64_t
-median(int64_t *v, size_t n)
-{
-	qsort(v, n, sizeof(*v), cmp_i64);
-	return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
 }
 
 static int
@@ -469,45 +463,131 @@ match(struct job *j, int64_t **endsp, uint32_t **erkp, size_t **istartp, size_t 
 	*ninstp = ninst - 1;
 }
 
-/* Clock offsets from the instances' ends (see the top of the file). */
+/* Two ranks' traced ends of one collective: b's less a's. */
+struct pdiff {
+	uint32_t a, b;
+	int64_t d;
+};
+
+static int
+cmp_pdiff(const void *x, const void *y)
+{
+	const struct pdiff *p = x, *q = y;
+
+	if (p->a != q->a)
+		return p->a < q->a ? -1 : 1;
+	if (p->b != q->b)
+		return p->b < q->b ? -1 : 1;
+	return p->d < q->d ? -1 : p->d > q->d;
+}
+
+/* A pair of ranks with the median of their differences, and how many. */
+struct pair {
+	uint32_t a, b;
+	int64_t d;
+	size_t n;
+};
+
+static int
+cmp_pair_n(const void *x, const void *y)
+{
+	const struct pair *p = x, *q = y;
+
+	if (p->n != q->n)
+		return p->n > q->n ? -1 : 1;
+	if (p->a != q->a)
+		return p->a < q->a ? -1 : 1;
+	return p->b < q->b ? -1 : p->b > q->b;
+}
+
+/*
+ * Clock offsets from the instances' ends (see the top of the file): for
+ * every two ranks that share collectives, the median of b's end less a's
+ * is o(b) - o(a); the pairs that share the most collectives, as many as
+ * join the ranks (a spanning tree, largest counts first), give each
+ * rank's offset from the lowest rank of its part of the job.
+ */
 static void
 clocks(struct job *j, const int64_t *ends, const uint32_t *erk, const size_t *istart, size_t ninst)
 {
-	int64_t *E = xcalloc(ninst + 1, sizeof(*E)), *tmp = xmalloc((istart[ninst] + 1) * sizeof(*tmp));
-	size_t c, k, i, n, round;
+	struct pdiff *pd = NULL;
+	struct pair *pr = NULL;
+	size_t npd = 0, cappd = 0, npr = 0, cappr = 0, c, k, i, a, b;
+	uint32_t *up = xmalloc((j->nrk + 1) * sizeof(*up)), *lo;
+	uint8_t *done = xcalloc(j->nrk + 1, 1);
+	int changed;
 
 	for (i = 0; i < j->nrk; i++)
-		j->rk[i].clk = 0;
-	if (ninst == 0)
-		goto out;
-	for (round = 0; round < 8; round++) {
-		for (c = 0; c < ninst; c++) {
-			for (n = 0, k = istart[c]; k < istart[c + 1]; k++)
-				tmp[n++] = ends[k] - j->rk[erk[k]].clk;
-			E[c] = median(tmp, n);
-		}
-		for (i = 0; i < j->nrk; i++) {
-			for (n = 0, c = 0; c < ninst; c++)
-				for (k = istart[c]; k < istart[c + 1]; k++)
-					if (erk[k] == i)
-						tmp[n++] = ends[k] - E[c];
-			if (n > 0)
-				j->rk[i].clk = median(tmp, n);
-		}
-	}
-	/* relative to the lowest rank that has collectives */
-	{
-		int64_t base = 0, lo = INT64_MAX;
+		j->rk[i].clk = 0, up[i] = (uint32_t)i;
+	for (c = 0; c < ninst; c++)
+		for (k = istart[c] + 1; k < istart[c + 1]; k++) {
+			struct pdiff x = { erk[istart[c]], erk[k], ends[k] - ends[istart[c]] };
 
-		for (i = 0; i < j->nrk; i++)
-			if (j->rk[i].matched > 0 && j->rk[i].rank < lo)
-				lo = j->rk[i].rank, base = j->rk[i].clk;
-		for (i = 0; i < j->nrk; i++)
-			j->rk[i].clk = j->rk[i].matched > 0 ? j->rk[i].clk - base : 0;
+			VEC_PUSH(pd, npd, cappd, x);
+		}
+	if (npd > 1)
+		qsort(pd, npd, sizeof(*pd), cmp_pdiff);
+	for (a = 0; a < npd; a = b) {
+		struct pair x;
+
+		for (b = a; b < npd && pd[b].a == pd[a].a && pd[b].b == pd[a].b; b++)
+			;
+		x.a = pd[a].a;
+		x.b = pd[a].b;
+		x.n = b - a;
+		x.d = x.n % 2 ? pd[a + x.n / 2].d :
+		    pd[a + x.n / 2 - 1].d + (pd[a + x.n / 2].d - pd[a + x.n / 2 - 1].d) / 2;
+		VEC_PUSH(pr, npr, cappr, x);
 	}
-out:
-	free(E);
-	free(tmp);
+	if (npr > 1)
+		qsort(pr, npr, sizeof(*pr), cmp_pair_n);
+	/* keep the tree's pairs: union by the lower rank index */
+	for (i = 0, k = 0; i < npr; i++) {
+		uint32_t x = pr[i].a, y = pr[i].b;
+
+		while (up[x] != x)
+			x = up[x] = up[up[x]];
+		while (up[y] != y)
+			y = up[y] = up[up[y]];
+		if (x == y)
+			continue;
+		up[x < y ? y : x] = x < y ? x : y;
+		pr[k++] = pr[i];
+	}
+	npr = k;
+	/* each part's reference: its lowest rank */
+	lo = xmalloc((j->nrk + 1) * sizeof(*lo));
+	for (i = 0; i < j->nrk; i++)
+		lo[i] = KG_NONE;
+	for (i = 0; i < j->nrk; i++) {
+		uint32_t r = (uint32_t)i;
+
+		while (up[r] != r)
+			r = up[r];
+		if (lo[r] == KG_NONE || j->rk[i].rank < j->rk[lo[r]].rank)
+			lo[r] = (uint32_t)i;
+	}
+	for (i = 0; i < j->nrk; i++)
+		if (lo[i] != KG_NONE)
+			done[lo[i]] = 1;
+	/* spread along the tree (a few passes: it is small) */
+	do {
+		changed = 0;
+		for (i = 0; i < npr; i++) {
+			if (done[pr[i].a] && !done[pr[i].b]) {
+				j->rk[pr[i].b].clk = j->rk[pr[i].a].clk + pr[i].d;
+				done[pr[i].b] = changed = 1;
+			} else if (done[pr[i].b] && !done[pr[i].a]) {
+				j->rk[pr[i].a].clk = j->rk[pr[i].b].clk - pr[i].d;
+				done[pr[i].a] = changed = 1;
+			}
+		}
+	} while (changed);
+	free(pd);
+	free(pr);
+	free(up);
+	free(lo);
+	free(done);
 }
 
 static int

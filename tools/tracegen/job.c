@@ -38,6 +38,26 @@ static const char *const gdesc[NGKIND] = {
 #define TS0 INT64_C(1000000000000)
 #define BASE_NS INT64_C(1735689600000000000)
 
+/*
+ * --clock-skew: rank r's host clock runs this far off the job's, in
+ * [-skew, skew], from the seed and the rank alone. It moves the trace's
+ * time origin (baseTimeNanoseconds), as a host whose clock is off would:
+ * the events keep their times relative to it.
+ */
+static int64_t
+clock_skew(const struct tg_cfg *cfg, int r)
+{
+	uint64_t z;
+
+	if (cfg->clock_skew <= 0 || r == 0)
+		return 0;
+	z = cfg->seed * UINT64_C(0x9e3779b97f4a7c15) + (uint64_t)r * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	z ^= z >> 31;
+	return (int64_t)(z % (uint64_t)(2 * cfg->clock_skew + 1)) - cfg->clock_skew;
+}
+
 /* Host times, ns, before the profile's host_scale and noise. */
 #define H_ENTER 1800    /* inside an op before its first child */
 #define H_EXIT 800      /* after its last child */
@@ -1690,7 +1710,7 @@ job_emit(struct tg_job *J, int r, struct jw *w)
 	jw_puts(w, "\n  }\n],\n");
 	snprintf(buf, sizeof(buf), "  \"traceName\": \"rank-%d.json.gz\",\n"
 	    "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": %" PRId64 "\n}\n",
-	    r, BASE_NS);
+	    r, BASE_NS + clock_skew(&J->c, r));
 	jw_puts(w, buf);
 	gen_release(&G);
 }

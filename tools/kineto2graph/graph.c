@@ -1245,9 +1245,10 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 	/* Rule 7: a CPU task is tagged where it starts, a GPU task where its
 	 * launch call does. */
 	if (e->cls == EV_OP || e->cls == EV_RT)
-		tagged = tags_at(&g->tags, e->proc, e->ts, k);
+		tagged = tags_at(&g->tags, e->proc, e->ts, g->iter[x], k);
 	else if (g->launch[x] != KG_NONE)
-		tagged = tags_at(&g->tags, t->ev[g->launch[x]].proc, t->ev[g->launch[x]].ts, k);
+		tagged = tags_at(&g->tags, t->ev[g->launch[x]].proc, t->ev[g->launch[x]].ts,
+		    g->iter[g->launch[x]], k);
 	if (e->cls == EV_KERN) {
 		int c = nccl_kernel(t->str.str[e->name]), opc = KG_COLL_NONE, depth;
 		const struct collmeta *cm = NULL;
@@ -1527,7 +1528,13 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		if (e->proc != g.main_proc && e->cls == EV_OP && iter_selected(&g, g.iter[cpu[i]]))
 			g.bwd[e->proc] = 1;
 	}
-	tags_build(&g.tags, t, g.bwd);
+	tags_build(&g.tags, t, g.bwd, g.main_proc);
+	for (i = 0; i < ncpu; i++) {
+		const struct ev *e = &t->ev[cpu[i]];
+
+		if (g.bwd[e->proc] && g.sel[cpu[i]] && leaf[cpu[i]])
+			tags_backward(&g.tags, g.iter[cpu[i]], end_of(e));
+	}
 	for (i = 0; i < g.ntask; i++) {
 		struct kg_task k;
 

@@ -130,16 +130,24 @@ struct tagger {
 	size_t *first;         /* per proc: index of its first range; [nproc] = n */
 	const uint8_t *bwd;    /* per proc: a backward thread */
 	size_t nproc;
+	uint32_t main;         /* the main thread */
+	int64_t *bit, *bend;   /* iterations with backward work, and its end */
+	size_t nb, capb;
 };
 
-/* Index t's ranges (all but ProfilerStep); bwd[proc] marks backward threads. */
-void tags_build(struct tagger *tg, const struct trace *t, const uint8_t *bwd);
 /*
- * Tag k as at time ts on thread proc: returns a bit set of what came from
- * a range (1 phase, 2 micro-batch, 4 layer) and 8 when the phase was
- * inferred from the thread.
+ * Index t's ranges (all but ProfilerStep); bwd[proc] marks backward
+ * threads, main the main thread.
  */
-int tags_at(const struct tagger *tg, uint32_t proc, int64_t ts, struct kg_task *k);
+void tags_build(struct tagger *tg, const struct trace *t, const uint8_t *bwd, uint32_t main);
+/* Backward work of iteration it ends at end (the latest counts). */
+void tags_backward(struct tagger *tg, int64_t it, int64_t end);
+/*
+ * Tag k as at time ts on thread proc in iteration it: returns a bit set
+ * of what came from a range (1 phase, 2 micro-batch, 4 layer) and 8 when
+ * the phase was inferred.
+ */
+int tags_at(const struct tagger *tg, uint32_t proc, int64_t ts, int64_t it, struct kg_task *k);
 void tags_release(struct tagger *tg);
 
 #endif

@@ -14,7 +14,11 @@
  *     "micro-batch" or "micro batch".
  * A task no range gives a phase, on a backward thread (a thread other
  * than the main one that runs CPU ops: autograd's) or launched from one,
- * is in the backward phase, inferred. Nothing is guessed beyond that.
+ * is in the backward phase, inferred. On the main thread, in an iteration
+ * with backward work, a task that starts before that work's end is in
+ * the forward phase, one that starts after it in the optimizer phase,
+ * inferred (the loop runs forward passes until its last backward call,
+ * then steps the optimizer). Nothing is guessed beyond that.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +91,7 @@ cmp_annot(const void *x, const void *y)
 }
 
 void
-tags_build(struct tagger *tg, const struct trace *t, const uint8_t *bwd)
+tags_build(struct tagger *tg, const struct trace *t, const uint8_t *bwd, uint32_t main)
 {
 	size_t i, cap = 0, top;
 	uint32_t *stack = NULL;
@@ -96,6 +100,7 @@ tags_build(struct tagger *tg, const struct trace *t, const uint8_t *bwd)
 	memset(tg, 0, sizeof(*tg));
 	tg->bwd = bwd;
 	tg->nproc = t->nproc;
+	tg->main = main;
 	for (i = 0; i < t->nev; i++) {
 		const struct ev *e = &t->ev[i];
 		const char *n;
@@ -140,8 +145,29 @@ tags_build(struct tagger *tg, const struct trace *t, const uint8_t *bwd)
 	free(stack);
 }
 
+void
+tags_backward(struct tagger *tg, int64_t it, int64_t end)
+{
+	size_t i;
+
+	for (i = 0; i < tg->nb && tg->bit[i] != it; i++)
+		;
+	if (i == tg->nb) {
+		size_t c = tg->capb;
+
+		grow(&tg->bit, &c, tg->nb + 1, sizeof(*tg->bit));
+		c = tg->capb;
+		grow(&tg->bend, &c, tg->nb + 1, sizeof(*tg->bend));
+		tg->capb = c;
+		tg->bit[tg->nb] = it;
+		tg->bend[tg->nb++] = end;
+	} else if (end > tg->bend[i]) {
+		tg->bend[i] = end;
+	}
+}
+
 int
-tags_at(const struct tagger *tg, uint32_t proc, int64_t ts, struct kg_task *k)
+tags_at(const struct tagger *tg, uint32_t proc, int64_t ts, int64_t it, struct kg_task *k)
 {
 	size_t lo, hi;
 	uint32_t x;
@@ -174,8 +200,16 @@ tags_at(const struct tagger *tg, uint32_t proc, int64_t ts, struct kg_task *k)
 				k->layer = a->ly, got |= 4;
 		}
 	}
-	if (!(got & 1) && proc < tg->nproc && tg->bwd != NULL && tg->bwd[proc])
+	if (!(got & 1) && proc < tg->nproc && tg->bwd != NULL && tg->bwd[proc]) {
 		k->phase = KG_PH_BWD, got |= 8;
+	} else if (!(got & 1) && proc == tg->main) {
+		size_t i;
+
+		for (i = 0; i < tg->nb && tg->bit[i] != it; i++)
+			;
+		if (i < tg->nb)
+			k->phase = ts < tg->bend[i] ? KG_PH_FWD : KG_PH_OPT, got |= 8;
+	}
 	return got;
 }
 
@@ -184,5 +218,7 @@ tags_release(struct tagger *tg)
 {
 	free(tg->a);
 	free(tg->first);
+	free(tg->bit);
+	free(tg->bend);
 	memset(tg, 0, sizeof(*tg));
 }

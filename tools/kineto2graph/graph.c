@@ -1533,8 +1533,9 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		const struct ev *e = &t->ev[cpu[i]];
 
 		if (g.bwd[e->proc] && g.sel[cpu[i]] && leaf[cpu[i]])
-			tags_backward(&g.tags, g.iter[cpu[i]], end_of(e));
+			tags_backward(&g.tags, g.iter[cpu[i]], e->ts, end_of(e));
 	}
+	tags_ready(&g.tags);
 	for (i = 0; i < g.ntask; i++) {
 		struct kg_task k;
 

@@ -124,6 +124,10 @@ struct annot {
 	int32_t mb, ly;        /* -1 if the name says none */
 };
 
+struct bwdiv {
+	int64_t it, start, end;
+};
+
 struct tagger {
 	struct annot *a;       /* by proc, then start */
 	size_t n;
@@ -131,7 +135,7 @@ struct tagger {
 	const uint8_t *bwd;    /* per proc: a backward thread */
 	size_t nproc;
 	uint32_t main;         /* the main thread */
-	int64_t *bit, *bend;   /* iterations with backward work, and its end */
+	struct bwdiv *bw;      /* backward work: merged spans by iteration, start */
 	size_t nb, capb;
 };
 
@@ -140,8 +144,9 @@ struct tagger {
  * threads, main the main thread.
  */
 void tags_build(struct tagger *tg, const struct trace *t, const uint8_t *bwd, uint32_t main);
-/* Backward work of iteration it ends at end (the latest counts). */
-void tags_backward(struct tagger *tg, int64_t it, int64_t end);
+/* A task of backward work in iteration it; tags_ready when all are in. */
+void tags_backward(struct tagger *tg, int64_t it, int64_t start, int64_t end);
+void tags_ready(struct tagger *tg);
 /*
  * Tag k as at time ts on thread proc in iteration it: returns a bit set
  * of what came from a range (1 phase, 2 micro-batch, 4 layer) and 8 when

@@ -15,10 +15,11 @@
  * A task no range gives a phase, on a backward thread (a thread other
  * than the main one that runs CPU ops: autograd's) or launched from one,
  * is in the backward phase, inferred. On the main thread, in an iteration
- * with backward work, a task that starts before that work's end is in
- * the forward phase, one that starts after it in the optimizer phase,
- * inferred (the loop runs forward passes until its last backward call,
- * then steps the optimizer). Nothing is guessed beyond that.
+ * with backward work, a task that starts while that work runs is in the
+ * backward phase too, one that starts before its end in the forward
+ * phase, one that starts after it in the optimizer phase, inferred (the
+ * loop runs forward passes until its last backward call, then steps the
+ * optimizer). Nothing is guessed beyond that.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -146,24 +147,40 @@ tags_build(struct tagger *tg, const struct trace *t, const uint8_t *bwd, uint32_
 }
 
 void
-tags_backward(struct tagger *tg, int64_t it, int64_t end)
+tags_backward(struct tagger *tg, int64_t it, int64_t start, int64_t end)
 {
-	size_t i;
+	struct bwdiv x = { it, start, end };
 
-	for (i = 0; i < tg->nb && tg->bit[i] != it; i++)
-		;
-	if (i == tg->nb) {
-		size_t c = tg->capb;
+	VEC_PUSH(tg->bw, tg->nb, tg->capb, x);
+}
 
-		grow(&tg->bit, &c, tg->nb + 1, sizeof(*tg->bit));
-		c = tg->capb;
-		grow(&tg->bend, &c, tg->nb + 1, sizeof(*tg->bend));
-		tg->capb = c;
-		tg->bit[tg->nb] = it;
-		tg->bend[tg->nb++] = end;
-	} else if (end > tg->bend[i]) {
-		tg->bend[i] = end;
+static int
+cmp_bwdiv(const void *a, const void *b)
+{
+	const struct bwdiv *x = a, *y = b;
+
+	if (x->it != y->it)
+		return x->it < y->it ? -1 : 1;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+void
+tags_ready(struct tagger *tg)
+{
+	size_t i, k = 0;
+
+	if (tg->nb > 1)
+		qsort(tg->bw, tg->nb, sizeof(*tg->bw), cmp_bwdiv);
+	/* merge overlapping spans of one iteration */
+	for (i = 0; i < tg->nb; i++) {
+		if (k > 0 && tg->bw[k - 1].it == tg->bw[i].it && tg->bw[i].start <= tg->bw[k - 1].end) {
+			if (tg->bw[i].end > tg->bw[k - 1].end)
+				tg->bw[k - 1].end = tg->bw[i].end;
+		} else {
+			tg->bw[k++] = tg->bw[i];
+		}
 	}
+	tg->nb = k;
 }
 
 int
@@ -203,12 +220,26 @@ tags_at(const struct tagger *tg, uint32_t proc, int64_t ts, int64_t it, struct k
 	if (!(got & 1) && proc < tg->nproc && tg->bwd != NULL && tg->bwd[proc]) {
 		k->phase = KG_PH_BWD, got |= 8;
 	} else if (!(got & 1) && proc == tg->main) {
-		size_t i;
+		/* the iteration's backward spans: [blo, bhi) */
+		size_t blo = 0, bhi = tg->nb, i;
 
-		for (i = 0; i < tg->nb && tg->bit[i] != it; i++)
+		while (blo < bhi) {
+			size_t mid = (blo + bhi) / 2;
+
+			if (tg->bw[mid].it < it)
+				blo = mid + 1;
+			else
+				bhi = mid;
+		}
+		for (bhi = blo; bhi < tg->nb && tg->bw[bhi].it == it; bhi++)
 			;
-		if (i < tg->nb)
-			k->phase = ts < tg->bend[i] ? KG_PH_FWD : KG_PH_OPT, got |= 8;
+		if (blo < bhi) {
+			k->phase = ts < tg->bw[bhi - 1].end ? KG_PH_FWD : KG_PH_OPT;
+			for (i = blo; i < bhi; i++)
+				if (ts >= tg->bw[i].start && ts < tg->bw[i].end)
+					k->phase = KG_PH_BWD; /* while backward runs */
+			got |= 8;
+		}
 	}
 	return got;
 }
@@ -218,7 +249,6 @@ tags_release(struct tagger *tg)
 {
 	free(tg->a);
 	free(tg->first);
-	free(tg->bit);
-	free(tg->bend);
+	free(tg->bw);
 	memset(tg, 0, sizeof(*tg));
 }

@@ -1,0 +1,496 @@
+/*
+ * graph-scale-dp: a job graph as it would run with another data-parallel
+ * degree. Each GPU's work stays as it is; the data-parallel group's
+ * collectives are re-timed for the new number of participants, by the
+ * communication model fitted on the job's own collectives
+ * (common/comm.h).
+ *
+ * Finding the data-parallel group: a process group (the ranks text the
+ * trace records) whose forward-phase collectives carry more than 1 KiB
+ * on average reduces activations: tensor-parallel (a scalar reduced in
+ * the forward phase, such as a loss averaged over the replicas, does not
+ * count). Of the others that reduce in the backward and optimizer
+ * phases, the groups of the size that moves the most bytes there reduce
+ * the gradients (a gradient norm's scalars, an embedding's gradient
+ * between the first and last stage, weigh far less): they are the
+ * data-parallel groups, and their size is the current degree D. All of
+ * their collectives are re-timed, the forward scalars too. The phases come from kineto2graph's structure tags;
+ * without them, or without a group that is plainly data-parallel, the
+ * tool stops and says what is missing.
+ *
+ * Re-timing: a collective of the group moving B bytes took d (its
+ * transfer time in the job graph); it now takes d * T(N) / T(D), T the
+ * fitted model's time for B bytes among N or D ranks, so what the model
+ * does not explain of d stays. Its link: ranks are laid out
+ * tensor-parallel first, then data-parallel, then by stage (Megatron's
+ * order), so rank r's new group runs from t + tp N s to t + tp (N - 1 +
+ * N s), t = r mod tp and s = r / (tp D), tp the tensor-parallel group's
+ * size (1 without one); it spans nodes when those ranks are on two
+ * (--gpus-per-node). A link the job never used for that collective can
+ * be given (--net); otherwise the tool stops.
+ *
+ * State: one section at a time: its records as read, and the decoded
+ * records of its collectives.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "comm.h"
+#include "kg.h"
+#include "util.h"
+
+#define PRODUCER "graph-scale-dp " KG_VERSION
+#define FWD_BYTES 1024.0 /* mean forward message of a tensor-parallel group, more than */
+
+static const char usage[] =
+    "graph-scale-dp [-q] [-o FILE] [--gpus-per-node N] [--net GBPS,US] N [FILE ...]";
+
+static const char help[] =
+    "Re-time a job graph's data-parallel collectives for N data-parallel ranks.\n"
+    "\n"
+    "  -o, --output FILE        write the stream to FILE instead of stdout\n"
+    "      --gpus-per-node N    ranks per node, for the links (default 8)\n"
+    "      --net GBPS,US        the network's bandwidth per GPU and latency per step,\n"
+    "                           for collectives the job never ran across nodes\n"
+    "  -q, --quiet              no warnings\n"
+    "  -h, --help               this help\n"
+    "      --version            the version\n"
+    "\n"
+    "The input is a job graph (graph-deps --merge) with structure tags.\n"
+    "With no FILE, or FILE -, read standard input. See graph-scale-dp(1).\n";
+
+struct opts {
+	int64_t n, gpn;
+	double net_gbps, net_us; /* --net: the network, when the job shows none */
+};
+
+/* A collective task: its record, decoded, and where its bytes are. */
+struct ctask {
+	struct kg_task t;
+	size_t rec;     /* index among the section's records */
+	uint32_t group; /* index into the section's groups */
+	int64_t rank;
+};
+
+struct group {
+	uint32_t pgr;       /* str id of the ranks text */
+	int fwd, late;      /* tensor-parallel (see retime) / reduces in bwd or opt */
+	double fwdbytes;    /* moved by its forward-phase collectives */
+	int64_t nfwd;
+	int64_t size;
+	int link;           /* COMM_INTRA, or COMM_INTER when its ranks span nodes */
+	int dp;             /* the data-parallel group */
+};
+
+struct redge {
+	uint32_t src, dst;
+	uint8_t kind;
+};
+
+struct section {
+	char *buf;
+	size_t len, cap;
+	size_t *off;
+	uint8_t *type;
+	size_t nrec, capoff, captype;
+	struct ctask *c;
+	size_t nc, capc;
+	struct group *g;
+	size_t ng, capg;
+	int64_t *prank;
+	size_t np, capp;
+	struct redge *edge;  /* by record index: the edge records' ends and kind */
+	size_t capedge;
+	struct kg_header h;
+	int job;
+};
+
+/* A group from its ranks text ("[0, 1, 2]"): its size and link. */
+static struct group
+group_of(uint32_t pgr, const char *s, int64_t gpn)
+{
+	struct group g = { pgr, 0, 0, 0, 0, 0, COMM_INTRA, 0 };
+	int64_t node = -1;
+
+	while (*s != '\0') {
+		char *end;
+		long long v;
+
+		if (*s < '0' || *s > '9') {
+			s++;
+			continue;
+		}
+		v = strtoll(s, &end, 10);
+		s = end;
+		if (node >= 0 && v / gpn != node)
+			g.link = COMM_INTER;
+		node = v / gpn;
+		g.size++;
+	}
+	return g;
+}
+
+static int
+p2p(int c)
+{
+	return c == KG_COLL_SEND || c == KG_COLL_RECV || c == KG_COLL_SENDRECV;
+}
+
+/* Re-time the section's data-parallel collectives; 0, or 1 after a message. */
+static int
+retime(const struct opts *o, struct section *s, const struct kg_reader *r, const char *name,
+    int index, uint64_t *retimed, int64_t *dp)
+{
+	struct comm_sample *sm = xmalloc((s->nc + 1) * sizeof(*sm));
+	struct comm_model m;
+	int64_t d = -1, tp = 1;
+	size_t i, ns = 0, k;
+	int phases = 0;
+
+	*retimed = 0;
+	if (!s->job) {
+		errmsg("%s: section %d: not a job graph: the transfer times come from "
+		    "matching collectives across ranks (graph-deps --merge)", name, index);
+		free(sm);
+		return 1;
+	}
+	for (i = 0; i < s->nc; i++) {
+		const struct kg_task *t = &s->c[i].t;
+		struct group *g = &s->g[s->c[i].group];
+
+		if (t->phase != KG_PH_NONE)
+			phases = 1;
+		if (p2p(t->coll) || s->c[i].group == UINT32_MAX)
+			continue;
+		if (t->phase == KG_PH_FWD)
+			g->nfwd++, g->fwdbytes += (double)t->bytes;
+		else if (t->phase == KG_PH_BWD || t->phase == KG_PH_OPT)
+			g->late = 1;
+	}
+	/* Tensor-parallel groups reduce activations in the forward phase;
+	 * a data-parallel group may reduce a scalar there (a loss averaged
+	 * over the replicas), which does not count. */
+	for (k = 0; k < s->ng; k++)
+		s->g[k].fwd = s->g[k].nfwd > 0 && s->g[k].fwdbytes / (double)s->g[k].nfwd > FWD_BYTES;
+	if (!phases) {
+		errmsg("%s: section %d: its collectives have no phase: the data-parallel "
+		    "group is the one that reduces only in the backward and optimizer "
+		    "phases (kineto2graph tags them)", name, index);
+		free(sm);
+		return 1;
+	}
+	/* Of the groups that reduce only late, those of the size that moves
+	 * the most bytes: gradients outweigh a norm's scalars. */
+	{
+		int64_t *sz = xcalloc(s->ng + 1, sizeof(*sz));
+		double *by = xcalloc(s->ng + 1, sizeof(*by)), best = -1;
+		size_t nsz = 0, q;
+
+		for (i = 0; i < s->nc; i++) {
+			const struct group *g = s->c[i].group == UINT32_MAX ? NULL : &s->g[s->c[i].group];
+
+			if (g == NULL || g->fwd || !g->late || p2p(s->c[i].t.coll))
+				continue;
+			for (q = 0; q < nsz && sz[q] != g->size; q++)
+				;
+			if (q == nsz)
+				sz[nsz++] = g->size;
+			by[q] += (double)s->c[i].t.bytes;
+		}
+		for (q = 0; q < nsz; q++)
+			if (by[q] > best)
+				best = by[q], d = sz[q];
+		free(sz);
+		free(by);
+	}
+	for (k = 0; k < s->ng; k++) {
+		if (s->g[k].fwd && s->g[k].size > tp)
+			tp = s->g[k].size;
+		s->g[k].dp = !s->g[k].fwd && s->g[k].late && s->g[k].size == d;
+	}
+	if (d < 0) {
+		errmsg("%s: section %d: no process group reduces only in the backward and "
+		    "optimizer phases: no data-parallel group to scale", name, index);
+		free(sm);
+		return 1;
+	}
+	*dp = d;
+	/* the model, from every collective of the job: each participant's
+	 * kernel has the transfer time, so each counts once per group member */
+	for (i = 0; i < s->nc; i++) {
+		const struct ctask *c = &s->c[i];
+		const struct group *g = c->group == UINT32_MAX ? NULL : &s->g[c->group];
+
+		if (g == NULL || c->t.bytes == 0 || c->t.dur <= 0)
+			continue;
+		sm[ns].coll = c->t.coll;
+		sm[ns].n = g->size;
+		sm[ns].bytes = c->t.bytes;
+		sm[ns].link = g->link;
+		sm[ns++].t = c->t.dur;
+	}
+	comm_fit(sm, ns, &m);
+	free(sm);
+	if (o->net_gbps > 0)
+		for (k = 1; k < KG_NCOLL; k++)
+			if (m.c[k][COMM_INTER].samples == 0) {
+				struct comm_class *cc = &m.c[k][COMM_INTER];
+
+				cc->samples = 1; /* given, not fitted */
+				cc->nseg = 1;
+				cc->seg[0].upto = INFINITY;
+				cc->seg[0].alpha = o->net_us * 1e3;
+				cc->seg[0].beta = o->net_gbps;
+			}
+	for (i = 0; i < s->nc; i++) {
+		struct ctask *c = &s->c[i];
+		const struct group *g = c->group == UINT32_MAX ? NULL : &s->g[c->group];
+		int64_t told, tnew, ti, st, lo, hi;
+		int a1, a2, lnew;
+
+		if (g == NULL || !g->dp || p2p(c->t.coll) || c->rank < 0)
+			continue;
+		/* the new group of this rank: Megatron's order, tensor-parallel
+		 * fastest, then data-parallel, then the stage */
+		ti = c->rank % tp;
+		st = c->rank / (tp * d);
+		lo = ti + tp * o->n * st;
+		hi = ti + tp * (o->n - 1 + o->n * st);
+		lnew = lo / o->gpn != hi / o->gpn ? COMM_INTER : COMM_INTRA;
+		told = comm_time(&m, c->t.coll, d, c->t.bytes, g->link, &a1);
+		tnew = comm_time(&m, c->t.coll, o->n, c->t.bytes, lnew, &a2);
+		if (told <= 0 || tnew < 0 || a1 || a2) {
+			errmsg("%s: section %d: no %s over %s in the job to fit the "
+			    "communication model on%s", name, index, kg_coll_name[c->t.coll],
+			    (a2 || tnew < 0 ? lnew : g->link) == COMM_INTER ?
+			    "the network (across nodes)" : "NVLink (inside a node)",
+			    (a2 || tnew < 0 ? lnew : g->link) == COMM_INTER ?
+			    " (give it with --net GBPS,US)" : "");
+			return 1;
+		}
+		if (o->n < 2)
+			tnew = 0; /* one rank: nothing to reduce */
+		c->t.dur = llround((double)c->t.dur * (double)tnew / (double)told);
+		(*retimed)++;
+	}
+	return 0;
+}
+
+/* Is task id one of the data-parallel collectives? */
+static int
+is_dp(const struct section *s, uint32_t id)
+{
+	size_t lo = 0, hi = s->nc;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->c[mid].t.id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->nc && s->c[lo].t.id == id && s->c[lo].group != UINT32_MAX &&
+	    s->g[s->c[lo].group].dp;
+}
+
+/*
+ * The section with the re-timed collectives written anew (from the
+ * fields this version knows); with one rank left there is no one to
+ * meet, so the rank edges of the data-parallel collectives go.
+ */
+static int
+write_section(const struct opts *o, struct section *s, struct gout *g)
+{
+	size_t i, k = 0;
+
+	if (kg_write_header_tool(&g->w, &s->h, PRODUCER) < 0)
+		return -1;
+	for (i = 0; i < s->nrec; i++) {
+		size_t end = i + 1 < s->nrec ? s->off[i + 1] : s->len;
+		int rc;
+
+		if (k < s->nc && s->c[k].rec == i) {
+			rc = kg_write_task(&g->w, &s->c[k++].t);
+		} else if (s->type[i] == KG_R_EDGE && o->n == 1 && s->edge[i].kind == KG_E_RANK &&
+		    is_dp(s, s->edge[i].src) && is_dp(s, s->edge[i].dst)) {
+			continue;
+		} else {
+			rc = kg_write_bytes(&g->w, s->buf + s->off[i], end - s->off[i], s->type[i]);
+		}
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+process(const struct opts *o, const char *path, struct gout *g)
+{
+	struct gin in;
+	struct section s;
+	int t, rc = 0, index = 0;
+
+	if (gin_open(&in, path) < 0)
+		return 1;
+	memset(&s, 0, sizeof(s));
+	while (rc == 0 && (t = gin_read(&in)) > 0) {
+		if (t == KG_R_HEADER) {
+			s.h = in.rec.header;
+			s.job = s.h.nranks > 0;
+			s.nrec = s.len = s.nc = s.ng = s.np = 0;
+			continue; /* written anew with the section */
+		}
+		if (t == KG_R_SIM)
+			continue; /* the times change: simulate again */
+		if (t == KG_R_PROC) {
+			int64_t rk = in.rec.proc.rank >= 0 ? in.rec.proc.rank : s.h.rank;
+
+			VEC_PUSH(s.prank, s.np, s.capp, rk);
+		}
+		if (t == KG_R_TASK && in.rec.task.kind == KG_COLL) {
+			struct ctask c;
+			size_t k;
+
+			c.t = in.rec.task;
+			c.rec = s.nrec;
+			c.rank = c.t.proc < s.np ? s.prank[c.t.proc] : -1;
+			c.group = UINT32_MAX;
+			if (c.t.pgr != KG_NONE) {
+				for (k = 0; k < s.ng && s.g[k].pgr != c.t.pgr; k++)
+					;
+				if (k == s.ng) {
+					struct group ng = group_of(c.t.pgr, kg_str(&in.r, c.t.pgr), o->gpn);
+
+					VEC_PUSH(s.g, s.ng, s.capg, ng);
+				}
+				c.group = (uint32_t)k;
+			}
+			VEC_PUSH(s.c, s.nc, s.capc, c);
+		}
+		if (t == KG_R_END) {
+			uint64_t n;
+			int64_t dp = -1;
+
+			rc = retime(o, &s, &in.r, in.name, index, &n, &dp);
+			if (rc == 0) {
+				/* the header as read is gone with the records after it:
+				 * it was copied, and its strings are the reader's own
+				 * until the next header */
+				if (write_section(o, &s, g) < 0 || kg_write_end(&g->w) < 0) {
+					errmsg("%s: %s", g->name, g->w.err);
+					rc = 1;
+				}
+				(void)n, (void)dp;
+			}
+			index++;
+			continue;
+		}
+		if (t == KG_R_EDGE) {
+			grow(&s.edge, &s.capedge, s.nrec + 1, sizeof(*s.edge));
+			s.edge[s.nrec].src = in.rec.edge.src;
+			s.edge[s.nrec].dst = in.rec.edge.dst;
+			s.edge[s.nrec].kind = (uint8_t)in.rec.edge.kind;
+		}
+		grow(&s.buf, &s.cap, s.len + in.rec.nbytes, 1);
+		memcpy(s.buf + s.len, in.rec.bytes, in.rec.nbytes);
+		grow(&s.off, &s.capoff, s.nrec + 1, sizeof(*s.off));
+		grow(&s.type, &s.captype, s.nrec + 1, 1);
+		s.off[s.nrec] = s.len;
+		s.type[s.nrec++] = (uint8_t)t;
+		s.len += in.rec.nbytes;
+	}
+	if (t < 0 && rc == 0)
+		rc = 1;
+	free(s.buf);
+	free(s.off);
+	free(s.type);
+	free(s.c);
+	free(s.g);
+	free(s.prank);
+	free(s.edge);
+	gin_close(&in);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "gpus-per-node", required_argument, NULL, 'G' },
+		{ "net", required_argument, NULL, 'N' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *output = NULL;
+	struct opts o;
+	struct gout g;
+	int c, i, rc = 0;
+
+	cli_init("graph-scale-dp");
+	memset(&o, 0, sizeof(o));
+	o.gpn = 8;
+	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case 'G':
+			if (parse_i64(optarg, 1, 1 << 20, &o.gpn) < 0) {
+				errmsg("invalid --gpus-per-node '%s'", optarg);
+				usage_exit(usage);
+			}
+			break;
+		case 'N': {
+			char *end;
+
+			o.net_gbps = strtod(optarg, &end);
+			if (end == optarg || *end != ',' || !(o.net_gbps > 0) || o.net_gbps > 1e6) {
+				errmsg("invalid --net '%s' (GBPS,US)", optarg);
+				usage_exit(usage);
+			}
+			o.net_us = strtod(end + 1, &end);
+			if (*end != '\0' || !(o.net_us >= 0) || o.net_us > 1e6) {
+				errmsg("invalid --net '%s' (GBPS,US)", optarg);
+				usage_exit(usage);
+			}
+			break;
+		}
+		case 'q':
+			quiet = 1;
+			break;
+		case 'h':
+			printf("usage: %s\n\n%s", usage, help);
+			return close_stdout();
+		case 'V':
+			version_exit();
+		default:
+			usage_exit(usage);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1) {
+		errmsg("missing the new data-parallel degree");
+		usage_exit(usage);
+	}
+	if (parse_i64(argv[0], 1, 1 << 20, &o.n) < 0) {
+		errmsg("invalid data-parallel degree '%s'", argv[0]);
+		usage_exit(usage);
+	}
+	argc--;
+	argv++;
+	if (gout_open(&g, output, 3) < 0)
+		return 1;
+	if (argc == 0)
+		rc = process(&o, NULL, &g);
+	for (i = 0; i < argc && rc == 0; i++)
+		rc = process(&o, argv[i], &g);
+	return gout_close(&g, rc, PRODUCER);
+}

@@ -154,7 +154,47 @@ durations() {
 	graph-scale-dp 2 job.kg | graphsim | graphstat --csv | cut -d, -f1-5 > same
 	graphsim job.kg | graphstat --csv | cut -d, -f1-5 > base
 	diff base same
+	# (tiny runs 4 ranks a node: at dp 4 its stages' pairs cross nodes)
 	for n in 1 4; do
-		graph-scale-dp "$n" job.kg | graphsim | graphstat --csv > /dev/null
+		graph-scale-dp --net 50,5 "$n" job.kg | graphsim | graphstat --csv > /dev/null
 	done
+}
+
+@test "graph-scale-dp: a pipeline pair that more replicas push onto another node is re-timed for the network" {
+	# tp 1, dp 2, pp 2 on one node of 4: stage 0 is ranks 0 and 1, stage 1
+	# ranks 2 and 3; data-parallel groups [0, 1] and [2, 3] (backward
+	# all-reduces, 2 ranks: 2 steps, 1000000 B); pipeline pairs [0, 2] and
+	# [1, 3] (a 1000-byte send and its receive, 2000 ns: fitted on latency
+	# alone, 2000 ns a step). At dp 4 stage 1 is ranks 4 to 7, node 1:
+	# the pairs cross nodes, and --net 1,5 times them 5000 + 1000 / 1 =
+	# 6000 ns.
+	awk 'BEGIN {
+		print "{\"r\":\"header\",\"format\":\"kgraph\",\"major\":1,\"minor\":2,\"producer\":\"t\",\"unit\":\"ns\",\"rank\":-1,\"world\":4,\"ranks\":[0,1,2,3]}"
+		print "{\"r\":\"str\",\"id\":0,\"s\":\"nccl\"}"
+		print "{\"r\":\"str\",\"id\":1,\"s\":\"[0, 1]\"}"
+		print "{\"r\":\"str\",\"id\":2,\"s\":\"[2, 3]\"}"
+		print "{\"r\":\"str\",\"id\":3,\"s\":\"[0, 2]\"}"
+		print "{\"r\":\"str\",\"id\":4,\"s\":\"[1, 3]\"}"
+		for (r = 0; r < 4; r++)
+			printf "{\"r\":\"proc\",\"id\":%d,\"k\":\"stream\",\"pid\":0,\"tid\":7,\"rank\":%d}\n", r, r
+		for (r = 0; r < 4; r++) {
+			# 2r: the pipeline op (send on stage 0, recv on stage 1); 2r+1: the dp all-reduce
+			printf "{\"r\":\"task\",\"id\":%d,\"p\":%d,\"k\":\"coll\",\"n\":0,\"d\":2000,\"ts\":0,\"it\":1,\"coll\":\"%s\",\"by\":1000,\"pgr\":%d,\"ph\":\"fwd\"}\n", 2 * r, r, r < 2 ? "send" : "recv", r % 2 == 0 ? 3 : 4
+			printf "{\"r\":\"task\",\"id\":%d,\"p\":%d,\"k\":\"coll\",\"n\":0,\"d\":102000,\"ts\":10000,\"it\":1,\"coll\":\"allreduce\",\"by\":1000000,\"pgr\":%d,\"ph\":\"bwd\"}\n", 2 * r + 1, r, r < 2 ? 1 : 2
+		}
+		for (r = 0; r < 4; r++)
+			printf "{\"r\":\"edge\",\"src\":%d,\"dst\":%d,\"k\":\"stream\"}\n", 2 * r, 2 * r + 1
+		print "{\"r\":\"edge\",\"src\":0,\"dst\":4,\"k\":\"rank\"}"
+		print "{\"r\":\"edge\",\"src\":2,\"dst\":6,\"k\":\"rank\"}"
+		print "{\"r\":\"edge\",\"src\":1,\"dst\":3,\"k\":\"rank\"}"
+		print "{\"r\":\"edge\",\"src\":5,\"dst\":7,\"k\":\"rank\"}"
+		print "{\"r\":\"end\",\"tasks\":8,\"edges\":8,\"procs\":4,\"strs\":5}"
+	}' | mkstream > pp.kg
+	run -1 --separate-stderr graph-scale-dp --gpus-per-node 4 4 pp.kg
+	[ "$stderr" = "graph-scale-dp: pp.kg: section 0: no send over the network (across nodes) in the job to fit the communication model on (give it with --net GBPS,US)" ]
+	graph-scale-dp --gpus-per-node 4 --net 1,5 4 pp.kg > four.kg
+	[ "$(durations four.kg | awk '$1 % 2 == 0 { print $2 }' | sort -u)" = 6000 ]
+	# at dp 2 nothing moves
+	graph-scale-dp --gpus-per-node 4 2 pp.kg > two.kg
+	diff <(durations pp.kg) <(durations two.kg)
 }

@@ -26,8 +26,12 @@
  * order), so rank r's new group runs from t + tp N s to t + tp (N - 1 +
  * N s), t = r mod tp and s = r / (tp D), tp the tensor-parallel group's
  * size (1 without one); it spans nodes when those ranks are on two
- * (--gpus-per-node). A link the job never used for that collective can
- * be given (--net); otherwise the tool stops.
+ * (--gpus-per-node). Every other group keeps its collectives, but its
+ * ranks move too (rank t + tp (r + D s) goes to t + tp (r + N s)), and a
+ * group that ends up across nodes, or back inside one (a pipeline's
+ * send and receive between stages, say), is re-timed for the new link.
+ * A link the job never used for that collective can be given (--net);
+ * otherwise the tool stops.
  *
  * State: one section at a time: its records as read, and the decoded
  * records of its collectives.
@@ -83,6 +87,7 @@ struct group {
 	int64_t size;
 	int link;           /* COMM_INTRA, or COMM_INTER when its ranks span nodes */
 	int dp;             /* the data-parallel group */
+	const char *text;   /* the ranks text (the reader's, until the next header) */
 };
 
 struct redge {
@@ -112,7 +117,7 @@ struct section {
 static struct group
 group_of(uint32_t pgr, const char *s, int64_t gpn)
 {
-	struct group g = { pgr, 0, 0, 0, 0, 0, COMM_INTRA, 0 };
+	struct group g = { pgr, 0, 0, 0, 0, 0, COMM_INTRA, 0, s };
 	int64_t node = -1;
 
 	while (*s != '\0') {
@@ -137,6 +142,39 @@ static int
 p2p(int c)
 {
 	return c == KG_COLL_SEND || c == KG_COLL_RECV || c == KG_COLL_SENDRECV;
+}
+
+/*
+ * The link of a group of the job (its ranks text) once the job has n
+ * data-parallel ranks instead of d: each rank t + tp (r + d s) (tensor-
+ * parallel index t, replica r, stage s: Megatron's order) moves to
+ * t + tp (r + n s), a replica past the new count standing for one within
+ * it.
+ */
+static int
+new_link(const char *s, int64_t tp, int64_t d, int64_t n, int64_t gpn)
+{
+	int64_t node = -1;
+
+	while (*s != '\0') {
+		char *end;
+		long long x, t, r, st, y;
+
+		if (*s < '0' || *s > '9') {
+			s++;
+			continue;
+		}
+		x = strtoll(s, &end, 10);
+		s = end;
+		t = x % tp;
+		r = (x / tp) % d;
+		st = x / (tp * d);
+		y = t + tp * (r % n + n * st);
+		if (node >= 0 && y / gpn != node)
+			return COMM_INTER;
+		node = y / gpn;
+	}
+	return COMM_INTRA;
 }
 
 /* Re-time the section's data-parallel collectives; 0, or 1 after a message. */
@@ -251,8 +289,29 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, const
 		int64_t told, tnew, ti, st, lo, hi;
 		int a1, a2, lnew;
 
-		if (g == NULL || !g->dp || p2p(c->t.coll) || c->rank < 0)
+		if (g == NULL || c->rank < 0)
 			continue;
+		if (!g->dp || p2p(c->t.coll)) {
+			/* another group: the same collective, but its ranks may
+			 * now be on two nodes (a stage moved to another node) */
+			int l = new_link(g->text, tp, d, o->n, o->gpn);
+
+			if (l == g->link)
+				continue;
+			told = comm_time(&m, c->t.coll, g->size, c->t.bytes, g->link, &a1);
+			tnew = comm_time(&m, c->t.coll, g->size, c->t.bytes, l, &a2);
+			if (told <= 0 || tnew < 0 || a1 || a2) {
+				errmsg("%s: section %d: no %s over %s in the job to fit the "
+				    "communication model on%s", name, index, kg_coll_name[c->t.coll],
+				    l == COMM_INTER ? "the network (across nodes)" :
+				    "NVLink (inside a node)",
+				    l == COMM_INTER ? " (give it with --net GBPS,US)" : "");
+				return 1;
+			}
+			c->t.dur = llround((double)c->t.dur * (double)tnew / (double)told);
+			(*retimed)++;
+			continue;
+		}
 		/* the new group of this rank: Megatron's order, tensor-parallel
 		 * fastest, then data-parallel, then the stage */
 		ti = c->rank % tp;

@@ -230,7 +230,7 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, const
 		for (i = 0; i < s->nc; i++) {
 			const struct group *g = s->c[i].group == UINT32_MAX ? NULL : &s->g[s->c[i].group];
 
-			if (g == NULL || g->fwd || !g->late || p2p(s->c[i].t.coll))
+			if (g == NULL || g->fwd || !g->late || g->size < 2 || p2p(s->c[i].t.coll))
 				continue;
 			for (q = 0; q < nsz && sz[q] != g->size; q++)
 				;

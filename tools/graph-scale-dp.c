@@ -197,12 +197,13 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, const
 	}
 	for (i = 0; i < s->nc; i++) {
 		const struct kg_task *t = &s->c[i].t;
-		struct group *g = &s->g[s->c[i].group];
+		struct group *g;
 
 		if (t->phase != KG_PH_NONE)
 			phases = 1;
 		if (p2p(t->coll) || s->c[i].group == UINT32_MAX)
 			continue;
+		g = &s->g[s->c[i].group];
 		if (t->phase == KG_PH_FWD)
 			g->nfwd++, g->fwdbytes += (double)t->bytes;
 		else if (t->phase == KG_PH_BWD || t->phase == KG_PH_OPT)

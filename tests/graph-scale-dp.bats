@@ -146,6 +146,11 @@ durations() {
 	[ "$stderr" = "graph-scale-dp: tponly.kg: section 0: no process group reduces only in the backward and optimizer phases: no data-parallel group to scale" ]
 	# and no partial output
 	run -1 bash -c 'graph-scale-dp 4 tponly.kg | graphcat'
+	# the DLRM job: no process-group metadata
+	need_traces
+	kineto2graph -q "$TRACES"/param_dlrm_8rank_v100/kineto/*.json.gz | graph-deps --merge > dlrm.kg
+	run -1 --separate-stderr graph-scale-dp 4 dlrm.kg
+	[ "$stderr" = 'graph-scale-dp: dlrm.kg: section 0: its collectives carry no process-group ranks (NCCL metadata, `pgr`): the groups cannot be told apart' ]
 }
 
 @test "graph-scale-dp: tracegen's job at its own degree is unchanged, and scales both ways" {

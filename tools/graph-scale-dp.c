@@ -214,6 +214,12 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, const
 	 * over the replicas), which does not count. */
 	for (k = 0; k < s->ng; k++)
 		s->g[k].fwd = s->g[k].nfwd > 0 && s->g[k].fwdbytes / (double)s->g[k].nfwd > FWD_BYTES;
+	if (s->ng == 0) {
+		errmsg("%s: section %d: its collectives carry no process-group ranks (NCCL "
+		    "metadata, `pgr`): the groups cannot be told apart", name, index);
+		free(sm);
+		return 1;
+	}
 	if (!phases) {
 		errmsg("%s: section %d: its collectives have no phase: the data-parallel "
 		    "group is the one that reduces only in the backward and optimizer "

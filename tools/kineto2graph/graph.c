@@ -1529,11 +1529,37 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 			g.bwd[e->proc] = 1;
 	}
 	tags_build(&g.tags, t, g.bwd, g.main_proc);
-	for (i = 0; i < ncpu; i++) {
-		const struct ev *e = &t->ev[cpu[i]];
+	{
+		/* Backward work as spans, cut as hand-off runs are (rule 5):
+		 * at a new iteration, or where the main thread ran between. */
+		uint32_t *m = NULL, p0 = KG_NONE;
+		size_t nm = 0, capm = 0;
+		int64_t s0 = 0, e0 = 0, it0 = 0;
+		int open = 0;
 
-		if (g.bwd[e->proc] && g.sel[cpu[i]] && leaf[cpu[i]])
-			tags_backward(&g.tags, g.iter[cpu[i]], e->ts, end_of(e));
+		for (i = 0; i < ncpu; i++)
+			if (t->ev[cpu[i]].proc == g.main_proc && leaf[cpu[i]] && g.sel[cpu[i]])
+				VEC_PUSH(m, nm, capm, cpu[i]);
+		for (i = 0; i < ncpu; i++) {
+			const struct ev *e = &t->ev[cpu[i]];
+
+			if (!g.bwd[e->proc] || !g.sel[cpu[i]] || !leaf[cpu[i]])
+				continue;
+			if (open && (e->proc != p0 || g.iter[cpu[i]] != it0 ||
+			    main_between(&g, m, nm, e0, e->ts))) {
+				tags_backward(&g.tags, it0, s0, e0);
+				open = 0;
+			}
+			if (!open) {
+				s0 = e->ts, e0 = end_of(e), it0 = g.iter[cpu[i]], p0 = e->proc;
+				open = 1;
+			} else if (end_of(e) > e0) {
+				e0 = end_of(e);
+			}
+		}
+		if (open)
+			tags_backward(&g.tags, it0, s0, e0);
+		free(m);
 	}
 	tags_ready(&g.tags);
 	for (i = 0; i < g.ntask; i++) {

@@ -117,6 +117,11 @@ umap_get(const struct umap *m, uint32_t k)
 struct gap;
 
 /* Build state. Arrays indexed by event hold KG_NONE where not applicable. */
+/* A run of a backward thread's tasks: its first and last (rule 5). */
+struct brun {
+	uint32_t first, last;
+};
+
 struct gb {
 	struct trace *t;
 	const struct build_opts *o;
@@ -147,7 +152,11 @@ struct gb {
 	size_t nevheld, capevheld;
 	struct gap *gaps;   /* rule 6, by position in the sorted GPU events */
 	struct tagger tags; /* rule 7 */
-	uint8_t *bwd;       /* per proc: a backward thread (rule 7) */
+	uint8_t *bwd;       /* per proc: a backward thread (rules 5 and 7) */
+	uint32_t *mleaf;    /* the main thread's selected leaves, in time order */
+	size_t nmleaf;
+	struct brun *runs;  /* backward threads' runs (rule 5) */
+	size_t nruns;
 	uint64_t nedges;
 };
 
@@ -1121,27 +1130,36 @@ main_between(const struct gb *g, const uint32_t *m, size_t n, int64_t a, int64_t
  * once per micro-batch hands over once per call). Each run starts after
  * the main thread's last task that had ended by then, and the main
  * thread's first task after the run ends waits for it.
+ *
+ * backward_runs finds the backward threads and their runs once, before
+ * the tasks are written (rule 7 tags by them too); handoff writes the
+ * edges.
  */
 static void
-handoff(struct gb *g, const uint32_t *cpu, size_t ncpu, const uint8_t *leaf)
+backward_runs(struct gb *g, const uint32_t *cpu, size_t ncpu, const uint8_t *leaf)
 {
 	struct trace *t = g->t;
-	uint32_t *m = NULL;
-	size_t nm = 0, cap = 0, i, j;
+	size_t cap = 0, capr = 0, i, j;
 
-	for (i = 0; i < ncpu; i++)
-		if (t->ev[cpu[i]].proc == g->main_proc && leaf[cpu[i]] && g->sel[cpu[i]])
-			VEC_PUSH(m, nm, cap, cpu[i]);
+	g->bwd = xcalloc(t->nproc + 1, 1);
+	for (i = 0; i < ncpu; i++) {
+		const struct ev *e = &t->ev[cpu[i]];
+
+		if (e->proc == g->main_proc && leaf[cpu[i]] && g->sel[cpu[i]])
+			VEC_PUSH(g->mleaf, g->nmleaf, cap, cpu[i]);
+		/* any CPU op counts, leaf or not: autograd's ops enclose
+		 * the launches that are its only tasks */
+		if (e->proc != g->main_proc && e->cls == EV_OP && iter_selected(g, g->iter[cpu[i]]))
+			g->bwd[e->proc] = 1;
+	}
+	if (g->nmleaf == 0)
+		return;
 	for (i = 0; i < ncpu; i = j) {
 		uint32_t p = t->ev[cpu[i]].proc, first = KG_NONE, lastx = KG_NONE;
-		int has_op = 0;
 
-		/* Any CPU op counts, leaf or not: autograd's ops enclose the
-		 * launches that are its only tasks. */
 		for (j = i; j < ncpu && t->ev[cpu[j]].proc == p; j++)
-			if (t->ev[cpu[j]].cls == EV_OP && iter_selected(g, g->iter[cpu[j]]))
-				has_op = 1;
-		if (p == g->main_proc || !has_op || nm == 0)
+			;
+		if (!g->bwd[p])
 			continue;
 		for (size_t k = i; k <= j; k++) {
 			uint32_t x = k < j ? cpu[k] : KG_NONE;
@@ -1152,18 +1170,10 @@ handoff(struct gb *g, const uint32_t *cpu, size_t ncpu, const uint8_t *leaf)
 			 * thread ran between two of its tasks (it was waiting,
 			 * as in a backward call per micro-batch). */
 			if (first != KG_NONE && (x == KG_NONE || g->iter[x] != g->iter[first] ||
-			    main_between(g, m, nm, end_of(&t->ev[lastx]), t->ev[x].ts))) {
-				uint32_t a = main_before(g, m, nm, t->ev[first].ts);
-				uint32_t b = main_after(g, m, nm, end_of(&t->ev[lastx]));
+			    main_between(g, g->mleaf, g->nmleaf, end_of(&t->ev[lastx]), t->ev[x].ts))) {
+				struct brun r = { first, lastx };
 
-				if (a != KG_NONE)
-					edge(g, a, first, KG_E_HANDOFF,
-					    t->ev[first].ts - end_of(&t->ev[a]), KG_HOW_INFERRED,
-					    KG_NONE, KG_NONE, KG_NONE);
-				if (b != KG_NONE)
-					edge(g, lastx, b, KG_E_HANDOFF,
-					    t->ev[b].ts - end_of(&t->ev[lastx]), KG_HOW_INFERRED,
-					    KG_NONE, KG_NONE, KG_NONE);
+				VEC_PUSH(g->runs, g->nruns, capr, r);
 				first = KG_NONE;
 			}
 			if (x != KG_NONE) {
@@ -1173,7 +1183,26 @@ handoff(struct gb *g, const uint32_t *cpu, size_t ncpu, const uint8_t *leaf)
 			}
 		}
 	}
-	free(m);
+}
+
+static void
+handoff(struct gb *g)
+{
+	const struct ev *ev = g->t->ev;
+	size_t i;
+
+	for (i = 0; i < g->nruns; i++) {
+		uint32_t first = g->runs[i].first, last = g->runs[i].last;
+		uint32_t a = main_before(g, g->mleaf, g->nmleaf, ev[first].ts);
+		uint32_t b = main_after(g, g->mleaf, g->nmleaf, end_of(&ev[last]));
+
+		if (a != KG_NONE)
+			edge(g, a, first, KG_E_HANDOFF, ev[first].ts - end_of(&ev[a]),
+			    KG_HOW_INFERRED, KG_NONE, KG_NONE, KG_NONE);
+		if (b != KG_NONE)
+			edge(g, last, b, KG_E_HANDOFF, ev[b].ts - end_of(&ev[last]),
+			    KG_HOW_INFERRED, KG_NONE, KG_NONE, KG_NONE);
+	}
 }
 
 static int
@@ -1519,48 +1548,12 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		if (kg_write_proc(w, &p) < 0)
 			goto werr;
 	}
-	/* Rule 7: backward threads (as for hand-offs: not the main thread,
-	 * and running CPU ops), and the ranges that tag tasks. */
-	g.bwd = xcalloc(t->nproc + 1, 1);
-	for (i = 0; i < ncpu; i++) {
-		const struct ev *e = &t->ev[cpu[i]];
-
-		if (e->proc != g.main_proc && e->cls == EV_OP && iter_selected(&g, g.iter[cpu[i]]))
-			g.bwd[e->proc] = 1;
-	}
+	/* Rule 7 tags by the ranges and by rule 5's backward runs. */
+	backward_runs(&g, cpu, ncpu, leaf);
 	tags_build(&g.tags, t, g.bwd, g.main_proc);
-	{
-		/* Backward work as spans, cut as hand-off runs are (rule 5):
-		 * at a new iteration, or where the main thread ran between. */
-		uint32_t *m = NULL, p0 = KG_NONE;
-		size_t nm = 0, capm = 0;
-		int64_t s0 = 0, e0 = 0, it0 = 0;
-		int open = 0;
-
-		for (i = 0; i < ncpu; i++)
-			if (t->ev[cpu[i]].proc == g.main_proc && leaf[cpu[i]] && g.sel[cpu[i]])
-				VEC_PUSH(m, nm, capm, cpu[i]);
-		for (i = 0; i < ncpu; i++) {
-			const struct ev *e = &t->ev[cpu[i]];
-
-			if (!g.bwd[e->proc] || !g.sel[cpu[i]] || !leaf[cpu[i]])
-				continue;
-			if (open && (e->proc != p0 || g.iter[cpu[i]] != it0 ||
-			    main_between(&g, m, nm, e0, e->ts))) {
-				tags_backward(&g.tags, it0, s0, e0);
-				open = 0;
-			}
-			if (!open) {
-				s0 = e->ts, e0 = end_of(e), it0 = g.iter[cpu[i]], p0 = e->proc;
-				open = 1;
-			} else if (end_of(e) > e0) {
-				e0 = end_of(e);
-			}
-		}
-		if (open)
-			tags_backward(&g.tags, it0, s0, e0);
-		free(m);
-	}
+	for (i = 0; i < g.nruns; i++)
+		tags_backward(&g.tags, g.iter[g.runs[i].first], t->ev[g.runs[i].first].ts,
+		    end_of(&t->ev[g.runs[i].last]));
 	tags_ready(&g.tags);
 	for (i = 0; i < g.ntask; i++) {
 		struct kg_task k;
@@ -1627,7 +1620,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		    KG_NONE);
 	}
 	bind_runtime(&g, rts, nrt);
-	handoff(&g, cpu, ncpu, leaf);
+	handoff(&g);
 	for (i = 0; i < ngpu; i++) {
 		size_t gi = i;
 
@@ -1681,6 +1674,8 @@ out_free:
 	free(g.evheld);
 	free(g.gaps);
 	free(g.bwd);
+	free(g.mleaf);
+	free(g.runs);
 	tags_release(&g.tags);
 	free(g.durv);
 	free(g.durpre);

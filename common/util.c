@@ -89,3 +89,39 @@ parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
 	*out = v;
 	return 0;
 }
+
+uint32_t
+uf_find(uint32_t *up, uint32_t x)
+{
+	while (up[x] != x) {
+		up[x] = up[up[x]];
+		x = up[x];
+	}
+	return x;
+}
+
+void
+uf_union(uint32_t *up, uint32_t a, uint32_t b)
+{
+	a = uf_find(up, a);
+	b = uf_find(up, b);
+	if (a != b)
+		up[a < b ? b : a] = a < b ? a : b;
+}
+
+int
+next_number(const char **s, long long *v)
+{
+	const char *p = *s;
+	char *end;
+
+	while (*p != '\0' && (*p < '0' || *p > '9'))
+		p++;
+	if (*p == '\0') {
+		*s = p;
+		return 0;
+	}
+	*v = strtoll(p, &end, 10);
+	*s = end;
+	return 1;
+}

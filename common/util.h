@@ -35,4 +35,19 @@ void grow(void *pp, size_t *capp, size_t need, size_t size);
  */
 int parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 
+/*
+ * Union-find over ids 0..n-1 in up[] (up[i] == i for a root): the root
+ * of x, halving the path on the way; and the union of the sets of a and
+ * b, the lower root becoming the root of both.
+ */
+uint32_t uf_find(uint32_t *up, uint32_t x);
+void uf_union(uint32_t *up, uint32_t a, uint32_t b);
+
+/*
+ * The next decimal number in *s, skipping what is not a digit (a ranks
+ * text such as "[0, 1, 2]"); 0 at the end of the string, else 1 with
+ * *s moved past it.
+ */
+int next_number(const char **s, long long *v);
+
 #endif

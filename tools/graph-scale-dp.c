@@ -119,17 +119,9 @@ group_of(uint32_t pgr, const char *s, int64_t gpn)
 {
 	struct group g = { pgr, 0, 0, 0, 0, 0, COMM_INTRA, 0, s };
 	int64_t node = -1;
+	long long v;
 
-	while (*s != '\0') {
-		char *end;
-		long long v;
-
-		if (*s < '0' || *s > '9') {
-			s++;
-			continue;
-		}
-		v = strtoll(s, &end, 10);
-		s = end;
+	while (next_number(&s, &v)) {
 		if (node >= 0 && v / gpn != node)
 			g.link = COMM_INTER;
 		node = v / gpn;
@@ -155,17 +147,9 @@ static int
 new_link(const char *s, int64_t tp, int64_t d, int64_t n, int64_t gpn)
 {
 	int64_t node = -1;
+	long long x, t, r, st, y;
 
-	while (*s != '\0') {
-		char *end;
-		long long x, t, r, st, y;
-
-		if (*s < '0' || *s > '9') {
-			s++;
-			continue;
-		}
-		x = strtoll(s, &end, 10);
-		s = end;
+	while (next_number(&s, &x)) {
 		t = x % tp;
 		r = (x / tp) % d;
 		st = x / (tp * d);

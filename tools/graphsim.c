@@ -285,16 +285,6 @@ finish(struct sim *s, uint32_t x)
 	}
 }
 
-static uint32_t
-uf_find(uint32_t *up, uint32_t x)
-{
-	while (up[x] != x) {
-		up[x] = up[up[x]];
-		x = up[x];
-	}
-	return x;
-}
-
 /* Rendezvous groups: the tasks joined by rank edges, each set one group. */
 static void
 groups(struct sim *s)
@@ -310,7 +300,7 @@ groups(struct sim *s)
 		s->grp[i] = KG_NONE;
 	for (i = 0; i < s->ne; i++) {
 		const struct sedge *e = &s->e[i];
-		uint32_t a, b;
+		uint32_t a;
 
 		if (e->kind != KG_E_RANK || e->src == e->dst)
 			continue;
@@ -319,10 +309,7 @@ groups(struct sim *s)
 			for (a = 0; a < n; a++)
 				up[a] = a;
 		}
-		a = uf_find(up, e->src);
-		b = uf_find(up, e->dst);
-		if (a != b)
-			up[a < b ? b : a] = a < b ? a : b;
+		uf_union(up, e->src, e->dst);
 	}
 	if (up == NULL) {
 		s->goff = xcalloc(1, sizeof(*s->goff));

@@ -276,17 +276,10 @@ parse_ranks(const struct job *j, const char *s, uint32_t *out, size_t max, int *
 {
 	size_t n = 0, i;
 
-	*bad = 0;
-	while (*s != '\0') {
-		char *end;
-		long long v;
+	long long v;
 
-		if (*s < '0' || *s > '9') {
-			s++;
-			continue;
-		}
-		v = strtoll(s, &end, 10);
-		s = end;
+	*bad = 0;
+	while (next_number(&s, &v)) {
 		for (i = 0; i < j->nrk && j->rk[i].rank != v; i++)
 			;
 		if (i == j->nrk || n == max) {
@@ -543,15 +536,9 @@ clocks(struct job *j, const int64_t *ends, const uint32_t *erk, const size_t *is
 		qsort(pr, npr, sizeof(*pr), cmp_pair_n);
 	/* keep the tree's pairs: union by the lower rank index */
 	for (i = 0, k = 0; i < npr; i++) {
-		uint32_t x = pr[i].a, y = pr[i].b;
-
-		while (up[x] != x)
-			x = up[x] = up[up[x]];
-		while (up[y] != y)
-			y = up[y] = up[up[y]];
-		if (x == y)
+		if (uf_find(up, pr[i].a) == uf_find(up, pr[i].b))
 			continue;
-		up[x < y ? y : x] = x < y ? x : y;
+		uf_union(up, pr[i].a, pr[i].b);
 		pr[k++] = pr[i];
 	}
 	npr = k;
@@ -560,10 +547,8 @@ clocks(struct job *j, const int64_t *ends, const uint32_t *erk, const size_t *is
 	for (i = 0; i < j->nrk; i++)
 		lo[i] = KG_NONE;
 	for (i = 0; i < j->nrk; i++) {
-		uint32_t r = (uint32_t)i;
+		uint32_t r = uf_find(up, (uint32_t)i);
 
-		while (up[r] != r)
-			r = up[r];
 		if (lo[r] == KG_NONE || j->rk[i].rank < j->rk[lo[r]].rank)
 			lo[r] = (uint32_t)i;
 	}

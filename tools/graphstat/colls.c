@@ -57,16 +57,6 @@ colls_edge(struct colls *c, uint32_t src, uint32_t dst)
 	c->dst[c->ne++] = dst;
 }
 
-static uint32_t
-find(uint32_t *up, uint32_t x)
-{
-	while (up[x] != x) {
-		up[x] = up[up[x]];
-		x = up[x];
-	}
-	return x;
-}
-
 /* Waits in one view: the latest start less each member's. */
 static void
 waits(struct colls *c, struct cgroup *g, const struct stask *t, const uint32_t *ids, int sim)
@@ -110,19 +100,12 @@ colls_build(struct colls *c, const struct stask *t, size_t n, int sim)
 	gid = xmalloc(n * sizeof(*gid));
 	for (i = 0; i < n; i++)
 		up[i] = (uint32_t)i, gid[i] = UINT32_MAX;
-	for (k = 0; k < c->ne; k++) {
-		uint32_t a, b;
-
-		if (c->src[k] >= n || c->dst[k] >= n)
-			continue;
-		a = find(up, c->src[k]);
-		b = find(up, c->dst[k]);
-		if (a != b)
-			up[a < b ? b : a] = a < b ? a : b;
-	}
+	for (k = 0; k < c->ne; k++)
+		if (c->src[k] < n && c->dst[k] < n)
+			uf_union(up, c->src[k], c->dst[k]);
 	/* groups in order of their lowest task id; members in id order */
 	for (i = 0; i < n; i++) {
-		uint32_t r = find(up, (uint32_t)i);
+		uint32_t r = uf_find(up, (uint32_t)i);
 		struct cgroup g;
 
 		if (r == i)

@@ -142,6 +142,17 @@ USAGE="usage: graphstat [--json | --csv] [--util FILE] [--colls FILE] [--comm FI
 	[ "$stderr" = "graphstat: /dev/full: write error: No space left on device" ]
 }
 
+@test "graphstat: --colls and --comm to a path that cannot be written are errors" {
+	fixture basic
+	for opt in --colls --comm; do
+		run -1 --separate-stderr graphstat "$opt" nodir/c.csv basic.kg
+		[ -z "$output" ]
+		[ "$stderr" = "graphstat: nodir/c.csv: No such file or directory" ]
+		run -1 --separate-stderr graphstat --csv "$opt" /dev/full basic.kg
+		[ "$stderr" = "graphstat: /dev/full: write error: No space left on device" ]
+	done
+}
+
 # --- hand-written graphs -----------------------------------------------------
 
 # basic.jsonl, rank 0, iteration 5: the main thread's task, a kernel

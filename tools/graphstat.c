@@ -581,6 +581,33 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 	return t < 0;
 }
 
+/* A CSV file an option names: made before any input is read. */
+static FILE *
+side_open(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f == NULL)
+		errmsg("%s: %s", path, strerror(errno));
+	return f;
+}
+
+/* Closed checking every write: 0, or 1 after the message. */
+static int
+side_close(FILE *f, const char *path)
+{
+	int bad;
+
+	if (f == NULL)
+		return 0;
+	bad = ferror(f);
+	if (fclose(f) != 0 || bad) {
+		errmsg("%s: write error: %s", path, strerror(errno ? errno : EIO));
+		return 1;
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -649,22 +676,12 @@ main(int argc, char **argv)
 	}
 	argc -= optind;
 	argv += optind;
-	if (o.util != NULL) {
-		util = fopen(o.util, "w");
-		if (util == NULL) {
-			errmsg("%s: %s", o.util, strerror(errno));
-			return 1;
-		}
+	if ((o.util != NULL && (util = side_open(o.util)) == NULL) ||
+	    (o.colls != NULL && (colls = side_open(o.colls)) == NULL) ||
+	    (o.comm != NULL && (comm = side_open(o.comm)) == NULL))
+		return 1;
+	if (util != NULL)
 		fprintf(util, "rank,iteration,view,window_ms,busy\n");
-	}
-	if (o.colls != NULL && (colls = fopen(o.colls, "w")) == NULL) {
-		errmsg("%s: %s", o.colls, strerror(errno));
-		return 1;
-	}
-	if (o.comm != NULL && (comm = fopen(o.comm, "w")) == NULL) {
-		errmsg("%s: %s", o.comm, strerror(errno));
-		return 1;
-	}
 	if (argc == 0)
 		rc = process(&o, NULL, util, colls, comm, &header, &cheader, &mheader);
 	for (i = 0; i < argc; i++)
@@ -673,30 +690,9 @@ main(int argc, char **argv)
 		colls_csv(&(struct colls){ 0 }, NULL, colls, &cheader);
 	if (comm != NULL && !mheader)
 		colls_comm(&(struct colls){ 0 }, comm, &mheader, 0);
-	if (util != NULL) {
-		int bad = ferror(util);
-
-		if (fclose(util) != 0 || bad) {
-			errmsg("%s: write error: %s", o.util, strerror(errno ? errno : EIO));
-			rc = 1;
-		}
-	}
-	if (colls != NULL) {
-		int bad = ferror(colls);
-
-		if (fclose(colls) != 0 || bad) {
-			errmsg("%s: write error: %s", o.colls, strerror(errno ? errno : EIO));
-			rc = 1;
-		}
-	}
-	if (comm != NULL) {
-		int bad = ferror(comm);
-
-		if (fclose(comm) != 0 || bad) {
-			errmsg("%s: write error: %s", o.comm, strerror(errno ? errno : EIO));
-			rc = 1;
-		}
-	}
+	rc |= side_close(util, o.util);
+	rc |= side_close(colls, o.colls);
+	rc |= side_close(comm, o.comm);
 	if (close_stdout() != 0)
 		rc = 1;
 	return rc;

@@ -86,13 +86,15 @@ waits(struct colls *c, struct cgroup *g, const struct stask *t, const uint32_t *
 		g->mlast = last, g->mtotal = total;
 }
 
+static void fit(struct colls *c);
+
 void
 colls_build(struct colls *c, const struct stask *t, size_t n, int sim)
 {
 	uint32_t *up, *gid, *ids = NULL;
 	size_t i, k, capids = 0;
 
-	c->ng = c->nmem = 0;
+	c->ng = c->nmem = c->nfit = 0;
 	c->sim = sim;
 	if (c->ne == 0 || n == 0)
 		return;
@@ -164,6 +166,7 @@ colls_build(struct colls *c, const struct stask *t, size_t n, int sim)
 	free(ids);
 	free(up);
 	free(gid);
+	fit(c);
 }
 
 static const struct colls *sortc;
@@ -269,17 +272,13 @@ colls_csv(const struct colls *c, const struct kg_reader *r, FILE *f, int *header
 
 static const char *const link_name[COMM_NLINK] = { "intra", "inter" };
 
-void
-colls_comm(const struct colls *c, FILE *f, int *header, int text)
+/* The communication model on the groups with a size (colls_build). */
+static void
+fit(struct colls *c)
 {
-	struct comm_sample *sm;
-	struct comm_model m;
+	struct comm_sample *sm = xmalloc((c->ng + 1) * sizeof(*sm));
 	size_t i, ns = 0;
-	int k, l;
 
-	if (c->ng == 0 && f == NULL)
-		return;
-	sm = xmalloc((c->ng + 1) * sizeof(*sm));
 	for (i = 0; i < c->ng; i++) {
 		const struct cgroup *g = &c->g[i];
 
@@ -291,13 +290,24 @@ colls_comm(const struct colls *c, FILE *f, int *header, int text)
 		sm[ns].link = g->link;
 		sm[ns++].t = g->t;
 	}
-	comm_fit(sm, ns, &m);
+	comm_fit(sm, ns, &c->model);
+	c->nfit = ns;
+	free(sm);
+}
+
+void
+colls_comm(const struct colls *c, FILE *f, int *header, int text)
+{
+	const struct comm_model *mp = &c->model;
+	size_t i, ns = c->nfit;
+	int k, l;
+
 	if (text && ns > 0) {
 		printf("  communication model, fitted on the %zu collectives with a size "
 		    "(T = alpha * steps + bytes * factor / beta):\n", ns);
 		for (k = 1; k < KG_NCOLL; k++)
 			for (l = 0; l < COMM_NLINK; l++) {
-				const struct comm_class *cc = &m.c[k][l];
+				const struct comm_class *cc = &mp->c[k][l];
 
 				if (cc->samples == 0)
 					continue;
@@ -334,12 +344,11 @@ colls_comm(const struct colls *c, FILE *f, int *header, int text)
 
 			if (g->coll == KG_COLL_NONE || g->bytes == 0 || g->t <= 0)
 				continue;
-			mt = comm_time(&m, g->coll, (int64_t)g->nm, g->bytes, g->link, &approx);
+			mt = comm_time(mp, g->coll, (int64_t)g->nm, g->bytes, g->link, &approx);
 			fprintf(f, "%zu,%lld,%s,%zu,%llu,%s,%lld,%lld,%.3f\n", i, (long long)g->it,
 			    kg_coll_name[g->coll], g->nm, (unsigned long long)g->bytes,
 			    link_name[g->link], (long long)g->t, (long long)mt,
 			    100.0 * (double)(mt - g->t) / (double)g->t);
 		}
 	}
-	free(sm);
 }

@@ -51,6 +51,8 @@ struct colls {
 	struct cinfo *ci;           /* collective tasks, in id order */
 	size_t nci, capci;
 	int64_t gpus_per_node;
+	struct comm_model model;    /* fitted on the groups (colls_build) */
+	size_t nfit;                /* groups it was fitted on */
 	struct cgroup *g;
 	size_t ng, capg;
 	struct cmember *mem;

@@ -163,8 +163,7 @@ new_link(const char *s, int64_t tp, int64_t d, int64_t n, int64_t gpn)
 
 /* Re-time the section's data-parallel collectives; 0, or 1 after a message. */
 static int
-retime(const struct opts *o, struct section *s, const struct kg_reader *r, const char *name,
-    int index, uint64_t *retimed, int64_t *dp)
+retime(const struct opts *o, struct section *s, const char *name, int index)
 {
 	struct comm_sample *sm = xmalloc((s->nc + 1) * sizeof(*sm));
 	struct comm_model m;
@@ -172,7 +171,6 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, const
 	size_t i, ns = 0, k;
 	int phases = 0;
 
-	*retimed = 0;
 	if (!s->job) {
 		errmsg("%s: section %d: not a job graph: the transfer times come from "
 		    "matching collectives across ranks (graph-deps --merge)", name, index);
@@ -246,7 +244,6 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, const
 		free(sm);
 		return 1;
 	}
-	*dp = d;
 	/* the model, from every collective of the job: each participant's
 	 * kernel has the transfer time, so each counts once per group member */
 	for (i = 0; i < s->nc; i++) {
@@ -277,54 +274,41 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, const
 	for (i = 0; i < s->nc; i++) {
 		struct ctask *c = &s->c[i];
 		const struct group *g = c->group == UINT32_MAX ? NULL : &s->g[c->group];
-		int64_t told, tnew, ti, st, lo, hi;
-		int a1, a2, lnew;
+		int64_t n = g != NULL ? g->size : 0, told, tnew;
+		int lnew, a1, a2;
 
 		if (g == NULL || c->rank < 0)
 			continue;
 		if (!g->dp || p2p(c->t.coll)) {
 			/* another group: the same collective, but its ranks may
 			 * now be on two nodes (a stage moved to another node) */
-			int l = new_link(g->text, tp, d, o->n, o->gpn);
-
-			if (l == g->link)
+			lnew = new_link(g->text, tp, d, o->n, o->gpn);
+			if (lnew == g->link)
 				continue;
-			told = comm_time(&m, c->t.coll, g->size, c->t.bytes, g->link, &a1);
-			tnew = comm_time(&m, c->t.coll, g->size, c->t.bytes, l, &a2);
-			if (told <= 0 || tnew < 0 || a1 || a2) {
-				errmsg("%s: section %d: no %s over %s in the job to fit the "
-				    "communication model on%s", name, index, kg_coll_name[c->t.coll],
-				    l == COMM_INTER ? "the network (across nodes)" :
-				    "NVLink (inside a node)",
-				    l == COMM_INTER ? " (give it with --net GBPS,US)" : "");
-				return 1;
-			}
-			c->t.dur = llround((double)c->t.dur * (double)tnew / (double)told);
-			(*retimed)++;
-			continue;
+		} else {
+			/* the new group of this rank: Megatron's order,
+			 * tensor-parallel fastest, then data-parallel, then the
+			 * stage */
+			int64_t ti = c->rank % tp, st = c->rank / (tp * d);
+			int64_t lo = ti + tp * o->n * st, hi = ti + tp * (o->n - 1 + o->n * st);
+
+			lnew = lo / o->gpn != hi / o->gpn ? COMM_INTER : COMM_INTRA;
+			n = o->n;
 		}
-		/* the new group of this rank: Megatron's order, tensor-parallel
-		 * fastest, then data-parallel, then the stage */
-		ti = c->rank % tp;
-		st = c->rank / (tp * d);
-		lo = ti + tp * o->n * st;
-		hi = ti + tp * (o->n - 1 + o->n * st);
-		lnew = lo / o->gpn != hi / o->gpn ? COMM_INTER : COMM_INTRA;
-		told = comm_time(&m, c->t.coll, d, c->t.bytes, g->link, &a1);
-		tnew = comm_time(&m, c->t.coll, o->n, c->t.bytes, lnew, &a2);
+		told = comm_time(&m, c->t.coll, g->size, c->t.bytes, g->link, &a1);
+		tnew = comm_time(&m, c->t.coll, n, c->t.bytes, lnew, &a2);
 		if (told <= 0 || tnew < 0 || a1 || a2) {
+			int l = a2 || tnew < 0 ? lnew : g->link;
+
 			errmsg("%s: section %d: no %s over %s in the job to fit the "
 			    "communication model on%s", name, index, kg_coll_name[c->t.coll],
-			    (a2 || tnew < 0 ? lnew : g->link) == COMM_INTER ?
-			    "the network (across nodes)" : "NVLink (inside a node)",
-			    (a2 || tnew < 0 ? lnew : g->link) == COMM_INTER ?
-			    " (give it with --net GBPS,US)" : "");
+			    l == COMM_INTER ? "the network (across nodes)" : "NVLink (inside a node)",
+			    l == COMM_INTER ? " (give it with --net GBPS,US)" : "");
 			return 1;
 		}
-		if (o->n < 2)
+		if (n < 2)
 			tnew = 0; /* one rank: nothing to reduce */
 		c->t.dur = llround((double)c->t.dur * (double)tnew / (double)told);
-		(*retimed)++;
 	}
 	return 0;
 }
@@ -422,19 +406,12 @@ process(const struct opts *o, const char *path, struct gout *g)
 			VEC_PUSH(s.c, s.nc, s.capc, c);
 		}
 		if (t == KG_R_END) {
-			uint64_t n;
-			int64_t dp = -1;
-
-			rc = retime(o, &s, &in.r, in.name, index, &n, &dp);
-			if (rc == 0) {
-				/* the header as read is gone with the records after it:
-				 * it was copied, and its strings are the reader's own
-				 * until the next header */
-				if (write_section(o, &s, g) < 0 || kg_write_end(&g->w) < 0) {
-					errmsg("%s: %s", g->name, g->w.err);
-					rc = 1;
-				}
-				(void)n, (void)dp;
+			/* the header was copied when read; its strings are the
+			 * reader's until the next header */
+			rc = retime(o, &s, in.name, index);
+			if (rc == 0 && (write_section(o, &s, g) < 0 || kg_write_end(&g->w) < 0)) {
+				errmsg("%s: %s", g->name, g->w.err);
+				rc = 1;
 			}
 			index++;
 			continue;

@@ -203,3 +203,16 @@ durations() {
 	graph-scale-dp --gpus-per-node 4 2 pp.kg > two.kg
 	diff <(durations pp.kg) <(durations two.kg)
 }
+
+@test "graph-scale-dp: --version names the tool; a failed run leaves no output file" {
+	run -0 graph-scale-dp --version
+	[[ $output == "graph-scale-dp (kgraph) "* ]]
+	kineto2graph -q "$ROOT/examples/ddp-step.json" > rank.kg
+	run -1 graph-scale-dp -o out.kg 4 rank.kg
+	[ ! -e out.kg ]
+	run -1 --separate-stderr graph-scale-dp 2 nosuch.kg
+	[ "$stderr" = "graph-scale-dp: nosuch.kg: No such file or directory" ]
+	mkjob > job.kg
+	run -1 --separate-stderr bash -c 'graph-scale-dp 2 job.kg > /dev/full'
+	[ "$stderr" = "graph-scale-dp: stdout: No space left on device" ]
+}

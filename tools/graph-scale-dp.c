@@ -5,18 +5,12 @@
  * communication model fitted on the job's own collectives
  * (common/comm.h).
  *
- * Finding the data-parallel group: a process group (the ranks text the
- * trace records) whose forward-phase collectives carry more than 1 KiB
- * on average reduces activations: tensor-parallel (a scalar reduced in
- * the forward phase, such as a loss averaged over the replicas, does not
- * count). Of the others that reduce in the backward and optimizer
- * phases, the groups of the size that moves the most bytes there reduce
- * the gradients (a gradient norm's scalars, an embedding's gradient
- * between the first and last stage, weigh far less): they are the
- * data-parallel groups, and their size is the current degree D. All of
- * their collectives are re-timed, the forward scalars too. The phases come from kineto2graph's structure tags;
- * without them, or without a group that is plainly data-parallel, the
- * tool stops and says what is missing.
+ * Finding the data-parallel group: common/pgroup.h (the process group
+ * that reduces gradients in the backward and optimizer phases, by
+ * kineto2graph's phase tags); its size is the current degree D. All of
+ * its collectives are re-timed, the forward scalars too. Without phases,
+ * or without a group that is plainly data-parallel, the tool stops and
+ * says what is missing.
  *
  * Re-timing: a collective of the group moving B bytes took d (its
  * transfer time in the job graph); it now takes d * T(N) / T(D), T the
@@ -44,10 +38,10 @@
 #include "cli.h"
 #include "comm.h"
 #include "kg.h"
+#include "pgroup.h"
 #include "util.h"
 
 #define PRODUCER "graph-scale-dp " KG_VERSION
-#define FWD_BYTES 1024.0 /* mean forward message of a tensor-parallel group, more than */
 
 static const char usage[] =
     "graph-scale-dp [-q] [-o FILE] [--gpus-per-node N] [--net GBPS,US] N [FILE ...]";
@@ -79,16 +73,6 @@ struct ctask {
 	int64_t rank;
 };
 
-struct group {
-	uint32_t pgr;       /* str id of the ranks text */
-	int fwd, late;      /* tensor-parallel (see retime) / reduces in bwd or opt */
-	double fwdbytes;    /* moved by its forward-phase collectives */
-	int64_t nfwd;
-	int64_t size;
-	int link;           /* COMM_INTRA, or COMM_INTER when its ranks span nodes */
-	int dp;             /* the data-parallel group */
-	const char *text;   /* the ranks text (the reader's, until the next header) */
-};
 
 struct redge {
 	uint32_t src, dst;
@@ -103,8 +87,7 @@ struct section {
 	size_t nrec, capoff, captype;
 	struct ctask *c;
 	size_t nc, capc;
-	struct group *g;
-	size_t ng, capg;
+	struct pgroups pg;
 	int64_t *prank;
 	size_t np, capp;
 	struct redge *edge;  /* by record index: the edge records' ends and kind */
@@ -112,29 +95,6 @@ struct section {
 	struct kg_header h;
 	int job;
 };
-
-/* A group from its ranks text ("[0, 1, 2]"): its size and link. */
-static struct group
-group_of(uint32_t pgr, const char *s, int64_t gpn)
-{
-	struct group g = { pgr, 0, 0, 0, 0, 0, COMM_INTRA, 0, s };
-	int64_t node = -1;
-	long long v;
-
-	while (next_number(&s, &v)) {
-		if (node >= 0 && v / gpn != node)
-			g.link = COMM_INTER;
-		node = v / gpn;
-		g.size++;
-	}
-	return g;
-}
-
-static int
-p2p(int c)
-{
-	return c == KG_COLL_SEND || c == KG_COLL_RECV || c == KG_COLL_SENDRECV;
-}
 
 /*
  * The link of a group of the job (its ranks text) once the job has n
@@ -165,121 +125,49 @@ new_link(const char *s, int64_t tp, int64_t d, int64_t n, int64_t gpn)
 static int
 retime(const struct opts *o, struct section *s, const char *name, int index)
 {
-	struct comm_sample *sm = xmalloc((s->nc + 1) * sizeof(*sm));
+	const struct kg_task **ct = xmalloc((s->nc + 1) * sizeof(*ct));
+	uint32_t *grp = xmalloc((s->nc + 1) * sizeof(*grp));
 	struct comm_model m;
-	int64_t d = -1, tp = 1;
-	size_t i, ns = 0, k;
-	int phases = 0;
+	int64_t d, tp;
+	size_t i;
 
 	if (!s->job) {
 		errmsg("%s: section %d: not a job graph: the transfer times come from "
 		    "matching collectives across ranks (graph-deps --merge)", name, index);
-		free(sm);
-		return 1;
+		goto fail;
 	}
-	for (i = 0; i < s->nc; i++) {
-		const struct kg_task *t = &s->c[i].t;
-		struct group *g;
-
-		if (t->phase != KG_PH_NONE)
-			phases = 1;
-		if (p2p(t->coll) || s->c[i].group == UINT32_MAX)
-			continue;
-		g = &s->g[s->c[i].group];
-		if (t->phase == KG_PH_FWD)
-			g->nfwd++, g->fwdbytes += (double)t->bytes;
-		else if (t->phase == KG_PH_BWD || t->phase == KG_PH_OPT)
-			g->late = 1;
-	}
-	/* Tensor-parallel groups reduce activations in the forward phase;
-	 * a data-parallel group may reduce a scalar there (a loss averaged
-	 * over the replicas), which does not count. */
-	for (k = 0; k < s->ng; k++)
-		s->g[k].fwd = s->g[k].nfwd > 0 && s->g[k].fwdbytes / (double)s->g[k].nfwd > FWD_BYTES;
-	if (s->ng == 0) {
+	if (s->pg.ng == 0) {
 		errmsg("%s: section %d: its collectives carry no process-group ranks (NCCL "
 		    "metadata, `pgr`): the groups cannot be told apart", name, index);
-		free(sm);
-		return 1;
+		goto fail;
 	}
-	if (!phases) {
+	for (i = 0; i < s->nc; i++)
+		ct[i] = &s->c[i].t, grp[i] = s->c[i].group;
+	pgroups_classify(&s->pg, ct, grp, s->nc);
+	if (!s->pg.phases) {
 		errmsg("%s: section %d: its collectives have no phase: the data-parallel "
 		    "group is the one that reduces only in the backward and optimizer "
 		    "phases (kineto2graph tags them)", name, index);
-		free(sm);
-		return 1;
+		goto fail;
 	}
-	/* Of the groups that reduce only late, those of the size that moves
-	 * the most bytes: gradients outweigh a norm's scalars. */
-	{
-		int64_t *sz = xcalloc(s->ng + 1, sizeof(*sz));
-		double *by = xcalloc(s->ng + 1, sizeof(*by)), best = -1;
-		size_t nsz = 0, q;
-
-		for (i = 0; i < s->nc; i++) {
-			const struct group *g = s->c[i].group == UINT32_MAX ? NULL : &s->g[s->c[i].group];
-
-			if (g == NULL || g->fwd || !g->late || g->size < 2 || p2p(s->c[i].t.coll))
-				continue;
-			for (q = 0; q < nsz && sz[q] != g->size; q++)
-				;
-			if (q == nsz)
-				sz[nsz++] = g->size;
-			by[q] += (double)s->c[i].t.bytes;
-		}
-		for (q = 0; q < nsz; q++)
-			if (by[q] > best)
-				best = by[q], d = sz[q];
-		free(sz);
-		free(by);
-	}
-	for (k = 0; k < s->ng; k++) {
-		if (s->g[k].fwd && s->g[k].size > tp)
-			tp = s->g[k].size;
-		s->g[k].dp = !s->g[k].fwd && s->g[k].late && s->g[k].size == d;
-	}
-	if (d < 0) {
+	if (s->pg.dp < 0) {
 		errmsg("%s: section %d: no process group reduces only in the backward and "
 		    "optimizer phases: no data-parallel group to scale", name, index);
-		free(sm);
-		return 1;
+		goto fail;
 	}
-	/* the model, from every collective of the job: each participant's
-	 * kernel has the transfer time, so each counts once per group member */
-	for (i = 0; i < s->nc; i++) {
-		const struct ctask *c = &s->c[i];
-		const struct group *g = c->group == UINT32_MAX ? NULL : &s->g[c->group];
-
-		if (g == NULL || c->t.bytes == 0 || c->t.dur <= 0)
-			continue;
-		sm[ns].coll = c->t.coll;
-		sm[ns].n = g->size;
-		sm[ns].bytes = c->t.bytes;
-		sm[ns].link = g->link;
-		sm[ns++].t = c->t.dur;
-	}
-	comm_fit(sm, ns, &m);
-	free(sm);
-	if (o->net_gbps > 0)
-		for (k = 1; k < KG_NCOLL; k++)
-			if (m.c[k][COMM_INTER].samples == 0) {
-				struct comm_class *cc = &m.c[k][COMM_INTER];
-
-				cc->samples = 1; /* given, not fitted */
-				cc->nseg = 1;
-				cc->seg[0].upto = INFINITY;
-				cc->seg[0].alpha = o->net_us * 1e3;
-				cc->seg[0].beta = o->net_gbps;
-			}
+	d = s->pg.dp, tp = s->pg.tp;
+	pgroups_fit(&s->pg, ct, grp, s->nc, o->net_gbps, o->net_us, &m);
+	free(ct);
+	free(grp);
 	for (i = 0; i < s->nc; i++) {
 		struct ctask *c = &s->c[i];
-		const struct group *g = c->group == UINT32_MAX ? NULL : &s->g[c->group];
+		const struct pgroup *g = c->group == UINT32_MAX ? NULL : &s->pg.g[c->group];
 		int64_t n = g != NULL ? g->size : 0, told, tnew;
 		int lnew, a1, a2;
 
 		if (g == NULL || c->rank < 0)
 			continue;
-		if (!g->dp || p2p(c->t.coll)) {
+		if (!g->dp || pgroups_p2p(c->t.coll)) {
 			/* another group: the same collective, but its ranks may
 			 * now be on two nodes (a stage moved to another node) */
 			lnew = new_link(g->text, tp, d, o->n, o->gpn);
@@ -311,6 +199,10 @@ retime(const struct opts *o, struct section *s, const char *name, int index)
 		c->t.dur = llround((double)c->t.dur * (double)tnew / (double)told);
 	}
 	return 0;
+fail:
+	free(ct);
+	free(grp);
+	return 1;
 }
 
 /* Is task id one of the data-parallel collectives? */
@@ -328,7 +220,7 @@ is_dp(const struct section *s, uint32_t id)
 			hi = mid;
 	}
 	return lo < s->nc && s->c[lo].t.id == id && s->c[lo].group != UINT32_MAX &&
-	    s->g[s->c[lo].group].dp;
+	    s->pg.g[s->c[lo].group].dp;
 }
 
 /*
@@ -375,7 +267,9 @@ process(const struct opts *o, const char *path, struct gout *g)
 		if (t == KG_R_HEADER) {
 			s.h = in.rec.header;
 			s.job = s.h.nranks > 0;
-			s.nrec = s.len = s.nc = s.ng = s.np = 0;
+			s.nrec = s.len = s.nc = s.np = 0;
+			pgroups_release(&s.pg);
+			pgroups_init(&s.pg, o->gpn);
 			continue; /* written anew with the section */
 		}
 		if (t == KG_R_SIM)
@@ -387,22 +281,13 @@ process(const struct opts *o, const char *path, struct gout *g)
 		}
 		if (t == KG_R_TASK && in.rec.task.kind == KG_COLL) {
 			struct ctask c;
-			size_t k;
 
 			c.t = in.rec.task;
 			c.rec = s.nrec;
 			c.rank = c.t.proc < s.np ? s.prank[c.t.proc] : -1;
 			c.group = UINT32_MAX;
-			if (c.t.pgr != KG_NONE) {
-				for (k = 0; k < s.ng && s.g[k].pgr != c.t.pgr; k++)
-					;
-				if (k == s.ng) {
-					struct group ng = group_of(c.t.pgr, kg_str(&in.r, c.t.pgr), o->gpn);
-
-					VEC_PUSH(s.g, s.ng, s.capg, ng);
-				}
-				c.group = (uint32_t)k;
-			}
+			if (c.t.pgr != KG_NONE)
+				c.group = pgroups_of(&s.pg, c.t.pgr, kg_str(&in.r, c.t.pgr));
 			VEC_PUSH(s.c, s.nc, s.capc, c);
 		}
 		if (t == KG_R_END) {
@@ -436,7 +321,7 @@ process(const struct opts *o, const char *path, struct gout *g)
 	free(s.off);
 	free(s.type);
 	free(s.c);
-	free(s.g);
+	pgroups_release(&s.pg);
 	free(s.prank);
 	free(s.edge);
 	gin_close(&in);

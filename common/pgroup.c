@@ -1,0 +1,143 @@
+/*
+ * pgroup: process groups and what they are for (see pgroup.h).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pgroup.h"
+#include "util.h"
+
+#define FWD_BYTES 1024.0 /* mean forward message of a tensor-parallel group, more than */
+
+void
+pgroups_init(struct pgroups *s, int64_t gpn)
+{
+	memset(s, 0, sizeof(*s));
+	s->gpn = gpn;
+	s->dp = -1;
+	s->tp = 1;
+}
+
+void
+pgroups_release(struct pgroups *s)
+{
+	free(s->g);
+	s->g = NULL;
+	s->ng = s->cap = 0;
+}
+
+uint32_t
+pgroups_of(struct pgroups *s, uint32_t pgr, const char *text)
+{
+	struct pgroup g;
+	int64_t node = -1;
+	long long v;
+	size_t k;
+
+	for (k = 0; k < s->ng; k++)
+		if (s->g[k].pgr == pgr)
+			return (uint32_t)k;
+	memset(&g, 0, sizeof(g));
+	g.pgr = pgr;
+	g.text = text;
+	g.link = COMM_INTRA;
+	while (next_number(&text, &v)) {
+		if (node >= 0 && v / s->gpn != node)
+			g.link = COMM_INTER;
+		node = v / s->gpn;
+		g.size++;
+	}
+	VEC_PUSH(s->g, s->ng, s->cap, g);
+	return (uint32_t)(s->ng - 1);
+}
+
+int
+pgroups_p2p(int c)
+{
+	return c == KG_COLL_SEND || c == KG_COLL_RECV || c == KG_COLL_SENDRECV;
+}
+
+void
+pgroups_classify(struct pgroups *s, const struct kg_task *const *c, const uint32_t *grp,
+    size_t n)
+{
+	int64_t *sz = xcalloc(s->ng + 1, sizeof(*sz));
+	double *by = xcalloc(s->ng + 1, sizeof(*by)), best = -1;
+	size_t i, k, nsz = 0, q;
+
+	s->dp = -1;
+	s->tp = 1;
+	for (i = 0; i < n; i++) {
+		struct pgroup *g;
+
+		if (c[i]->phase != KG_PH_NONE)
+			s->phases = 1;
+		if (pgroups_p2p(c[i]->coll) || grp[i] == UINT32_MAX)
+			continue;
+		g = &s->g[grp[i]];
+		if (c[i]->phase == KG_PH_FWD)
+			g->nfwd++, g->fwdbytes += (double)c[i]->bytes;
+		else if (c[i]->phase == KG_PH_BWD || c[i]->phase == KG_PH_OPT)
+			g->late = 1;
+	}
+	for (k = 0; k < s->ng; k++)
+		s->g[k].fwd = s->g[k].nfwd > 0 && s->g[k].fwdbytes / (double)s->g[k].nfwd > FWD_BYTES;
+	/* Of the groups that reduce only late, those of the size that moves
+	 * the most bytes: gradients outweigh a norm's scalars. */
+	for (i = 0; i < n; i++) {
+		const struct pgroup *g = grp[i] == UINT32_MAX ? NULL : &s->g[grp[i]];
+
+		if (g == NULL || g->fwd || !g->late || g->size < 2 || pgroups_p2p(c[i]->coll))
+			continue;
+		for (q = 0; q < nsz && sz[q] != g->size; q++)
+			;
+		if (q == nsz)
+			sz[nsz++] = g->size;
+		by[q] += (double)c[i]->bytes;
+	}
+	for (q = 0; q < nsz; q++)
+		if (by[q] > best)
+			best = by[q], s->dp = sz[q];
+	for (k = 0; k < s->ng; k++) {
+		if (s->g[k].fwd && s->g[k].size > s->tp)
+			s->tp = s->g[k].size;
+		s->g[k].dp = !s->g[k].fwd && s->g[k].late && s->g[k].size == s->dp;
+	}
+	free(sz);
+	free(by);
+}
+
+void
+pgroups_fit(const struct pgroups *s, const struct kg_task *const *c, const uint32_t *grp,
+    size_t n, double gbps, double us, struct comm_model *m)
+{
+	struct comm_sample *sm = xmalloc((n + 1) * sizeof(*sm));
+	size_t i, ns = 0;
+	int k;
+
+	for (i = 0; i < n; i++) {
+		const struct pgroup *g = grp[i] == UINT32_MAX ? NULL : &s->g[grp[i]];
+
+		if (g == NULL || c[i]->bytes == 0 || c[i]->dur <= 0)
+			continue;
+		sm[ns].coll = c[i]->coll;
+		sm[ns].n = g->size;
+		sm[ns].bytes = c[i]->bytes;
+		sm[ns].link = g->link;
+		sm[ns++].t = c[i]->dur;
+	}
+	comm_fit(sm, ns, m);
+	free(sm);
+	if (gbps > 0)
+		for (k = 1; k < KG_NCOLL; k++)
+			if (m->c[k][COMM_INTER].samples == 0) {
+				struct comm_class *cc = &m->c[k][COMM_INTER];
+
+				cc->samples = 1; /* given, not fitted */
+				cc->nseg = 1;
+				cc->seg[0].upto = INFINITY;
+				cc->seg[0].alpha = us * 1e3;
+				cc->seg[0].beta = gbps;
+			}
+}

@@ -1,0 +1,67 @@
+/*
+ * pgroup: the process groups of a job's collectives (the ranks text each
+ * one carries, `pgr`), what each group is for, and the communication
+ * model fitted on their transfer times. Shared by the what-if tools.
+ *
+ * A group whose forward-phase collectives carry more than 1 KiB on
+ * average reduces activations: tensor-parallel (a scalar reduced in the
+ * forward phase, such as a loss averaged over the replicas, does not
+ * count). Of the others that reduce in the backward and optimizer
+ * phases, the groups of the size that moves the most bytes there reduce
+ * the gradients (a gradient norm's scalars, an embedding's gradient
+ * between the first and last stage, weigh far less): they are the
+ * data-parallel groups. Send and receive (pipeline) count for neither.
+ */
+#ifndef KG_PGROUP_H
+#define KG_PGROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm.h"
+#include "kg.h"
+
+struct pgroup {
+	uint32_t pgr;     /* str id of the ranks text */
+	const char *text; /* the ranks text (the reader's, until its next header) */
+	int64_t size;
+	int link;         /* COMM_INTRA, or COMM_INTER when its ranks span nodes */
+	int fwd;          /* reduces activations in the forward phase */
+	int late;         /* reduces in the backward or optimizer phase */
+	int dp;           /* a data-parallel group */
+	double fwdbytes;  /* moved by its forward-phase collectives */
+	int64_t nfwd;
+};
+
+struct pgroups {
+	struct pgroup *g;
+	size_t ng, cap;
+	int64_t gpn;      /* ranks per node, for the links */
+	int64_t dp;       /* after pgroups_classify: data-parallel size, -1 none */
+	int64_t tp;       /* tensor-parallel size, 1 none */
+	int phases;       /* some collective has a phase */
+};
+
+void pgroups_init(struct pgroups *s, int64_t gpn);
+void pgroups_release(struct pgroups *s);
+/* The index of the group with ranks text `text` (str id pgr), added if new. */
+uint32_t pgroups_of(struct pgroups *s, uint32_t pgr, const char *text);
+/* Send, receive or both: point to point, not a reduction. */
+int pgroups_p2p(int coll);
+/*
+ * Tell the groups apart from the collectives c[0..n) (c[i] in group
+ * grp[i], UINT32_MAX for none): sets fwd, late, dp, and s->dp, s->tp,
+ * s->phases.
+ */
+void pgroups_classify(struct pgroups *s, const struct kg_task *const *c, const uint32_t *grp,
+    size_t n);
+/*
+ * Fit the communication model on the same collectives: each
+ * participant's kernel has the transfer time, so each counts once per
+ * member. With gbps > 0, a collective type the job never ran across
+ * nodes gets that network (bandwidth per GPU, latency us per step).
+ */
+void pgroups_fit(const struct pgroups *s, const struct kg_task *const *c, const uint32_t *grp,
+    size_t n, double gbps, double us, struct comm_model *m);
+
+#endif

@@ -263,6 +263,17 @@ aten::main_c -> aten::bwd_c dl=10000 on=- via=- at=-" ]
 aten::bwd_1b -> aten::step dl=20000 on=- via=- at=-
 aten::fwd_0 -> aten::bwd_0 dl=10000 on=- via=- at=-
 aten::fwd_1 -> aten::bwd_1a dl=15000 on=- via=- at=-" ]
+	# The thread edges into the tasks a hand-off wakes keep no gap: the
+	# thread waited for the other one, it did no work of its own (fwd_0
+	# ends 1050, bwd_0 1100: fwd_1 waits for bwd_0; bwd_0 ends 1100,
+	# fwd_1 1150: bwd_1a waits for fwd_1; fwd_1 ends 1150, bwd_1b 1210:
+	# step waits for bwd_1b). A what-if that shortens the backward then
+	# shortens the wait. bwd_1a -> bwd_1b keeps its 5 µs gap.
+	run -0 edge_info handoff_mb.kg thread
+	[ "$output" = "aten::bwd_0 -> aten::bwd_1a dl=0 on=- via=- at=-
+aten::bwd_1a -> aten::bwd_1b dl=5000 on=- via=- at=-
+aten::fwd_0 -> aten::fwd_1 dl=0 on=- via=- at=-
+aten::fwd_1 -> aten::step dl=0 on=- via=- at=-" ]
 	# and the replay puts fwd_1 after bwd_0, step after bwd_1b
 	run -0 sh -c 'graphsim handoff_mb.kg | graphstat --csv | cut -d, -f3-5'
 	[ "${lines[1]}" = "260000,260000,0.0000" ]

@@ -157,6 +157,9 @@ struct gb {
 	size_t nmleaf;
 	struct brun *runs;  /* backward threads' runs (rule 5) */
 	size_t nruns;
+	struct brun *hand;  /* their hand-offs: (src, dst) of each edge */
+	size_t nhand;
+	struct umap hoff;   /* a hand-off's dst -> its src */
 	uint64_t nedges;
 };
 
@@ -1185,23 +1188,49 @@ backward_runs(struct gb *g, const uint32_t *cpu, size_t ncpu, const uint8_t *lea
 	}
 }
 
+/*
+ * The hand-offs: before a run, from the main thread's last task that had
+ * ended; after it, to the main thread's first task that follows. Found
+ * before the edges are written: the thread edge into a task a hand-off
+ * wakes keeps no gap (the thread was waiting, not working; see the
+ * thread edges in build).
+ */
+static void
+handoff_pairs(struct gb *g)
+{
+	const struct ev *ev = g->t->ev;
+	size_t i, cap = 0;
+
+	for (i = 0; i < g->nruns; i++) {
+		uint32_t first = g->runs[i].first, last = g->runs[i].last;
+		uint32_t a = main_before(g, g->mleaf, g->nmleaf, ev[first].ts);
+		uint32_t b = main_after(g, g->mleaf, g->nmleaf, end_of(&ev[last]));
+		struct brun h;
+
+		if (a != KG_NONE) {
+			h.first = a, h.last = first;
+			VEC_PUSH(g->hand, g->nhand, cap, h);
+			umap_put(&g->hoff, first, a);
+		}
+		if (b != KG_NONE) {
+			h.first = last, h.last = b;
+			VEC_PUSH(g->hand, g->nhand, cap, h);
+			umap_put(&g->hoff, b, last);
+		}
+	}
+}
+
 static void
 handoff(struct gb *g)
 {
 	const struct ev *ev = g->t->ev;
 	size_t i;
 
-	for (i = 0; i < g->nruns; i++) {
-		uint32_t first = g->runs[i].first, last = g->runs[i].last;
-		uint32_t a = main_before(g, g->mleaf, g->nmleaf, ev[first].ts);
-		uint32_t b = main_after(g, g->mleaf, g->nmleaf, end_of(&ev[last]));
+	for (i = 0; i < g->nhand; i++) {
+		uint32_t a = g->hand[i].first, b = g->hand[i].last;
 
-		if (a != KG_NONE)
-			edge(g, a, first, KG_E_HANDOFF, ev[first].ts - end_of(&ev[a]),
-			    KG_HOW_INFERRED, KG_NONE, KG_NONE, KG_NONE);
-		if (b != KG_NONE)
-			edge(g, last, b, KG_E_HANDOFF, ev[b].ts - end_of(&ev[last]),
-			    KG_HOW_INFERRED, KG_NONE, KG_NONE, KG_NONE);
+		edge(g, a, b, KG_E_HANDOFF, ev[b].ts - end_of(&ev[a]), KG_HOW_INFERRED,
+		    KG_NONE, KG_NONE, KG_NONE);
 	}
 }
 
@@ -1379,6 +1408,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	umap_init(&g.newdur, 64);
 	umap_init(&g.evmap, 64);
 	umap_init(&g.evgap, 64);
+	umap_init(&g.hoff, 64);
 	for (i = 0; i < t->nev; i++) {
 		const struct ev *e = &t->ev[i];
 
@@ -1550,6 +1580,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	}
 	/* Rule 7 tags by the ranges and by rule 5's backward runs. */
 	backward_runs(&g, cpu, ncpu, leaf);
+	handoff_pairs(&g);
 	tags_build(&g.tags, t, g.bwd, g.main_proc);
 	for (i = 0; i < g.nruns; i++)
 		tags_backward(&g.tags, g.iter[g.runs[i].first], t->ev[g.runs[i].first].ts,
@@ -1582,14 +1613,20 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 
 	/* Edges: thread order, launches, stream order, runtime, hand-off. */
 	for (i = 0; i < ncpu; i++) {
-		uint32_t x = cpu[i], nx = g.nextleaf[x];
+		uint32_t x = cpu[i], nx = g.nextleaf[x], ho;
+		int64_t dl;
 
 		if (!g.sel[x] || nx == KG_NONE)
 			continue;
 		if (t->ev[nx].ts < end_of(&t->ev[x]))
 			kg_cov_add(cov, "overlap_clamped", 1);
-		edge(&g, x, nx, KG_E_THREAD, t->ev[nx].ts - end_of(&t->ev[x]) + tail_of(&g, x),
-		    KG_HOW_TRACE, KG_NONE, KG_NONE, KG_NONE);
+		dl = t->ev[nx].ts - end_of(&t->ev[x]) + tail_of(&g, x);
+		/* Rule 5: a task a hand-off wakes waited for it, not for
+		 * work of its own thread: the gap is the hand-off's. */
+		ho = umap_get(&g.hoff, nx);
+		if (ho != KG_NONE && end_of(&t->ev[ho]) >= end_of(&t->ev[x]) && dl > tail_of(&g, x))
+			dl = tail_of(&g, x);
+		edge(&g, x, nx, KG_E_THREAD, dl, KG_HOW_TRACE, KG_NONE, KG_NONE, KG_NONE);
 	}
 	for (i = 0; i < ngpu; i++) {
 		uint32_t x = gpu[i];
@@ -1671,6 +1708,8 @@ out_free:
 	umap_release(&g.newdur);
 	umap_release(&g.evmap);
 	umap_release(&g.evgap);
+	umap_release(&g.hoff);
+	free(g.hand);
 	free(g.evheld);
 	free(g.gaps);
 	free(g.bwd);

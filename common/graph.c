@@ -1,0 +1,114 @@
+/*
+ * graph: a section held whole in memory (see graph.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph.h"
+#include "util.h"
+
+void
+graph_init(struct graph *g)
+{
+	memset(g, 0, sizeof(*g));
+}
+
+void
+graph_release(struct graph *g)
+{
+	free(g->raw);
+	free(g->roff);
+	free(g->rtype);
+	free(g->proc);
+	free(g->task);
+	free(g->edge);
+	graph_init(g);
+}
+
+void
+graph_begin(struct graph *g, const struct kg_header *h)
+{
+	g->h = *h;
+	g->job = h->nranks > 0;
+	g->nraw = g->nr = g->nproc = g->ntask = g->nedge = 0;
+}
+
+static void
+keep(struct graph *g, const struct kg_rec *rec)
+{
+	grow(&g->raw, &g->capraw, g->nraw + rec->nbytes, 1);
+	memcpy(g->raw + g->nraw, rec->bytes, rec->nbytes);
+	grow(&g->roff, &g->capr, g->nr + 1, sizeof(*g->roff));
+	grow(&g->rtype, &g->caprtype, g->nr + 1, 1);
+	g->roff[g->nr] = g->nraw;
+	g->rtype[g->nr++] = (uint8_t)rec->type;
+	g->nraw += rec->nbytes;
+}
+
+void
+graph_add(struct graph *g, const struct kg_rec *rec)
+{
+	switch (rec->type) {
+	case KG_R_STR:
+	case KG_R_COV:
+		keep(g, rec);
+		break;
+	case KG_R_PROC:
+		keep(g, rec);
+		VEC_PUSH(g->proc, g->nproc, g->capproc, rec->proc);
+		break;
+	case KG_R_TASK:
+		VEC_PUSH(g->task, g->ntask, g->captask, rec->task);
+		break;
+	case KG_R_EDGE:
+		VEC_PUSH(g->edge, g->nedge, g->capedge, rec->edge);
+		break;
+	default: /* sim: the times go with the change; others: unknown */
+		break;
+	}
+}
+
+int64_t
+graph_rank(const struct graph *g, uint32_t task)
+{
+	uint32_t p = g->task[task].proc;
+
+	if (p < g->nproc && g->proc[p].rank >= 0)
+		return g->proc[p].rank;
+	return g->h.rank;
+}
+
+static int
+write_kept(struct kg_writer *w, const struct graph *g, int type)
+{
+	size_t i;
+
+	for (i = 0; i < g->nr; i++) {
+		size_t end = i + 1 < g->nr ? g->roff[i + 1] : g->nraw;
+
+		if (g->rtype[i] == type &&
+		    kg_write_bytes(w, g->raw + g->roff[i], end - g->roff[i], type) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int
+graph_write(struct kg_writer *w, const struct graph *g, const char *tool,
+    const struct kg_task *task, size_t ntask, const struct kg_edge *edge, size_t nedge)
+{
+	size_t i;
+
+	if (kg_write_header_tool(w, &g->h, tool) < 0 || write_kept(w, g, KG_R_STR) < 0 ||
+	    write_kept(w, g, KG_R_PROC) < 0)
+		return -1;
+	for (i = 0; i < ntask; i++)
+		if (kg_write_task(w, &task[i]) < 0)
+			return -1;
+	for (i = 0; i < nedge; i++)
+		if (kg_write_edge(w, &edge[i]) < 0)
+			return -1;
+	if (write_kept(w, g, KG_R_COV) < 0)
+		return -1;
+	return kg_write_end(w);
+}

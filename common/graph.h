@@ -1,0 +1,54 @@
+/*
+ * graph: one section of a graph stream held whole in memory, for the
+ * tools that rebuild a graph rather than pass it on (graph-scale-layers).
+ * Tasks and edges are decoded; `str` and `proc` records and the
+ * coverage are kept as read and written back unchanged; a `sim` record
+ * is dropped (the times no longer hold once the graph changes).
+ *
+ * The header's strings and arrays are the reader's: they stay valid until
+ * the reader meets the next header, so a section must be written before
+ * the next one is read.
+ *
+ * Memory: 136 bytes a task and 40 an edge, plus the raw records.
+ */
+#ifndef KG_GRAPH_H
+#define KG_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kg.h"
+
+struct graph {
+	struct kg_header h;
+	int job;                /* a job section (graph-deps --merge) */
+	char *raw;              /* str, proc and cov records, as read */
+	size_t nraw, capraw;
+	size_t *roff;           /* where each kept record starts in raw */
+	uint8_t *rtype;
+	size_t nr, capr, caprtype;
+	struct kg_proc *proc;
+	size_t nproc, capproc;
+	struct kg_task *task;
+	size_t ntask, captask;
+	struct kg_edge *edge;
+	size_t nedge, capedge;
+};
+
+void graph_init(struct graph *g);
+void graph_release(struct graph *g);
+/* Start a section: forget the last one, keep the header. */
+void graph_begin(struct graph *g, const struct kg_header *h);
+/* Take a record of the section (anything but its header and end). */
+void graph_add(struct graph *g, const struct kg_rec *rec);
+/* The rank a task runs on: its processor's, or the header's. */
+int64_t graph_rank(const struct graph *g, uint32_t task);
+/*
+ * Write the section: the header with `tool` added to its tools, the kept
+ * records, the tasks and edges given (the section's own, or rebuilt
+ * ones), the coverage, the end. -1 with w->err set on failure.
+ */
+int graph_write(struct kg_writer *w, const struct graph *g, const char *tool,
+    const struct kg_task *task, size_t ntask, const struct kg_edge *edge, size_t nedge);
+
+#endif

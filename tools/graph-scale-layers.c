@@ -1,0 +1,1018 @@
+/*
+ * graph-scale-layers: a job graph (or one rank's graph) as it would run
+ * with N transformer layers instead of L.
+ *
+ * Stages. The layers come from kineto2graph's structure tags (`ly`,
+ * `ph`). Each rank holds a contiguous range of layers, the same for all
+ * the ranks of its pipeline stage, and the stages' ranges follow each
+ * other. N layers are split over the S stages evenly, the first N mod S
+ * stages taking one more. A stage's n layers become n': new layer j is
+ * a copy of the stage's layer floor(j n / n') when it grows (every layer
+ * copied once or more, in order), round(j (n - 1) / (n' - 1)) when it
+ * shrinks (the first and the last kept).
+ *
+ * Runs. A layer's work on one processor for one micro-batch and phase is
+ * a run: consecutive tasks tagged with that layer. A run is replaced by
+ * its copies one after the other (ascending layers in the forward
+ * phase, descending in the backward), each with its source's durations
+ * and its new layer number; all else stays. Then the edges:
+ *  - program order (consecutive tasks on a thread or a stream) is
+ *    rebuilt along each processor's new order. Two tasks that followed
+ *    each other before keep their edge; a new pair (a copy after a copy,
+ *    the tasks around a removed run) takes the edge that left the first
+ *    one's source for a layer (the gap between two layers), else the
+ *    one that entered the second one's source from a layer, else either;
+ *  - an edge between runs of the same layer (a launch, an event between
+ *    streams, a collective's rendezvous across ranks) is copied for each
+ *    copy, joining the copies of the same new layer;
+ *  - any other edge leaves a run's last copy and enters a run's first
+ *    copy; an edge of a removed run moves to the nearest task kept on its
+ *    processor (before it for an edge that leaves, after it for one that
+ *    enters). A runtime edge's binding tasks (`via`, `at`) follow the
+ *    copies of their layer.
+ *
+ * Gradients. The data-parallel group's collectives in the backward and
+ * optimizer phases (common/pgroup.h) carry the stage's gradients. A
+ * layer's parameters P are counted from the weight and bias operands of
+ * the operators its forward pass launches (aten::mm, addmm, linear,
+ * layer_norm, a bias add: the shapes kineto2graph keeps), so the stage's
+ * B gradient bytes become B' = B + (n' - n) P e, e the gradient element
+ * size. Each gradient collective moves B'/B of its bytes and takes
+ * d T(b')/T(b) (T the model fitted on the job's collectives); the
+ * optimizer phase's kernels, whose work follows the parameter count,
+ * take B'/B of their durations.
+ *
+ * State: one section at a time, decoded (common/graph.h), and the new
+ * tasks and edges.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "comm.h"
+#include "graph.h"
+#include "kg.h"
+#include "pgroup.h"
+#include "util.h"
+
+#define PRODUCER "graph-scale-layers " KG_VERSION
+
+static const char usage[] = "graph-scale-layers [-q] [-o FILE] [--gpus-per-node N] N [FILE ...]";
+
+static const char help[] =
+    "Rebuild a graph with N transformer layers in all.\n"
+    "\n"
+    "  -o, --output FILE        write the stream to FILE instead of stdout\n"
+    "      --gpus-per-node N    ranks per node, for the links (default 8)\n"
+    "  -q, --quiet              no warnings\n"
+    "  -h, --help               this help\n"
+    "      --version            the version\n"
+    "\n"
+    "The input is a graph with layer tags (kineto2graph), a job graph\n"
+    "(graph-deps --merge) for a pipeline.\n"
+    "With no FILE, or FILE -, read standard input. See graph-scale-layers(1).\n";
+
+struct opts {
+	int64_t n, gpn;
+};
+
+struct run {
+	uint32_t first;   /* its first task (in the processor's order) */
+	uint32_t len;
+	uint32_t newbase; /* new id of its first copy's first task */
+	uint32_t stage;
+	int64_t layer;    /* source layer */
+	int desc;         /* copies in descending layer order: backward */
+	uint32_t kind;    /* its kind of run, or KG_NONE when unlike the others */
+};
+
+/*
+ * A kind of run: the runs of one processor and phase with the same
+ * length and task names, across layers, micro-batches and iterations;
+ * their mean durations and gaps.
+ */
+struct rkind {
+	uint32_t proc, first, len;
+	int phase;
+	double *dur, *gap;  /* sums by position; gap: to the next task */
+	int64_t n;
+	int bad;            /* runs that matched in length but not in names */
+};
+
+struct stage {
+	int64_t lo, n;    /* source layers lo .. lo + n - 1 */
+	int64_t nlo, nn;  /* new layers */
+	int64_t *cnt;     /* by source layer - lo: its copies */
+	int64_t *firstj;  /* and the first new layer (- nlo) they make */
+	uint32_t rank0;   /* a rank of the stage, for counting parameters */
+	double ratio;     /* gradient bytes after / before */
+};
+
+struct ctx {
+	const struct opts *o;
+	const struct graph *g;
+	const struct kg_reader *r;
+	const char *name;
+	int index;
+	/* by task */
+	uint32_t *run, *pos, *nid, *pidx, *porder, *progout, *progin;
+	/* by rank (index into ranks[]) */
+	int64_t *ranks;
+	size_t nranks;
+	uint32_t *rstage;
+	struct run *rn;
+	size_t nrun, caprun;
+	struct stage *st;
+	size_t nst;
+	/* the result */
+	struct kg_task *t;
+	size_t nt, capt;
+	struct kg_edge *e;
+	size_t ne, cape;
+	uint32_t *src;      /* by new task: its source */
+	uint32_t *cp;       /* and which copy it is in, 0 outside runs */
+	size_t capsrc, capcp;
+	struct rkind *rk;
+	size_t nrk, caprk;
+	size_t dropped;     /* edges with no task left to hold them */
+};
+
+static uint32_t
+rank_index(const struct ctx *c, int64_t rank)
+{
+	size_t lo = 0, hi = c->nranks;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (c->ranks[mid] < rank)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (uint32_t)lo;
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Each rank's layers, and the stages they make: ranks with the same
+ * range of layers are one stage; the ranges must be contiguous and
+ * follow each other. 0, or 1 after a message.
+ */
+static int
+find_stages(struct ctx *c)
+{
+	const struct graph *g = c->g;
+	int64_t *lo, *hi, *seen = NULL;
+	size_t i, k, nseen = 0, capseen = 0;
+	int64_t nb = 0;
+	uint32_t r;
+
+	c->ranks = xmalloc((g->nproc + 1) * sizeof(*c->ranks));
+	for (i = 0; i < g->nproc; i++)
+		c->ranks[i] = g->proc[i].rank >= 0 ? g->proc[i].rank : g->h.rank;
+	qsort(c->ranks, g->nproc, sizeof(*c->ranks), cmp_i64);
+	for (i = k = 0; i < g->nproc; i++)
+		if (k == 0 || c->ranks[i] != c->ranks[k - 1])
+			c->ranks[k++] = c->ranks[i];
+	c->nranks = k;
+	lo = xmalloc((k + 1) * sizeof(*lo));
+	hi = xmalloc((k + 1) * sizeof(*hi));
+	for (i = 0; i < k; i++)
+		lo[i] = INT64_MAX, hi[i] = -1;
+	for (i = 0; i < g->ntask; i++) {
+		const struct kg_task *t = &g->task[i];
+
+		if (t->layer < 0)
+			continue;
+		nb++;
+		r = rank_index(c, graph_rank(g, (uint32_t)i));
+		if (t->layer < lo[r])
+			lo[r] = t->layer;
+		if (t->layer > hi[r])
+			hi[r] = t->layer;
+	}
+	if (nb == 0) {
+		errmsg("%s: section %d: no task has a layer tag: kineto2graph takes them from "
+		    "record_function ranges named like \"layer_3\" or \"layers.3\"", c->name,
+		    c->index);
+		goto fail;
+	}
+	c->rstage = xmalloc((k + 1) * sizeof(*c->rstage));
+	for (i = 0; i < k; i++) {
+		if (hi[i] < 0) {
+			errmsg("%s: section %d: rank %lld has no task with a layer tag", c->name,
+			    c->index, (long long)c->ranks[i]);
+			goto fail;
+		}
+		for (r = 0; r < nseen && seen[r] != lo[i]; r++)
+			;
+		if (r == nseen)
+			VEC_PUSH(seen, nseen, capseen, lo[i]);
+	}
+	qsort(seen, nseen, sizeof(*seen), cmp_i64);
+	c->st = xcalloc(nseen + 1, sizeof(*c->st));
+	c->nst = nseen;
+	for (i = 0; i < k; i++) {
+		for (r = 0; seen[r] != lo[i]; r++)
+			;
+		c->rstage[i] = r;
+		if (c->st[r].n == 0) {
+			c->st[r].lo = lo[i];
+			c->st[r].n = hi[i] - lo[i] + 1;
+			c->st[r].rank0 = (uint32_t)i;
+		} else if (c->st[r].n != hi[i] - lo[i] + 1) {
+			errmsg("%s: section %d: ranks %lld and %lld start at layer %lld but end "
+			    "at %lld and %lld: not one pipeline stage", c->name, c->index,
+			    (long long)c->ranks[c->st[r].rank0], (long long)c->ranks[i],
+			    (long long)lo[i], (long long)(c->st[r].lo + c->st[r].n - 1),
+			    (long long)hi[i]);
+			goto fail;
+		}
+	}
+	for (r = 0; r < nseen; r++) {
+		if (r > 0 && c->st[r].lo != c->st[r - 1].lo + c->st[r - 1].n) {
+			errmsg("%s: section %d: stage layers %lld-%lld and %lld-%lld do not "
+			    "follow each other", c->name, c->index, (long long)c->st[r - 1].lo,
+			    (long long)(c->st[r - 1].lo + c->st[r - 1].n - 1),
+			    (long long)c->st[r].lo, (long long)(c->st[r].lo + c->st[r].n - 1));
+			goto fail;
+		}
+	}
+	if (c->o->n < (int64_t)nseen) {
+		errmsg("%s: section %d: %lld layers cannot fill %zu pipeline stages", c->name,
+		    c->index, (long long)c->o->n, nseen);
+		goto fail;
+	}
+	/* the new split, and which source layer each new one copies */
+	for (r = 0; r < nseen; r++) {
+		struct stage *s = &c->st[r];
+		int64_t j, a;
+
+		s->nn = c->o->n / (int64_t)nseen + ((int64_t)r < c->o->n % (int64_t)nseen);
+		s->nlo = r == 0 ? c->st[0].lo : c->st[r - 1].nlo + c->st[r - 1].nn;
+		s->cnt = xcalloc((size_t)s->n, sizeof(*s->cnt));
+		s->firstj = xcalloc((size_t)s->n, sizeof(*s->firstj));
+		for (j = s->nn - 1; j >= 0; j--) {
+			if (s->nn >= s->n)
+				a = j * s->n / s->nn;
+			else if (s->nn == 1)
+				a = 0;
+			else
+				a = (2 * j * (s->n - 1) + (s->nn - 1)) / (2 * (s->nn - 1));
+			s->cnt[a]++;
+			s->firstj[a] = j;
+		}
+	}
+	free(lo);
+	free(hi);
+	free(seen);
+	return 0;
+fail:
+	free(lo);
+	free(hi);
+	free(seen);
+	return 1;
+}
+
+/* The new layer (from the stage's nlo) of run x's copy k. */
+static int64_t
+copy_layer(const struct ctx *c, const struct run *x, int64_t k)
+{
+	const struct stage *s = &c->st[x->stage];
+	int64_t a = x->layer - s->lo;
+
+	return s->firstj[a] + (x->desc ? s->cnt[a] - 1 - k : k);
+}
+
+/* Which copy of run x makes new layer j; -1 if none does. */
+static int64_t
+copy_of(const struct ctx *c, const struct run *x, int64_t j)
+{
+	const struct stage *s = &c->st[x->stage];
+	int64_t a = x->layer - s->lo, k = j - s->firstj[a];
+
+	if (k < 0 || k >= s->cnt[a])
+		return -1;
+	return x->desc ? s->cnt[a] - 1 - k : k;
+}
+
+static int64_t
+ncopies(const struct ctx *c, const struct run *x)
+{
+	return c->st[x->stage].cnt[x->layer - c->st[x->stage].lo];
+}
+
+/* New id of task t (of a run) in copy k. */
+static uint32_t
+copy_id(const struct ctx *c, uint32_t t, int64_t k)
+{
+	const struct run *x = &c->rn[c->run[t]];
+
+	return x->newbase + (uint32_t)k * x->len + c->pos[t];
+}
+
+/*
+ * Each processor's tasks in order (task ids rise along a processor), the
+ * runs, and the program-order edges between neighbours.
+ */
+static void
+find_runs(struct ctx *c)
+{
+	const struct graph *g = c->g;
+	size_t n = g->ntask, np = g->nproc, i;
+	size_t *start = xcalloc(np + 2, sizeof(*start));
+	uint32_t *prev = xmalloc((np + 1) * sizeof(*prev));
+
+	c->run = xmalloc((n + 1) * sizeof(*c->run));
+	c->pos = xmalloc((n + 1) * sizeof(*c->pos));
+	c->nid = xmalloc((n + 1) * sizeof(*c->nid));
+	c->pidx = xmalloc((n + 1) * sizeof(*c->pidx));
+	c->porder = xmalloc((n + 1) * sizeof(*c->porder));
+	c->progout = xmalloc((n + 1) * sizeof(*c->progout));
+	c->progin = xmalloc((n + 1) * sizeof(*c->progin));
+	for (i = 0; i < n; i++)
+		start[g->task[i].proc + 1]++;
+	for (i = 0; i < np; i++)
+		start[i + 1] += start[i];
+	for (i = 0; i < np; i++)
+		prev[i] = KG_NONE;
+	for (i = 0; i < n; i++) {
+		const struct kg_task *t = &g->task[i];
+		uint32_t p = t->proc, q = prev[p];
+
+		c->pidx[i] = (uint32_t)start[p];
+		c->porder[start[p]++] = (uint32_t)i;
+		c->progout[i] = c->progin[i] = KG_NONE;
+		c->run[i] = KG_NONE;
+		c->pos[i] = 0;
+		prev[p] = (uint32_t)i;
+		if (t->layer < 0)
+			continue;
+		if (q != KG_NONE && c->run[q] != KG_NONE && g->task[q].layer == t->layer &&
+		    g->task[q].phase == t->phase && g->task[q].mb == t->mb &&
+		    g->task[q].iter == t->iter) {
+			c->run[i] = c->run[q];
+			c->pos[i] = c->rn[c->run[q]].len++;
+		} else {
+			struct run x;
+
+			x.first = (uint32_t)i;
+			x.len = 1;
+			x.newbase = KG_NONE;
+			x.stage = c->rstage[rank_index(c, graph_rank(g, (uint32_t)i))];
+			x.layer = t->layer;
+			x.desc = t->phase == KG_PH_BWD;
+			x.kind = KG_NONE;
+			c->run[i] = (uint32_t)c->nrun;
+			VEC_PUSH(c->rn, c->nrun, c->caprun, x);
+		}
+	}
+	for (i = 0; i < g->nedge; i++) {
+		const struct kg_edge *e = &g->edge[i];
+
+		if ((e->kind == KG_E_THREAD || e->kind == KG_E_STREAM) && e->src < n &&
+		    e->dst < n && g->task[e->src].proc == g->task[e->dst].proc &&
+		    c->pidx[e->dst] == c->pidx[e->src] + 1) {
+			c->progout[e->src] = (uint32_t)i;
+			c->progin[e->dst] = (uint32_t)i;
+		}
+	}
+	free(start);
+	free(prev);
+}
+
+static void
+add_task(struct ctx *c, struct kg_task t, uint32_t source, uint32_t copy)
+{
+	size_t n = c->nt;
+
+	t.id = (uint32_t)n;
+	VEC_PUSH(c->t, c->nt, c->capt, t);
+	grow(&c->src, &c->capsrc, n + 1, sizeof(*c->src));
+	grow(&c->cp, &c->capcp, n + 1, sizeof(*c->cp));
+	c->src[n] = source;
+	c->cp[n] = copy;
+}
+
+/*
+ * The kinds of runs and their means. A copy beyond a layer's first takes
+ * the mean durations and gaps of its kind, not its source's own: a host
+ * hiccup or a slow kernel that the trace shows once should not be
+ * repeated with every copy, while the mean keeps what such outliers
+ * cost on average.
+ */
+static void
+run_kinds(struct ctx *c)
+{
+	const struct graph *g = c->g;
+	size_t i;
+	uint32_t k, q, m;
+
+	for (i = 0; i < c->nrun; i++) {
+		struct run *x = &c->rn[i];
+		const struct kg_task *t0 = &g->task[x->first];
+		struct rkind *r = NULL;
+
+		for (m = 0; m < c->nrk; m++) {
+			r = &c->rk[m];
+			if (r->proc == t0->proc && r->phase == t0->phase && r->len == x->len)
+				break;
+		}
+		if (m == c->nrk) {
+			struct rkind nk;
+
+			memset(&nk, 0, sizeof(nk));
+			nk.proc = t0->proc, nk.phase = t0->phase, nk.len = x->len;
+			nk.first = x->first;
+			nk.dur = xcalloc(x->len, sizeof(*nk.dur));
+			nk.gap = xcalloc(x->len, sizeof(*nk.gap));
+			VEC_PUSH(c->rk, c->nrk, c->caprk, nk);
+			r = &c->rk[m];
+		}
+		x->kind = m;
+		for (k = 0, q = c->pidx[r->first]; k < x->len; k++, q++)
+			if (g->task[c->porder[q]].name != g->task[c->porder[c->pidx[x->first] + k]].name)
+				break;
+		if (k < x->len) {
+			r->bad++;
+			x->kind = KG_NONE;
+			continue;
+		}
+		for (k = 0, q = c->pidx[x->first]; k < x->len; k++, q++) {
+			uint32_t t = c->porder[q], e = c->progout[t];
+
+			r->dur[k] += (double)g->task[t].dur;
+			if (k + 1 < x->len && e != KG_NONE)
+				r->gap[k] += (double)g->edge[e].delay;
+		}
+		r->n++;
+	}
+}
+
+/* Lay out the new tasks: each run's copies where the run began. */
+static void
+make_tasks(struct ctx *c)
+{
+	const struct graph *g = c->g;
+	size_t i;
+	uint32_t k, q;
+
+	for (i = 0; i < g->ntask; i++) {
+		struct kg_task t = g->task[i];
+		struct run *x;
+		int64_t cp, n;
+
+		c->nid[i] = KG_NONE;
+		if (c->run[i] == KG_NONE) {
+			c->nid[i] = (uint32_t)c->nt;
+			add_task(c, t, (uint32_t)i, 0);
+			continue;
+		}
+		x = &c->rn[c->run[i]];
+		if (x->first != i)
+			continue;
+		x->newbase = (uint32_t)c->nt;
+		n = ncopies(c, x);
+		for (cp = 0; cp < n; cp++)
+			for (k = 0, q = c->pidx[i]; k < x->len; k++, q++) {
+				t = g->task[c->porder[q]];
+				t.layer = c->st[x->stage].nlo + copy_layer(c, x, cp);
+				if (cp > 0 && x->kind != KG_NONE) {
+					const struct rkind *r = &c->rk[x->kind];
+
+					t.dur = t.odur = llround(r->dur[k] / (double)r->n);
+				}
+				add_task(c, t, c->porder[q], (uint32_t)cp);
+			}
+	}
+}
+
+static void
+add_edge(struct ctx *c, const struct kg_edge *tmpl, uint32_t src, uint32_t dst, uint32_t via,
+    uint32_t at)
+{
+	struct kg_edge e = *tmpl;
+
+	if (src == KG_NONE || dst == KG_NONE || src == dst) {
+		c->dropped++;
+		return;
+	}
+	e.src = src, e.dst = dst;
+	if (e.via != KG_NONE)
+		e.via = via;
+	if (e.at != KG_NONE)
+		e.at = at;
+	VEC_PUSH(c->e, c->ne, c->cape, e);
+}
+
+/*
+ * The nearest kept task before task t on its processor (dir -1), or
+ * after it (dir 1), t itself if it is kept; KG_NONE if none.
+ */
+static uint32_t
+kept_near(const struct ctx *c, uint32_t t, int dir)
+{
+	const struct graph *g = c->g;
+	uint32_t p = g->task[t].proc;
+
+	for (;;) {
+		const struct run *x = c->run[t] == KG_NONE ? NULL : &c->rn[c->run[t]];
+		uint32_t q;
+
+		if (x == NULL)
+			return c->nid[t];
+		if (ncopies(c, x) > 0)
+			return copy_id(c, t, dir < 0 ? ncopies(c, x) - 1 : 0);
+		/* a removed run: step past it */
+		q = c->pidx[x->first];
+		if (dir > 0)
+			q += x->len;
+		else if (q-- == 0)
+			return KG_NONE;
+		if (q >= g->ntask || g->task[c->porder[q]].proc != p)
+			return KG_NONE;
+		t = c->porder[q];
+	}
+}
+
+/*
+ * The new task for source task t in an edge whose chosen copies make new
+ * layers ja (of layer la) and jb (of lb): a task of one of those layers
+ * goes with its copy; a task of a run with another layer takes its
+ * first copy (its last when it is the edge's source, leaving = 1).
+ */
+static uint32_t
+map_task(const struct ctx *c, uint32_t t, int64_t la, int64_t ja, int64_t lb, int64_t jb,
+    int leaving)
+{
+	const struct run *x;
+	int64_t k = -1, n;
+
+	if (t == KG_NONE || t >= c->g->ntask)
+		return KG_NONE;
+	if (c->run[t] == KG_NONE)
+		return c->nid[t];
+	x = &c->rn[c->run[t]];
+	n = ncopies(c, x);
+	if (n == 0)
+		return kept_near(c, t, leaving ? -1 : 1);
+	if (x->layer == la && ja >= 0)
+		k = copy_of(c, x, ja);
+	else if (x->layer == lb && jb >= 0)
+		k = copy_of(c, x, jb);
+	if (k < 0)
+		k = leaving ? n - 1 : 0;
+	return copy_id(c, t, k);
+}
+
+/* The new layer (- nlo) a task's chosen copy makes; -1 for no run. */
+static int64_t
+layer_of_copy(const struct ctx *c, uint32_t t, int leaving)
+{
+	const struct run *x;
+	int64_t n;
+
+	if (t == KG_NONE || c->run[t] == KG_NONE)
+		return -1;
+	x = &c->rn[c->run[t]];
+	n = ncopies(c, x);
+	if (n == 0)
+		return -1;
+	return copy_layer(c, x, leaving ? n - 1 : 0);
+}
+
+/* Program order along each processor's new order. */
+static void
+program_edges(struct ctx *c)
+{
+	const struct graph *g = c->g;
+	uint32_t *last = xmalloc((g->nproc + 1) * sizeof(*last));
+	size_t i;
+
+	for (i = 0; i < g->nproc; i++)
+		last[i] = KG_NONE;
+	for (i = 0; i < c->nt; i++) {
+		uint32_t p = c->t[i].proc, y = last[p], sx = c->src[i], sy, e = KG_NONE, o, n;
+
+		last[p] = (uint32_t)i;
+		if (y == KG_NONE)
+			continue;
+		sy = c->src[y];
+		o = c->progout[sy], n = c->progin[sx];
+		if (o != KG_NONE && g->edge[o].dst == sx)
+			e = o; /* neighbours before */
+		else if (o != KG_NONE && c->run[g->edge[o].dst] != KG_NONE)
+			e = o; /* the gap before a layer */
+		else if (n != KG_NONE && c->run[g->edge[n].src] != KG_NONE)
+			e = n; /* the gap after a layer */
+		else
+			e = o != KG_NONE ? o : n;
+		if (e == KG_NONE)
+			continue;
+		if (c->cp[i] > 0 && c->cp[y] == c->cp[i] && c->run[sx] != KG_NONE &&
+		    c->run[sy] == c->run[sx] && c->rn[c->run[sx]].kind != KG_NONE) {
+			/* inside a copy: the mean gap of its kind */
+			const struct rkind *r = &c->rk[c->rn[c->run[sx]].kind];
+			struct kg_edge me = g->edge[e];
+
+			me.delay = llround(r->gap[c->pos[sy]] / (double)r->n);
+			add_edge(c, &me, y, (uint32_t)i, KG_NONE, KG_NONE);
+		} else {
+			add_edge(c, &g->edge[e], y, (uint32_t)i, KG_NONE, KG_NONE);
+		}
+	}
+	free(last);
+}
+
+/* Every other edge, after the copies of its ends. */
+static void
+other_edges(struct ctx *c)
+{
+	const struct graph *g = c->g;
+	size_t i;
+
+	for (i = 0; i < g->nedge; i++) {
+		const struct kg_edge *e = &g->edge[i];
+		const struct run *u, *v;
+
+		if (e->src >= g->ntask || e->dst >= g->ntask || c->progout[e->src] == i)
+			continue;
+		u = c->run[e->src] == KG_NONE ? NULL : &c->rn[c->run[e->src]];
+		v = c->run[e->dst] == KG_NONE ? NULL : &c->rn[c->run[e->dst]];
+		if (u != NULL && v != NULL && u->layer == v->layer && u->stage == v->stage) {
+			/* within a layer: once per copy, the same new layer's */
+			const struct stage *s = &c->st[u->stage];
+			int64_t a = u->layer - s->lo, j;
+
+			for (j = s->firstj[a]; j < s->firstj[a] + s->cnt[a]; j++)
+				add_edge(c, e, copy_id(c, e->src, copy_of(c, u, j)),
+				    copy_id(c, e->dst, copy_of(c, v, j)),
+				    map_task(c, e->via, u->layer, j, v->layer, j, 0),
+				    map_task(c, e->at, u->layer, j, v->layer, j, 0));
+		} else {
+			int64_t ja = layer_of_copy(c, e->src, 1), jb = layer_of_copy(c, e->dst, 0);
+			int64_t la = u != NULL ? u->layer : -1, lb = v != NULL ? v->layer : -1;
+
+			add_edge(c, e, map_task(c, e->src, la, ja, lb, jb, 1),
+			    map_task(c, e->dst, la, ja, lb, jb, 0),
+			    map_task(c, e->via, la, ja, lb, jb, 1),
+			    map_task(c, e->at, la, ja, lb, jb, 0));
+		}
+	}
+}
+
+/*
+ * Parameters an operator holds, from its name and its Input Dims text
+ * ("[[4096,1024],[1024,1536]]"): the weight and bias operands of the
+ * operators that have them; 0 for the others.
+ */
+static int64_t
+op_params(const char *op, const char *dims)
+{
+	int64_t numel[8], last[8], v = 0;
+	int ndim[8], depth = 0, k = -1, num = 0, bad[8];
+	const char *p;
+
+	for (p = dims; *p != '\0'; p++) {
+		if (*p == '[') {
+			if (++depth == 2 && ++k < 8)
+				numel[k] = 1, ndim[k] = 0, last[k] = 0, bad[k] = 0;
+			else if (depth > 2 && k >= 0 && k < 8)
+				bad[k] = 1;
+		} else if (*p >= '0' && *p <= '9') {
+			v = v * 10 + (*p - '0'), num = 1;
+		}
+		if ((*p == ',' || *p == ']') && num) {
+			if (depth == 2 && k >= 0 && k < 8)
+				numel[k] *= v, last[k] = v, ndim[k]++;
+			v = 0, num = 0;
+		}
+		if (*p == ']')
+			depth--;
+	}
+	if (k >= 8)
+		k = 7;
+#define T(i, d) ((i) <= k && !bad[i] && ndim[i] == (d))
+	if (strcmp(op, "aten::mm") == 0)
+		return T(1, 2) ? numel[1] : 0;
+	if (strcmp(op, "aten::addmm") == 0)
+		return (T(2, 2) ? numel[2] : 0) + (T(0, 1) ? numel[0] : 0);
+	if (strcmp(op, "aten::linear") == 0)
+		return (T(1, 2) ? numel[1] : 0) + (T(2, 1) ? numel[2] : 0);
+	if (strcmp(op, "aten::layer_norm") == 0 || strcmp(op, "aten::native_layer_norm") == 0)
+		return (T(2, 1) ? numel[2] : 0) + (T(3, 1) ? numel[3] : 0);
+	if ((strcmp(op, "aten::add") == 0 || strcmp(op, "aten::add_") == 0) && T(1, 1) &&
+	    0 <= k && !bad[0] && ndim[0] >= 2 && last[0] == numel[1])
+		return numel[1];
+#undef T
+	return 0;
+}
+
+/*
+ * A layer's parameters on stage s: what the launches of its first
+ * forward run on a thread count (an operator launching two kernels in a
+ * row counted once).
+ */
+static int64_t
+layer_params(const struct ctx *c, const struct stage *s)
+{
+	const struct graph *g = c->g;
+	size_t i;
+	int64_t sum = 0;
+
+	for (i = 0; i < c->nrun; i++) {
+		const struct run *x = &c->rn[i];
+		uint32_t k, q, lop = KG_NONE, lsh = KG_NONE;
+
+		if (x->layer != s->lo || g->task[x->first].phase != KG_PH_FWD ||
+		    g->proc[g->task[x->first].proc].kind != KG_THREAD ||
+		    rank_index(c, graph_rank(g, x->first)) != s->rank0)
+			continue;
+		for (k = 0, q = c->pidx[x->first]; k < x->len; k++, q++) {
+			const struct kg_task *t = &g->task[c->porder[q]];
+
+			if (t->kind != KG_RT || t->op == KG_NONE || t->shapes == KG_NONE ||
+			    strstr(kg_str(c->r, t->name), "Launch") == NULL)
+				continue;
+			if (t->op != lop || t->shapes != lsh)
+				sum += op_params(kg_str(c->r, t->op), kg_str(c->r, t->shapes));
+			lop = t->op, lsh = t->shapes;
+		}
+		return sum;
+	}
+	return 0;
+}
+
+static int
+elem_size(const char *dt)
+{
+	if (dt == NULL)
+		return 0;
+	if (strcmp(dt, "Float") == 0 || strcmp(dt, "Int") == 0)
+		return 4;
+	if (strcmp(dt, "BFloat16") == 0 || strcmp(dt, "Half") == 0)
+		return 2;
+	if (strcmp(dt, "Double") == 0 || strcmp(dt, "Long") == 0)
+		return 8;
+	return 0;
+}
+
+/*
+ * The gradients: each stage's ratio of gradient bytes after to before,
+ * its gradient collectives moving and taking more (or less), its
+ * optimizer kernels too. 0, or 1 after a message.
+ */
+static int
+gradients(struct ctx *c)
+{
+	const struct graph *g = c->g;
+	const struct kg_task **ct = xmalloc((g->ntask + 1) * sizeof(*ct));
+	uint32_t *grp = xmalloc((g->ntask + 1) * sizeof(*grp)), *cg;
+	struct pgroups pg;
+	struct comm_model m;
+	size_t i, n = 0, k;
+	int rc = 1;
+
+	pgroups_init(&pg, c->o->gpn);
+	for (i = 0; i < g->ntask; i++)
+		if (g->task[i].kind == KG_COLL) {
+			ct[n] = &g->task[i];
+			grp[n++] = g->task[i].pgr == KG_NONE ? UINT32_MAX :
+			    pgroups_of(&pg, g->task[i].pgr, kg_str(c->r, g->task[i].pgr));
+		}
+	pgroups_classify(&pg, ct, grp, n);
+	for (k = 0; k < c->nst; k++) {
+		struct stage *s = &c->st[k];
+		int64_t P;
+		double B = 0, H;
+		int e = 0;
+
+		s->ratio = 1;
+		for (i = 0; i < n; i++) {
+			const struct kg_task *t = ct[i];
+
+			if (grp[i] == UINT32_MAX || !pg.g[grp[i]].dp || pgroups_p2p(t->coll) ||
+			    (t->phase != KG_PH_BWD && t->phase != KG_PH_OPT) ||
+			    rank_index(c, graph_rank(g, t->id)) != s->rank0)
+				continue;
+			B += (double)t->bytes;
+			if (e == 0)
+				e = elem_size(t->dtype == KG_NONE ? NULL : kg_str(c->r, t->dtype));
+		}
+		P = B > 0 ? layer_params(c, s) : 0;
+		if (B == 0) {
+			/* no data-parallel gradients: the optimizer's work
+			 * follows the layers alone */
+			s->ratio = (double)s->nn / (double)s->n;
+			if (pg.dp < 0 && k == 0 && s->nn != s->n)
+				warnmsg("%s: section %d: no data-parallel group: the optimizer is "
+				    "scaled as if the layers held all the parameters", c->name,
+				    c->index);
+			continue;
+		}
+		if (P <= 0) {
+			errmsg("%s: section %d: layer %lld launches no operator with weight shapes "
+			    "(aten::mm, addmm, linear with Input Dims): its parameters cannot be "
+			    "counted", c->name, c->index, (long long)s->lo);
+			goto out;
+		}
+		if (e == 0) {
+			errmsg("%s: section %d: the gradient collectives have no element type: "
+			    "their bytes cannot be matched to parameters", c->name, c->index);
+			goto out;
+		}
+		B /= (double)(g->h.niters > 0 ? g->h.niters : 1); /* an iteration's */
+		H = B - (double)s->n * (double)P * e;
+		if (H < 0) {
+			warnmsg("%s: section %d: stage of layers %lld-%lld: its layers' weights "
+			    "(%lld parameters each) outweigh its gradients (%.0f bytes): all of "
+			    "them taken as the layers'", c->name, c->index, (long long)s->lo,
+			    (long long)(s->lo + s->n - 1), (long long)P, B);
+			H = 0;
+		}
+		s->ratio = (H + (double)s->nn * (double)P * e) / (H + (double)s->n * (double)P * e);
+	}
+	pgroups_fit(&pg, ct, grp, n, 0, 0, &m);
+	cg = xmalloc((g->ntask + 1) * sizeof(*cg));
+	for (i = 0; i < g->ntask; i++)
+		cg[i] = UINT32_MAX;
+	for (i = 0; i < n; i++)
+		cg[ct[i]->id] = grp[i];
+	for (i = 0; i < c->nt; i++) {
+		struct kg_task *t = &c->t[i];
+		const struct stage *s = &c->st[c->rstage[rank_index(c, graph_rank(g, c->src[i]))]];
+		const struct pgroup *gp = cg[c->src[i]] == UINT32_MAX ? NULL : &pg.g[cg[c->src[i]]];
+
+		if (s->ratio == 1)
+			continue;
+		if (t->kind == KG_KERN && t->phase == KG_PH_OPT) {
+			t->dur = llround((double)t->dur * s->ratio);
+		} else if (gp != NULL && gp->dp && !pgroups_p2p(t->coll) &&
+		    (t->phase == KG_PH_BWD || t->phase == KG_PH_OPT) && t->bytes > 0) {
+			uint64_t b = (uint64_t)llround((double)t->bytes * s->ratio);
+			int a1, a2;
+			int64_t told = comm_time(&m, t->coll, gp->size, t->bytes, gp->link, &a1);
+			int64_t tnew = comm_time(&m, t->coll, gp->size, b, gp->link, &a2);
+
+			if (told <= 0 || tnew < 0) {
+				errmsg("%s: section %d: no %s in the job to fit the communication "
+				    "model on", c->name, c->index, kg_coll_name[t->coll]);
+				free(cg);
+				goto out;
+			}
+			t->dur = llround((double)t->dur * (double)tnew / (double)told);
+			t->bytes = b;
+		}
+	}
+	free(cg);
+	rc = 0;
+out:
+	pgroups_release(&pg);
+	free(ct);
+	free(grp);
+	return rc;
+}
+
+static void
+ctx_release(struct ctx *c)
+{
+	size_t k;
+
+	free(c->run), free(c->pos), free(c->nid), free(c->pidx), free(c->porder);
+	free(c->progout), free(c->progin), free(c->ranks), free(c->rstage), free(c->rn);
+	for (k = 0; k < c->nst; k++)
+		free(c->st[k].cnt), free(c->st[k].firstj);
+	free(c->st), free(c->t), free(c->e), free(c->src), free(c->cp);
+	for (k = 0; k < c->nrk; k++)
+		free(c->rk[k].dur), free(c->rk[k].gap);
+	free(c->rk);
+}
+
+/* Rebuild and write one section; 0, or 1 after a message. */
+static int
+scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, const char *name,
+    int index, struct gout *out)
+{
+	struct ctx c;
+	int rc = 1;
+
+	memset(&c, 0, sizeof(c));
+	c.o = o, c.g = g, c.r = r, c.name = name, c.index = index;
+	if (find_stages(&c) != 0)
+		goto out;
+	find_runs(&c);
+	run_kinds(&c);
+	make_tasks(&c);
+	program_edges(&c);
+	other_edges(&c);
+	if (gradients(&c) != 0)
+		goto out;
+	if (c.dropped > 0)
+		warnmsg("%s: section %d: %zu edges lost both ends' tasks", name, index, c.dropped);
+	if (graph_write(&out->w, g, PRODUCER, c.t, c.nt, c.e, c.ne) < 0) {
+		errmsg("%s: %s", out->name, out->w.err);
+		goto out;
+	}
+	rc = 0;
+out:
+	ctx_release(&c);
+	return rc;
+}
+
+static int
+process(const struct opts *o, const char *path, struct gout *out)
+{
+	struct gin in;
+	struct graph g;
+	int t, rc = 0, index = 0;
+
+	if (gin_open(&in, path) < 0)
+		return 1;
+	graph_init(&g);
+	while (rc == 0 && (t = gin_read(&in)) > 0) {
+		if (t == KG_R_HEADER)
+			graph_begin(&g, &in.rec.header);
+		else if (t == KG_R_END)
+			rc = scale(o, &g, &in.r, in.name, index++, out);
+		else
+			graph_add(&g, &in.rec);
+	}
+	if (t < 0 && rc == 0)
+		rc = 1;
+	graph_release(&g);
+	gin_close(&in);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "gpus-per-node", required_argument, NULL, 'G' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *output = NULL;
+	struct opts o;
+	struct gout g;
+	int c, i, rc = 0;
+
+	cli_init("graph-scale-layers");
+	memset(&o, 0, sizeof(o));
+	o.gpn = 8;
+	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case 'G':
+			if (parse_i64(optarg, 1, 1 << 20, &o.gpn) < 0) {
+				errmsg("invalid --gpus-per-node '%s'", optarg);
+				usage_exit(usage);
+			}
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'h':
+			printf("usage: %s\n\n%s", usage, help);
+			return close_stdout();
+		case 'V':
+			version_exit();
+		default:
+			usage_exit(usage);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1) {
+		errmsg("missing the new layer count");
+		usage_exit(usage);
+	}
+	if (parse_i64(argv[0], 1, 1 << 20, &o.n) < 0) {
+		errmsg("invalid layer count '%s'", argv[0]);
+		usage_exit(usage);
+	}
+	argc--;
+	argv++;
+	if (gout_open(&g, output, 3) < 0)
+		return 1;
+	if (argc == 0)
+		rc = process(&o, NULL, &g);
+	for (i = 0; i < argc && rc == 0; i++)
+		rc = process(&o, argv[i], &g);
+	return gout_close(&g, rc, PRODUCER);
+}

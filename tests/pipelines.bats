@@ -11,11 +11,13 @@ bats_require_minimum_version 1.5.0
 
 TINY='--preset tiny --jobs 1'
 
-# The sweep, in the test's folder. graph-scale-dp needs --net for the
-# tiny job from dp 3 on (its pipeline sends cross nodes, its
-# data-parallel all-reduces never do).
+# The sweep, in the test's folder, as a user runs it: not as a sub-make
+# of `make check` (its flags and jobserver stay out). graph-scale-dp
+# needs --net for the tiny job from dp 3 on (its pipeline sends cross
+# nodes, its data-parallel all-reduces never do).
 sweep() {
-	make -s -j2 -C "$ROOT/pipelines" CACHE="$PWD/cache" WORK="$PWD/work" \
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES \
+	    make -s -j2 -C "$ROOT/pipelines" CACHE="$PWD/cache" WORK="$PWD/work" \
 	    OUT="$PWD/sweep.csv" "$@"
 }
 

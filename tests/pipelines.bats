@@ -261,53 +261,83 @@ job_rows() { # PREFIX
 	# -j1: the two layer steps below have the same key, and run in order.
 	run -0 --separate-stderr sweep -j1 SCALE_PP="$PWD/tools/graph-scale-pp" \
 	    SCALE_LAYERS="$PWD/tools/graph-scale-layers" PP_OPTS=-q \
-	    TRACEGEN="$TINY" PP='2 4' LAYERS='4 8' DP='2 1' SCHEDULE=gpipe
+	    TRACEGEN="$TINY" PP='2 4' LAYERS='4 8' DP='2 1' MICROBATCHES=8 SCHEDULE=gpipe
 	[ "$output" = "sweep: $PWD/sweep.csv: 8 points" ]
 	base=$(cat work/ref/base.ref)
-	# SCHEDULE given: a PP step at the base's 2 too, each once for its
-	# four points; layers 8 once for each PP step's two points, but the
-	# stand-in's two outputs are the base's bytes: one key, run once.
+	# MICROBATCHES and SCHEDULE given: a PP step at the base's 2 too, each
+	# once for its four points; layers 8 once for each PP step's two
+	# points, but the stand-in's two outputs are the base's bytes: one
+	# key, run once.
 	run -0 sort calls
 	[ "${#lines[@]}" -eq 3 ]
-	[ "${lines[0]}" = "graph-scale-layers 8 $(cat work/ref/pp2-sgpipe.ref)" ]
-	[ "${lines[1]}" = "graph-scale-pp -q --schedule gpipe 2 $base" ]
-	[ "${lines[2]}" = "graph-scale-pp -q --schedule gpipe 4 $base" ]
-	[ "$(key_of pp4-sgpipe-l8)" = "$(key_of pp2-sgpipe-l8)" ]
-	grep -qx "hit pp4-sgpipe-l8 $(key_of pp2-sgpipe-l8)" work/steps.log
+	[ "${lines[0]}" = "graph-scale-layers 8 $(cat work/ref/pp2-mb8-sgpipe.ref)" ]
+	[ "${lines[1]}" = "graph-scale-pp -q --microbatches 8 --schedule gpipe 2 $base" ]
+	[ "${lines[2]}" = "graph-scale-pp -q --microbatches 8 --schedule gpipe 4 $base" ]
+	[ "$(key_of pp4-mb8-sgpipe-l8)" = "$(key_of pp2-mb8-sgpipe-l8)" ]
+	grep -qx "hit pp4-mb8-sgpipe-l8 $(key_of pp2-mb8-sgpipe-l8)" work/steps.log
 	# No layers step at 4, no DP step at 2.
 	[ "$(ran | grep -c -- '-l4$')" -eq 0 ]
 	[ "$(ran | grep -c -- '-dp2$')" -eq 0 ]
-	[ "$(head -1 sweep.csv | cut -d, -f1-6)" = "dp,pp,layers,schedule,rank,iteration" ]
-	[ "$(awk -F, 'NR > 1 && $6 == 10 { print $1 $2 $3 $4 }' sweep.csv | tr '\n' ' ')" = \
-	    "224gpipe 124gpipe 228gpipe 128gpipe 244gpipe 144gpipe 248gpipe 148gpipe " ]
+	[ "$(head -1 sweep.csv | cut -d, -f1-7)" = "dp,pp,layers,microbatches,schedule,rank,iteration" ]
+	[ "$(awk -F, 'NR > 1 && $7 == 10 { print $1 $2 $3 $4 $5 }' sweep.csv | tr '\n' ' ')" = \
+	    "2248gpipe 1248gpipe 2288gpipe 1288gpipe 2448gpipe 1448gpipe 2488gpipe 1488gpipe " ]
 }
 
-@test "pipelines: a PP sweep with bin/graph-scale-pp, the base's depth its own replay" {
+@test "pipelines: ROWS=all keeps every rank's rows as well as the job's" {
+	run -0 --separate-stderr sweep TRACEGEN="$TINY" ROWS=all
+	# 8 ranks and the job, 2 iterations each
+	[ "$(wc -l < sweep.csv)" -eq 19 ]
+	tracegen --preset tiny --jobs 1 -d job
+	kineto2graph job/*.json.gz | graph-deps --merge | graphsim | graphstat --csv |
+	    awk 'NR > 1 { print "2,2,4," $0 }' > expected
+	[ "$(tail -n +2 sweep.csv)" = "$(cat expected)" ]
+}
+
+@test "pipelines: a PP sweep with bin/graph-scale-pp gives the rows of the pipeline run by hand" {
 	[ -x "$ROOT/bin/graph-scale-pp" ] || skip "no bin/graph-scale-pp yet"
 	run -0 --separate-stderr sweep TRACEGEN="$TINY" PP='1 2 4'
 	[ "$output" = "sweep: $PWD/sweep.csv: 3 points" ]
-	run -0 cut -d, -f1-5 sweep.csv
-	[ "${#lines[@]}" -eq 7 ]
-	[ "${lines[1]}" = "2,1,4,job,10" ]
-	[ "${lines[3]}" = "2,2,4,job,10" ]
-	[ "${lines[5]}" = "2,4,4,job,10" ]
-	tracegen --preset tiny --jobs 1 -d job
-	kineto2graph job/*.json.gz | graph-deps --merge | job_rows 2,2,4 > expected
-	[ "$(sed -n 4,5p sweep.csv)" = "$(cat expected)" ]
 	[ "$(ran | grep '^pp' | tr '\n' ' ')" = "pp1 pp4 " ]
+	tracegen --preset tiny --jobs 1 -d job
+	kineto2graph job/*.json.gz | graph-deps --merge > base.kg
+	{
+		head -1 sweep.csv
+		graph-scale-pp 1 base.kg | job_rows 2,1,4
+		job_rows 2,2,4 < base.kg
+		graph-scale-pp 4 base.kg | job_rows 2,4,4
+	} > expected.csv
+	cmp sweep.csv expected.csv
 }
 
-@test "pipelines: a layers sweep with bin/graph-scale-layers, the base's count its own replay" {
+@test "pipelines: a layers sweep with bin/graph-scale-layers gives the rows of the pipeline run by hand" {
 	[ -x "$ROOT/bin/graph-scale-layers" ] || skip "no bin/graph-scale-layers yet"
 	run -0 --separate-stderr sweep TRACEGEN="$TINY" LAYERS='2 4 8'
 	[ "$output" = "sweep: $PWD/sweep.csv: 3 points" ]
-	run -0 cut -d, -f1-5 sweep.csv
-	[ "${#lines[@]}" -eq 7 ]
-	[ "${lines[1]}" = "2,2,2,job,10" ]
-	[ "${lines[3]}" = "2,2,4,job,10" ]
-	[ "${lines[5]}" = "2,2,8,job,10" ]
+	[ "$(ran | grep -x 'base-l[0-9]*' | tr '\n' ' ')" = "base-l2 base-l8 " ]
 	tracegen --preset tiny --jobs 1 -d job
-	kineto2graph job/*.json.gz | graph-deps --merge | job_rows 2,2,4 > expected
-	[ "$(sed -n 4,5p sweep.csv)" = "$(cat expected)" ]
-	[ "$(ran | grep -- '-l' | grep -v '^dp' | tr '\n' ' ')" = "base-l2 base-l8 " ]
+	kineto2graph job/*.json.gz | graph-deps --merge > base.kg
+	{
+		head -1 sweep.csv
+		graph-scale-layers 2 base.kg | job_rows 2,2,2
+		job_rows 2,2,4 < base.kg
+		graph-scale-layers 8 base.kg | job_rows 2,2,8
+	} > expected.csv
+	cmp sweep.csv expected.csv
+}
+
+@test "pipelines: PP, layers and DP together with the real tools share their prefixes" {
+	[ -x "$ROOT/bin/graph-scale-pp" ] || skip "no bin/graph-scale-pp yet"
+	[ -x "$ROOT/bin/graph-scale-layers" ] || skip "no bin/graph-scale-layers yet"
+	run -0 --separate-stderr sweep TRACEGEN="$TINY" PP='2 4' LAYERS='4 8' DP='1 2' NET=50,5
+	[ "$output" = "sweep: $PWD/sweep.csv: 8 points" ]
+	# Each node once (run, or found cached when two come to the same
+	# bytes): a PP and a layers step, a DP step after each of the four
+	# graphs before it (pp4, pp4-l8, base-l8 and base).
+	[ "$(awk '{ print $2 }' work/steps.log | grep -v '^dp' | sort | tr '\n' ' ')" = \
+	    "base base-dp1 base-l8 base-l8-dp1 base-layers pp4 pp4-dp1 pp4-l8 pp4-l8-dp1 traces " ]
+	tracegen --preset tiny --jobs 1 -d job
+	kineto2graph job/*.json.gz | graph-deps --merge > base.kg
+	graph-scale-pp 4 base.kg | graph-scale-layers 8 | graph-scale-dp --net 50,5 1 |
+	    job_rows 1,4,8 > expected
+	[ "$(grep '^1,4,8,' sweep.csv)" = "$(cat expected)" ]
 }

@@ -4,7 +4,7 @@
 set -eu
 
 pkgs="gcc make pkg-config libmsgpack-dev libzstd-dev libxxhash-dev \
-libyajl-dev zlib1g-dev bats jq python3 perl zstd mandoc"
+libyajl-dev zlib1g-dev bats jq python3 perl zstd mandoc xxhash"
 
 missing=
 for p in $pkgs; do

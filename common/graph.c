@@ -31,6 +31,7 @@ graph_begin(struct graph *g, const struct kg_header *h)
 	g->h = *h;
 	g->job = h->nranks > 0;
 	g->nraw = g->nr = g->nproc = g->ntask = g->nedge = 0;
+	g->nstr = 0;
 }
 
 static void
@@ -50,6 +51,9 @@ graph_add(struct graph *g, const struct kg_rec *rec)
 {
 	switch (rec->type) {
 	case KG_R_STR:
+		keep(g, rec);
+		g->nstr++;
+		break;
 	case KG_R_COV:
 		keep(g, rec);
 		break;
@@ -95,18 +99,26 @@ write_kept(struct kg_writer *w, const struct graph *g, int type)
 
 int
 graph_write(struct kg_writer *w, const struct graph *g, const char *tool,
-    const struct kg_task *task, size_t ntask, const struct kg_edge *edge, size_t nedge)
+    const struct graph_out *o)
 {
 	size_t i;
 
-	if (kg_write_header_tool(w, &g->h, tool) < 0 || write_kept(w, g, KG_R_STR) < 0 ||
-	    write_kept(w, g, KG_R_PROC) < 0)
+	if (kg_write_header_tool(w, o->h != NULL ? o->h : &g->h, tool) < 0 ||
+	    write_kept(w, g, KG_R_STR) < 0)
 		return -1;
-	for (i = 0; i < ntask; i++)
-		if (kg_write_task(w, &task[i]) < 0)
+	for (i = 0; i < o->nxstr; i++)
+		if (kg_write_str(w, g->nstr + (uint32_t)i, o->xstr[i], strlen(o->xstr[i])) < 0)
 			return -1;
-	for (i = 0; i < nedge; i++)
-		if (kg_write_edge(w, &edge[i]) < 0)
+	if (o->proc == NULL && write_kept(w, g, KG_R_PROC) < 0)
+		return -1;
+	for (i = 0; o->proc != NULL && i < o->nproc; i++)
+		if (kg_write_proc(w, &o->proc[i]) < 0)
+			return -1;
+	for (i = 0; i < o->ntask; i++)
+		if (kg_write_task(w, &o->task[i]) < 0)
+			return -1;
+	for (i = 0; i < o->nedge; i++)
+		if (kg_write_edge(w, &o->edge[i]) < 0)
 			return -1;
 	if (write_kept(w, g, KG_R_COV) < 0)
 		return -1;

@@ -33,6 +33,7 @@ struct graph {
 	size_t ntask, captask;
 	struct kg_edge *edge;
 	size_t nedge, capedge;
+	uint32_t nstr;          /* str records: a new string's id is nstr on */
 };
 
 void graph_init(struct graph *g);
@@ -44,11 +45,24 @@ void graph_add(struct graph *g, const struct kg_rec *rec);
 /* The rank a task runs on: its processor's, or the header's. */
 int64_t graph_rank(const struct graph *g, uint32_t task);
 /*
- * Write the section: the header with `tool` added to its tools, the kept
- * records, the tasks and edges given (the section's own, or rebuilt
- * ones), the coverage, the end. -1 with w->err set on failure.
+ * Write the section: the header h (the section's own, or a new one) with
+ * `tool` added to its tools, the kept strings, the new strings xstr
+ * (ids from g->nstr on), the processors (the kept ones when proc is
+ * NULL), the tasks and edges given (the section's own, or rebuilt ones),
+ * the coverage, the end. -1 with w->err set on failure.
  */
+struct graph_out {
+	const struct kg_header *h;
+	const char *const *xstr;
+	size_t nxstr;
+	const struct kg_proc *proc;
+	size_t nproc;
+	const struct kg_task *task;
+	size_t ntask;
+	const struct kg_edge *edge;
+	size_t nedge;
+};
 int graph_write(struct kg_writer *w, const struct graph *g, const char *tool,
-    const struct kg_task *task, size_t ntask, const struct kg_edge *edge, size_t nedge);
+    const struct graph_out *o);
 
 #endif

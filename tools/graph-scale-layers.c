@@ -54,6 +54,7 @@
 #include "comm.h"
 #include "graph.h"
 #include "kg.h"
+#include "params.h"
 #include "pgroup.h"
 #include "util.h"
 
@@ -672,53 +673,6 @@ other_edges(struct ctx *c)
 }
 
 /*
- * Parameters an operator holds, from its name and its Input Dims text
- * ("[[4096,1024],[1024,1536]]"): the weight and bias operands of the
- * operators that have them; 0 for the others.
- */
-static int64_t
-op_params(const char *op, const char *dims)
-{
-	int64_t numel[8], last[8], v = 0;
-	int ndim[8], depth = 0, k = -1, num = 0, bad[8];
-	const char *p;
-
-	for (p = dims; *p != '\0'; p++) {
-		if (*p == '[') {
-			if (++depth == 2 && ++k < 8)
-				numel[k] = 1, ndim[k] = 0, last[k] = 0, bad[k] = 0;
-			else if (depth > 2 && k >= 0 && k < 8)
-				bad[k] = 1;
-		} else if (*p >= '0' && *p <= '9') {
-			v = v * 10 + (*p - '0'), num = 1;
-		}
-		if ((*p == ',' || *p == ']') && num) {
-			if (depth == 2 && k >= 0 && k < 8)
-				numel[k] *= v, last[k] = v, ndim[k]++;
-			v = 0, num = 0;
-		}
-		if (*p == ']')
-			depth--;
-	}
-	if (k >= 8)
-		k = 7;
-#define T(i, d) ((i) <= k && !bad[i] && ndim[i] == (d))
-	if (strcmp(op, "aten::mm") == 0)
-		return T(1, 2) ? numel[1] : 0;
-	if (strcmp(op, "aten::addmm") == 0)
-		return (T(2, 2) ? numel[2] : 0) + (T(0, 1) ? numel[0] : 0);
-	if (strcmp(op, "aten::linear") == 0)
-		return (T(1, 2) ? numel[1] : 0) + (T(2, 1) ? numel[2] : 0);
-	if (strcmp(op, "aten::layer_norm") == 0 || strcmp(op, "aten::native_layer_norm") == 0)
-		return (T(2, 1) ? numel[2] : 0) + (T(3, 1) ? numel[3] : 0);
-	if ((strcmp(op, "aten::add") == 0 || strcmp(op, "aten::add_") == 0) && T(1, 1) &&
-	    0 <= k && !bad[0] && ndim[0] >= 2 && last[0] == numel[1])
-		return numel[1];
-#undef T
-	return 0;
-}
-
-/*
  * A layer's parameters on stage s: what the launches of its first
  * forward run on a thread count (an operator launching two kernels in a
  * row counted once).
@@ -750,20 +704,6 @@ layer_params(const struct ctx *c, const struct stage *s)
 		}
 		return sum;
 	}
-	return 0;
-}
-
-static int
-elem_size(const char *dt)
-{
-	if (dt == NULL)
-		return 0;
-	if (strcmp(dt, "Float") == 0 || strcmp(dt, "Int") == 0)
-		return 4;
-	if (strcmp(dt, "BFloat16") == 0 || strcmp(dt, "Half") == 0)
-		return 2;
-	if (strcmp(dt, "Double") == 0 || strcmp(dt, "Long") == 0)
-		return 8;
 	return 0;
 }
 
@@ -904,6 +844,7 @@ scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, co
     int index, struct gout *out)
 {
 	struct ctx c;
+	struct graph_out go;
 	int rc = 1;
 
 	memset(&c, 0, sizeof(c));
@@ -919,7 +860,9 @@ scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, co
 		goto out;
 	if (c.dropped > 0)
 		warnmsg("%s: section %d: %zu edges lost both ends' tasks", name, index, c.dropped);
-	if (graph_write(&out->w, g, PRODUCER, c.t, c.nt, c.e, c.ne) < 0) {
+	memset(&go, 0, sizeof(go));
+	go.task = c.t, go.ntask = c.nt, go.edge = c.e, go.nedge = c.ne;
+	if (graph_write(&out->w, g, PRODUCER, &go) < 0) {
 		errmsg("%s: %s", out->name, out->w.err);
 		goto out;
 	}

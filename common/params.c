@@ -1,0 +1,67 @@
+/*
+ * params: parameters counted from operators' shapes (see params.h).
+ */
+#include <string.h>
+
+#include "params.h"
+
+/*
+ * Parameters an operator holds, from its name and its Input Dims text
+ * ("[[4096,1024],[1024,1536]]"): the weight and bias operands of the
+ * operators that have them; 0 for the others.
+ */
+int64_t
+op_params(const char *op, const char *dims)
+{
+	int64_t numel[8], last[8], v = 0;
+	int ndim[8], depth = 0, k = -1, num = 0, bad[8];
+	const char *p;
+
+	for (p = dims; *p != '\0'; p++) {
+		if (*p == '[') {
+			if (++depth == 2 && ++k < 8)
+				numel[k] = 1, ndim[k] = 0, last[k] = 0, bad[k] = 0;
+			else if (depth > 2 && k >= 0 && k < 8)
+				bad[k] = 1;
+		} else if (*p >= '0' && *p <= '9') {
+			v = v * 10 + (*p - '0'), num = 1;
+		}
+		if ((*p == ',' || *p == ']') && num) {
+			if (depth == 2 && k >= 0 && k < 8)
+				numel[k] *= v, last[k] = v, ndim[k]++;
+			v = 0, num = 0;
+		}
+		if (*p == ']')
+			depth--;
+	}
+	if (k >= 8)
+		k = 7;
+#define T(i, d) ((i) <= k && !bad[i] && ndim[i] == (d))
+	if (strcmp(op, "aten::mm") == 0)
+		return T(1, 2) ? numel[1] : 0;
+	if (strcmp(op, "aten::addmm") == 0)
+		return (T(2, 2) ? numel[2] : 0) + (T(0, 1) ? numel[0] : 0);
+	if (strcmp(op, "aten::linear") == 0)
+		return (T(1, 2) ? numel[1] : 0) + (T(2, 1) ? numel[2] : 0);
+	if (strcmp(op, "aten::layer_norm") == 0 || strcmp(op, "aten::native_layer_norm") == 0)
+		return (T(2, 1) ? numel[2] : 0) + (T(3, 1) ? numel[3] : 0);
+	if ((strcmp(op, "aten::add") == 0 || strcmp(op, "aten::add_") == 0) && T(1, 1) &&
+	    0 <= k && !bad[0] && ndim[0] >= 2 && last[0] == numel[1])
+		return numel[1];
+#undef T
+	return 0;
+}
+
+int
+elem_size(const char *dt)
+{
+	if (dt == NULL)
+		return 0;
+	if (strcmp(dt, "Float") == 0 || strcmp(dt, "Int") == 0)
+		return 4;
+	if (strcmp(dt, "BFloat16") == 0 || strcmp(dt, "Half") == 0)
+		return 2;
+	if (strcmp(dt, "Double") == 0 || strcmp(dt, "Long") == 0)
+		return 8;
+	return 0;
+}

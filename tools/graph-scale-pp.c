@@ -1,0 +1,173 @@
+/*
+ * graph-scale-pp: a job graph as it would run with another pipeline
+ * depth. The traced job's ranks are the templates: each new rank's
+ * program is written anew, piece by piece, from the ranks of the traced
+ * job at the same tensor- and data-parallel place (the first stage's
+ * embedding, the last stage's head and loss, the layers, the sends and
+ * receives), in the new schedule; its collectives meet their new groups.
+ * How: tools/graph-scale-pp/pp.h. What: graph-scale-pp(1).
+ *
+ * State: one section at a time, decoded (common/graph.h), its pieces,
+ * and the new job.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "graph-scale-pp/pp.h"
+#include "util.h"
+
+#define PRODUCER "graph-scale-pp " KG_VERSION
+
+static const char usage[] =
+    "graph-scale-pp [-q] [-o FILE] [--microbatches M] [--schedule 1f1b|gpipe] "
+    "[--gpus-per-node N] [--net GBPS,US] N [FILE ...]";
+
+static const char help[] =
+    "Rebuild a job graph for N pipeline stages.\n"
+    "\n"
+    "  -o, --output FILE        write the stream to FILE instead of stdout\n"
+    "      --microbatches M     micro-batches an iteration (default: as traced)\n"
+    "      --schedule S         1f1b (the default) or gpipe\n"
+    "      --gpus-per-node N    ranks per node, for the links (default 8)\n"
+    "      --net GBPS,US        the network's bandwidth per GPU and latency per step,\n"
+    "                           for collectives the job never ran across nodes\n"
+    "  -q, --quiet              no warnings\n"
+    "  -h, --help               this help\n"
+    "      --version            the version\n"
+    "\n"
+    "The input is a job graph (graph-deps --merge) of a pipeline, with\n"
+    "structure tags. With no FILE, or FILE -, read standard input.\n"
+    "See graph-scale-pp(1).\n";
+
+static int
+process(const struct opts *o, const char *path, struct gout *out)
+{
+	struct gin in;
+	struct graph g;
+	int t, rc = 0, index = 0;
+
+	if (gin_open(&in, path) < 0)
+		return 1;
+	graph_init(&g);
+	while (rc == 0 && (t = gin_read(&in)) > 0) {
+		if (t == KG_R_HEADER) {
+			graph_begin(&g, &in.rec.header);
+		} else if (t == KG_R_END) {
+			struct job J;
+
+			memset(&J, 0, sizeof(J));
+			J.o = o, J.g = &g, J.r = &in.r, J.name = in.name, J.index = index++;
+			rc = job_read(&J);
+			if (rc == 0 && job_build(&J, &out->w, PRODUCER) != 0)
+				rc = 1;
+			job_release(&J);
+		} else {
+			graph_add(&g, &in.rec);
+		}
+	}
+	if (t < 0 && rc == 0)
+		rc = 1;
+	graph_release(&g);
+	gin_close(&in);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "microbatches", required_argument, NULL, 'M' },
+		{ "schedule", required_argument, NULL, 'S' },
+		{ "gpus-per-node", required_argument, NULL, 'G' },
+		{ "net", required_argument, NULL, 'N' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *output = NULL;
+	struct opts o;
+	struct gout g;
+	int c, i, rc = 0;
+
+	cli_init("graph-scale-pp");
+	memset(&o, 0, sizeof(o));
+	o.gpn = 8;
+	o.sched = SCHED_1F1B;
+	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case 'M':
+			if (parse_i64(optarg, 1, 1 << 20, &o.mb) < 0) {
+				errmsg("invalid --microbatches '%s'", optarg);
+				usage_exit(usage);
+			}
+			break;
+		case 'S':
+			if (strcmp(optarg, "1f1b") == 0) {
+				o.sched = SCHED_1F1B;
+			} else if (strcmp(optarg, "gpipe") == 0) {
+				o.sched = SCHED_GPIPE;
+			} else {
+				errmsg("invalid --schedule '%s' (1f1b or gpipe)", optarg);
+				usage_exit(usage);
+			}
+			break;
+		case 'G':
+			if (parse_i64(optarg, 1, 1 << 20, &o.gpn) < 0) {
+				errmsg("invalid --gpus-per-node '%s'", optarg);
+				usage_exit(usage);
+			}
+			break;
+		case 'N': {
+			char *end;
+
+			o.net_gbps = strtod(optarg, &end);
+			if (end == optarg || *end != ',' || !(o.net_gbps > 0) || o.net_gbps > 1e6) {
+				errmsg("invalid --net '%s' (GBPS,US)", optarg);
+				usage_exit(usage);
+			}
+			o.net_us = strtod(end + 1, &end);
+			if (*end != '\0' || !(o.net_us >= 0) || o.net_us > 1e6) {
+				errmsg("invalid --net '%s' (GBPS,US)", optarg);
+				usage_exit(usage);
+			}
+			break;
+		}
+		case 'q':
+			quiet = 1;
+			break;
+		case 'h':
+			printf("usage: %s\n\n%s", usage, help);
+			return close_stdout();
+		case 'V':
+			version_exit();
+		default:
+			usage_exit(usage);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1) {
+		errmsg("missing the new pipeline depth");
+		usage_exit(usage);
+	}
+	if (parse_i64(argv[0], 1, 1 << 16, &o.n) < 0) {
+		errmsg("invalid pipeline depth '%s'", argv[0]);
+		usage_exit(usage);
+	}
+	argc--;
+	argv++;
+	if (gout_open(&g, output, 3) < 0)
+		return 1;
+	if (argc == 0)
+		rc = process(&o, NULL, &g);
+	for (i = 0; i < argc && rc == 0; i++)
+		rc = process(&o, argv[i], &g);
+	return gout_close(&g, rc, PRODUCER);
+}

@@ -1,0 +1,704 @@
+/*
+ * The traced job as templates: its layout, each task's place in its
+ * rank's program, the pieces (see pp.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "params.h"
+#include "pp.h"
+#include "util.h"
+
+static int
+p2p(int c)
+{
+	return c == KG_COLL_SEND || c == KG_COLL_RECV;
+}
+
+int64_t
+job_rank(const struct job *J, int64_t t, int64_t d, int64_t s)
+{
+	return t + J->tp * (d + J->dp * s);
+}
+
+static int64_t
+stage_of(const struct job *J, int64_t rank)
+{
+	return rank / (J->tp * J->dp);
+}
+
+static int
+iter_index(const struct job *J, int64_t it)
+{
+	size_t i;
+
+	for (i = 0; i < J->g->h.niters; i++)
+		if (J->g->h.iters[i] == it)
+			return (int)i;
+	return it < 0 || J->g->h.niters == 0 ? 0 : (int)J->g->h.niters - 1;
+}
+
+/* Edges by source and by destination, and the program order. */
+static void
+index_edges(struct job *J)
+{
+	const struct graph *g = J->g;
+	size_t n = g->ntask, i;
+	uint32_t *next = xmalloc((n + 1) * sizeof(*next));
+	uint32_t *last = xmalloc((g->nproc + 1) * sizeof(*last));
+
+	J->outoff = xcalloc(n + 2, sizeof(*J->outoff));
+	J->inoff = xcalloc(n + 2, sizeof(*J->inoff));
+	J->out = xmalloc((g->nedge + 1) * sizeof(*J->out));
+	J->in = xmalloc((g->nedge + 1) * sizeof(*J->in));
+	for (i = 0; i < g->nedge; i++) {
+		J->outoff[g->edge[i].src + 1]++;
+		J->inoff[g->edge[i].dst + 1]++;
+	}
+	for (i = 0; i < n; i++) {
+		J->outoff[i + 1] += J->outoff[i];
+		J->inoff[i + 1] += J->inoff[i];
+	}
+	for (i = 0; i < g->nedge; i++) {
+		J->out[J->outoff[g->edge[i].src]++] = (uint32_t)i;
+		J->in[J->inoff[g->edge[i].dst]++] = (uint32_t)i;
+	}
+	for (i = n; i > 0; i--) {
+		J->outoff[i] = J->outoff[i - 1];
+		J->inoff[i] = J->inoff[i - 1];
+	}
+	J->outoff[0] = J->inoff[0] = 0;
+	for (i = 0; i < g->nproc; i++)
+		last[i] = KG_NONE;
+	for (i = n; i-- > 0;) {
+		next[i] = last[g->task[i].proc];
+		last[g->task[i].proc] = (uint32_t)i;
+	}
+	J->progout = xmalloc((n + 1) * sizeof(*J->progout));
+	for (i = 0; i < n; i++)
+		J->progout[i] = KG_NONE;
+	for (i = 0; i < g->nedge; i++) {
+		const struct kg_edge *e = &g->edge[i];
+
+		if ((e->kind == KG_E_THREAD || e->kind == KG_E_STREAM) && next[e->src] == e->dst)
+			J->progout[e->src] = (uint32_t)i;
+	}
+	free(next);
+	free(last);
+}
+
+/* The layout from the process groups, the layers from the tags. */
+static int
+layout(struct job *J)
+{
+	const struct graph *g = J->g;
+	const struct kg_task **ct = xmalloc((g->ntask + 1) * sizeof(*ct));
+	uint32_t *grp = xmalloc((g->ntask + 1) * sizeof(*grp));
+	size_t i, n = 0;
+	int64_t r, *lo, *hi;
+	int rc = 1;
+
+	J->world = (int64_t)g->h.nranks;
+	for (i = 0; i < g->h.nranks; i++)
+		if (g->h.ranks[i] != (int64_t)i) {
+			errmsg("%s: section %d: the job's ranks are not 0 to %lld", J->name,
+			    J->index, (long long)J->world - 1);
+			goto out;
+		}
+	pgroups_init(&J->pg, J->o->gpn);
+	J->cgroup = xmalloc((g->ntask + 1) * sizeof(*J->cgroup));
+	for (i = 0; i < g->ntask; i++) {
+		J->cgroup[i] = UINT32_MAX;
+		if (g->task[i].kind != KG_COLL)
+			continue;
+		if (g->task[i].pgr != KG_NONE)
+			J->cgroup[i] = pgroups_of(&J->pg, g->task[i].pgr,
+			    kg_str(J->r, g->task[i].pgr));
+		ct[n] = &g->task[i];
+		grp[n++] = J->cgroup[i];
+	}
+	if (J->pg.ng == 0) {
+		errmsg("%s: section %d: its collectives carry no process-group ranks (NCCL "
+		    "metadata, `pgr`): the stages' sends and receives cannot be told apart",
+		    J->name, J->index);
+		goto out;
+	}
+	pgroups_classify(&J->pg, ct, grp, n);
+	pgroups_fit(&J->pg, ct, grp, n, J->o->net_gbps, J->o->net_us, &J->m);
+	J->tp = J->pg.tp;
+	J->dp = J->pg.dp > 0 ? J->pg.dp : 1;
+	J->S = J->world / (J->tp * J->dp);
+	if (J->S * J->tp * J->dp != J->world) {
+		errmsg("%s: section %d: %lld ranks are not tensor-parallel %lld times "
+		    "data-parallel %lld times stages", J->name, J->index, (long long)J->world,
+		    (long long)J->tp, (long long)J->dp);
+		goto out;
+	}
+	if (J->S < 2) {
+		errmsg("%s: section %d: the job has no pipeline: its sends and receives "
+		    "between stages are what the new ones are made from", J->name, J->index);
+		goto out;
+	}
+	/* each rank's layers; a stage's ranks alike, the stages in order */
+	lo = xmalloc((size_t)J->world * sizeof(*lo));
+	hi = xmalloc((size_t)J->world * sizeof(*hi));
+	for (r = 0; r < J->world; r++)
+		lo[r] = INT64_MAX, hi[r] = -1;
+	for (i = 0; i < g->ntask; i++) {
+		int64_t rk = graph_rank(g, (uint32_t)i), l = g->task[i].layer;
+
+		if (l < 0 || rk < 0 || rk >= J->world)
+			continue;
+		if (l < lo[rk])
+			lo[rk] = l;
+		if (l > hi[rk])
+			hi[rk] = l;
+	}
+	J->tr = xcalloc((size_t)J->world, sizeof(*J->tr));
+	for (r = 0; r < J->world; r++) {
+		int64_t r0 = job_rank(J, 0, 0, stage_of(J, r));
+
+		J->tr[r].rank = r;
+		J->tr[r].main = KG_NONE;
+		if (hi[r] < 0) {
+			errmsg("%s: section %d: rank %lld has no task with a layer tag: "
+			    "kineto2graph takes them from record_function ranges named like "
+			    "\"layer_3\"", J->name, J->index, (long long)r);
+			goto outl;
+		}
+		if (lo[r] != lo[r0] || hi[r] != hi[r0] ||
+		    (stage_of(J, r) > 0 && lo[r] != hi[job_rank(J, 0, 0, stage_of(J, r) - 1)] + 1)) {
+			errmsg("%s: section %d: rank %lld holds layers %lld-%lld, which does not "
+			    "fit stage %lld of a pipeline laid out tensor-parallel first, then "
+			    "data-parallel (Megatron's order)", J->name, J->index, (long long)r,
+			    (long long)lo[r], (long long)hi[r], (long long)stage_of(J, r));
+			goto outl;
+		}
+		J->tr[r].lo = lo[r];
+		J->tr[r].n = hi[r] - lo[r] + 1;
+	}
+	J->L = hi[J->world - 1] - lo[0] + 1;
+	for (i = 0; i < g->nproc; i++) {
+		int64_t rk = g->proc[i].rank;
+
+		if (g->proc[i].main && rk >= 0 && rk < J->world)
+			J->tr[rk].main = (uint32_t)i;
+	}
+	for (r = 0; r < J->world; r++)
+		if (J->tr[r].main == KG_NONE) {
+			errmsg("%s: section %d: rank %lld has no main thread", J->name, J->index,
+			    (long long)r);
+			goto outl;
+		}
+	rc = 0;
+outl:
+	free(lo);
+	free(hi);
+out:
+	free(ct);
+	free(grp);
+	return rc;
+}
+
+/* The stage-relative direction of a send or receive kernel, or NOP. */
+static int
+op_kind(const struct job *J, uint32_t k)
+{
+	const struct kg_task *t = &J->g->task[k];
+	const char *s;
+	int64_t own = graph_rank(J->g, k), peer = -1;
+	long long v;
+
+	if (t->kind != KG_COLL || !p2p(t->coll) || t->pgr == KG_NONE)
+		return NOP;
+	s = kg_str(J->r, t->pgr);
+	while (next_number(&s, &v))
+		if (v != own)
+			peer = v;
+	if (peer < 0 || peer >= J->world || stage_of(J, peer) == stage_of(J, own))
+		return NOP;
+	if (t->coll == KG_COLL_SEND)
+		return stage_of(J, peer) > stage_of(J, own) ? OP_SEND_NEXT : OP_SEND_PREV;
+	return stage_of(J, peer) > stage_of(J, own) ? OP_RECV_NEXT : OP_RECV_PREV;
+}
+
+/* The GPU task a launch call put on a stream, or KG_NONE. */
+static uint32_t
+launched(const struct job *J, uint32_t u)
+{
+	uint32_t k;
+
+	for (k = J->outoff[u]; k < J->outoff[u + 1]; k++)
+		if (J->g->edge[J->out[k]].kind == KG_E_LAUNCH)
+			return J->g->edge[J->out[k]].dst;
+	return KG_NONE;
+}
+
+static int
+has_handoff_in(const struct job *J, uint32_t u)
+{
+	uint32_t k;
+
+	for (k = J->inoff[u]; k < J->inoff[u + 1]; k++)
+		if (J->g->edge[J->in[k]].kind == KG_E_HANDOFF)
+			return 1;
+	return 0;
+}
+
+/*
+ * The places of one rank's host tasks: its main thread's units, the
+ * sends and receives between them, the backward thread's runs.
+ */
+static void
+host_places(struct job *J, int64_t rank, const uint32_t *ids, size_t n)
+{
+	const struct graph *g = J->g;
+	struct trank *tr = &J->tr[rank];
+	size_t i, j;
+	int32_t nop = 0, run = -1, lastit = -1;
+	int64_t *runts = NULL;
+	size_t nrun = 0, caprun = 0;
+	int *runit = NULL;
+	size_t capit = 0;
+
+	/* backward runs: a hand-off starts one; numbered per iteration */
+	for (i = 0; i < n; i++) {
+		uint32_t u = ids[i];
+		const struct kg_task *t = &g->task[u];
+		struct place *p = &J->pl[u];
+
+		if (g->proc[t->proc].kind != KG_THREAD || t->proc == tr->main)
+			continue;
+		if (has_handoff_in(J, u) || run < 0 || iter_index(J, t->iter) != lastit) {
+			if (iter_index(J, t->iter) != lastit)
+				run = -1, lastit = iter_index(J, t->iter);
+			run++;
+			grow(&runts, &caprun, nrun + 1, sizeof(*runts));
+			grow(&runit, &capit, nrun + 1, sizeof(*runit));
+			runts[nrun] = t->ts;
+			runit[nrun++] = lastit;
+		}
+		p->unit = U_B;
+		p->mb = t->mb >= 0 ? (int32_t)t->mb : run;
+		p->it = lastit;
+	}
+	/* the main thread */
+	for (i = 0; i < n; i++) {
+		uint32_t u = ids[i], kern, done = KG_NONE;
+		const struct kg_task *t = &g->task[u];
+		struct place *p = &J->pl[u];
+
+		if (t->proc != tr->main || p->unit == U_OP)
+			continue; /* an operation's wait is placed with it */
+		p->it = iter_index(J, t->iter);
+		if (t->phase == KG_PH_FWD && t->mb >= 0) {
+			p->unit = U_F, p->mb = (int32_t)t->mb;
+			if (t->mb + 1 > tr->nmb)
+				tr->nmb = t->mb + 1;
+		} else if (t->phase == KG_PH_BWD) {
+			int32_t k = 0;
+
+			for (j = 0; j < nrun; j++)
+				if (runit[j] == p->it && runts[j] <= t->ts)
+					k++;
+			p->unit = U_B, p->mb = k > 0 ? k - 1 : 0;
+		} else {
+			p->unit = NUNIT; /* free: below */
+		}
+		kern = launched(J, u);
+		if (p->unit == NUNIT && kern != KG_NONE && op_kind(J, kern) != NOP) {
+			/* a send or receive: the calls of its operator around it */
+			uint32_t op = t->op;
+
+			p->unit = U_OP, p->op = (uint8_t)op_kind(J, kern), p->mb = nop;
+			for (j = i; j-- > 0;) {
+				const struct kg_task *q = &g->task[ids[j]];
+
+				if (q->proc != tr->main)
+					continue;
+				if (op == KG_NONE || q->op != op || J->pl[ids[j]].unit != NUNIT)
+					break;
+				J->pl[ids[j]] = *p;
+			}
+			/* after it, up to the call that records its end (the
+			 * `via` of the wait for it): operators of one kind in a
+			 * row share a name */
+			for (j = J->outoff[kern]; j < J->outoff[kern + 1]; j++) {
+				const struct kg_edge *e = &g->edge[J->out[j]];
+
+				if (e->kind == KG_E_EVENT && e->via != KG_NONE &&
+				    g->task[e->via].proc == tr->main && e->via > u)
+					done = e->via;
+			}
+			for (j = i + 1; j < n && done != KG_NONE && ids[j] <= done; j++) {
+				const struct kg_task *q = &g->task[ids[j]];
+
+				if (q->proc != tr->main)
+					continue;
+				if (op == KG_NONE || q->op != op)
+					break;
+				J->pl[ids[j]] = *p;
+				J->pl[ids[j]].it = iter_index(J, q->iter);
+				i = j;
+			}
+			/* its wait: the call an event edge from the kernel names */
+			for (j = J->outoff[kern]; j < J->outoff[kern + 1]; j++) {
+				const struct kg_edge *e = &g->edge[J->out[j]];
+
+				if (e->kind == KG_E_EVENT && e->at != KG_NONE &&
+				    g->task[e->at].proc == tr->main) {
+					J->pl[e->at] = *p;
+					J->pl[e->at].part = P_POST;
+					J->pl[e->at].it = iter_index(J, g->task[e->at].iter);
+				}
+			}
+			nop++;
+		}
+	}
+	/* the rest of the main thread: before an iteration's first unit the
+	 * prologue, after its last the epilogue, between them with the
+	 * operation before it (the epilogue if none) */
+	{
+		size_t ni = g->h.niters > 0 ? g->h.niters : 1;
+		size_t *first = xmalloc(ni * sizeof(*first)), *last = xcalloc(ni, sizeof(*last));
+		struct place op;
+		int have = 0;
+
+		for (i = 0; i < ni; i++)
+			first[i] = SIZE_MAX;
+		for (i = 0; i < n; i++) {
+			const struct place *p = &J->pl[ids[i]];
+
+			if (g->task[ids[i]].proc != tr->main ||
+			    (p->unit != U_F && p->unit != U_B && p->unit != U_OP))
+				continue;
+			if (first[p->it] == SIZE_MAX)
+				first[p->it] = i;
+			last[p->it] = i;
+		}
+		memset(&op, 0, sizeof(op));
+		for (i = 0; i < n; i++) {
+			struct place *p = &J->pl[ids[i]];
+
+			if (g->task[ids[i]].proc != tr->main)
+				continue;
+			if (p->unit == U_OP) {
+				op = *p, have = 1;
+				continue;
+			}
+			if (p->unit != NUNIT)
+				continue;
+			if (first[p->it] == SIZE_MAX || i < first[p->it]) {
+				p->unit = U_PRO;
+			} else if (i > last[p->it] || !have || op.it != p->it) {
+				p->unit = U_EPI;
+			} else {
+				int32_t it = p->it;
+
+				*p = op;
+				p->it = it;
+			}
+		}
+		free(first);
+		free(last);
+	}
+	free(runts);
+	free(runit);
+}
+
+/* F and B cut into parts around the layers, thread by thread. */
+static void
+parts(struct job *J, int64_t rank, const uint32_t *ids, size_t n)
+{
+	const struct graph *g = J->g;
+	const struct trank *tr = &J->tr[rank];
+	size_t i, j, k;
+
+	for (i = 0; i < g->nproc; i++) {
+		uint32_t *pend = NULL;
+		size_t npend = 0, cap = 0;
+		int32_t a = -1, cu = -1, cmb = -1, cit = -1;
+
+		if (g->proc[i].kind != KG_THREAD || g->proc[i].rank != rank)
+			continue;
+		for (j = 0; j <= n; j++) {
+			uint32_t u = j < n ? ids[j] : KG_NONE;
+			struct place *p = u == KG_NONE ? NULL : &J->pl[u];
+
+			if (u != KG_NONE && g->task[u].proc != i)
+				continue;
+			if (u == KG_NONE || p->unit != cu || p->mb != cmb || p->it != cit) {
+				/* the unit ends: what followed its last layer is after them */
+				for (k = 0; k < npend; k++) {
+					J->pl[pend[k]].part = a >= 0 ? P_POST : P_PRE;
+					J->pl[pend[k]].a = -1;
+				}
+				npend = 0, a = -1;
+				if (u == KG_NONE)
+					break;
+				cu = p->unit, cmb = p->mb, cit = p->it;
+			}
+			if (p->unit != U_F && p->unit != U_B)
+				continue;
+			if (g->task[u].layer >= 0) {
+				for (k = 0; k < npend; k++) {
+					J->pl[pend[k]].part = a >= 0 ? P_SLOT : P_PRE;
+					if (a < 0)
+						J->pl[pend[k]].a = -1;
+				}
+				npend = 0;
+				a = (int32_t)(g->task[u].layer - tr->lo);
+				p->part = P_LAYER, p->a = a;
+			} else {
+				p->a = a;
+				VEC_PUSH(pend, npend, cap, u);
+			}
+		}
+		free(pend);
+	}
+}
+
+/* A GPU task goes with its launch; else with the task before it on its stream. */
+static void
+gpu_places(struct job *J, const uint32_t *ids, size_t n)
+{
+	const struct graph *g = J->g;
+	uint32_t *last = xmalloc((g->nproc + 1) * sizeof(*last));
+	size_t i, k;
+
+	for (i = 0; i < g->nproc; i++)
+		last[i] = KG_NONE;
+	for (i = 0; i < n; i++) {
+		uint32_t u = ids[i], src = KG_NONE, p = g->task[u].proc;
+
+		if (g->proc[p].kind != KG_STREAM)
+			continue;
+		for (k = J->inoff[u]; k < J->inoff[u + 1]; k++)
+			if (g->edge[J->in[k]].kind == KG_E_LAUNCH &&
+			    g->proc[g->task[g->edge[J->in[k]].src].proc].kind == KG_THREAD &&
+			    g->edge[J->in[k]].how == KG_HOW_TRACE)
+				src = g->edge[J->in[k]].src;
+		if (src == KG_NONE)
+			src = last[p];
+		if (src != KG_NONE)
+			J->pl[u] = J->pl[src];
+		else
+			J->pl[u].unit = U_PRO, J->pl[u].it = iter_index(J, g->task[u].iter);
+		last[p] = u;
+	}
+	free(last);
+}
+
+static const struct job *sort_job;
+
+static int
+place_cmp(const struct place *x, const struct place *y)
+{
+	if (x->it != y->it)
+		return x->it < y->it ? -1 : 1;
+	if (x->unit != y->unit)
+		return x->unit < y->unit ? -1 : 1;
+	if (x->mb != y->mb)
+		return x->mb < y->mb ? -1 : 1;
+	if (x->part != y->part)
+		return x->part < y->part ? -1 : 1;
+	if (x->a != y->a)
+		return x->a < y->a ? -1 : 1;
+	return 0;
+}
+
+/* The time a task is issued: its own start on a thread, its launch's on a stream. */
+static int64_t
+issued(const struct job *J, uint32_t u)
+{
+	const struct graph *g = J->g;
+	uint32_t k;
+
+	if (g->proc[g->task[u].proc].kind == KG_THREAD)
+		return g->task[u].ts;
+	for (k = J->inoff[u]; k < J->inoff[u + 1]; k++)
+		if (g->edge[J->in[k]].kind == KG_E_LAUNCH)
+			return g->task[g->edge[J->in[k]].src].ts;
+	return g->task[u].ts;
+}
+
+static int
+task_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	const struct job *J = sort_job;
+	int64_t rx = graph_rank(J->g, x), ry = graph_rank(J->g, y), ix, iy;
+	int c;
+
+	if (rx != ry)
+		return rx < ry ? -1 : 1;
+	if ((c = place_cmp(&J->pl[x], &J->pl[y])) != 0)
+		return c;
+	ix = issued(J, x), iy = issued(J, y);
+	if (ix != iy)
+		return ix < iy ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+static void
+make_pieces(struct job *J)
+{
+	const struct graph *g = J->g;
+	size_t n = g->ntask, i, cap = 0;
+
+	J->pt = xmalloc((n + 1) * sizeof(*J->pt));
+	J->piece = xmalloc((n + 1) * sizeof(*J->piece));
+	for (i = 0; i < n; i++)
+		J->pt[i] = (uint32_t)i;
+	sort_job = J;
+	qsort(J->pt, n, sizeof(*J->pt), task_cmp);
+	for (i = 0; i < n; i++) {
+		uint32_t u = J->pt[i];
+		uint32_t rk = (uint32_t)graph_rank(g, u);
+
+		if (J->npc == 0 || J->pc[J->npc - 1].rank != rk ||
+		    place_cmp(&J->pc[J->npc - 1].pl, &J->pl[u]) != 0) {
+			struct piece p;
+
+			p.rank = rk, p.pl = J->pl[u], p.first = (uint32_t)i, p.n = 0;
+			VEC_PUSH(J->pc, J->npc, cap, p);
+		}
+		J->pc[J->npc - 1].n++;
+		J->piece[u] = (uint32_t)(J->npc - 1);
+	}
+}
+
+const struct piece *
+job_piece(const struct job *J, uint32_t k, const struct place *pl)
+{
+	size_t lo = 0, hi = J->npc;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct piece *p = &J->pc[mid];
+		int c = p->rank != k ? (p->rank < k ? -1 : 1) : place_cmp(&p->pl, pl);
+
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < J->npc && J->pc[lo].rank == k && place_cmp(&J->pc[lo].pl, pl) == 0)
+		return &J->pc[lo];
+	return NULL;
+}
+
+/*
+ * Each rank's data-parallel gradient bytes an iteration, a layer's
+ * parameters (from rank 0's first forward layer's launches, an operator
+ * launching kernels in a row counted once) and the gradients' element
+ * size. 0, or 1 after a message.
+ */
+static int
+params(struct job *J)
+{
+	const struct graph *g = J->g;
+	struct place pl;
+	const struct piece *pc;
+	size_t i, ni = g->h.niters > 0 ? g->h.niters : 1;
+	uint32_t lop = KG_NONE, lsh = KG_NONE;
+
+	for (i = 0; i < g->ntask; i++) {
+		const struct kg_task *t = &g->task[i];
+
+		if (J->cgroup[i] == UINT32_MAX || !J->pg.g[J->cgroup[i]].dp ||
+		    (t->phase != KG_PH_BWD && t->phase != KG_PH_OPT))
+			continue;
+		J->tr[graph_rank(g, (uint32_t)i)].grad += (double)t->bytes / (double)ni;
+		if (J->e == 0 && t->dtype != KG_NONE)
+			J->e = elem_size(kg_str(J->r, t->dtype));
+	}
+	memset(&pl, 0, sizeof(pl));
+	pl.unit = U_F, pl.part = P_LAYER, pl.a = 0, pl.mb = 0, pl.it = 0;
+	pc = job_piece(J, 0, &pl);
+	for (i = 0; pc != NULL && i < pc->n; i++) {
+		const struct kg_task *t = &g->task[J->pt[pc->first + i]];
+
+		if (t->kind != KG_RT || t->proc != J->tr[0].main || t->op == KG_NONE ||
+		    t->shapes == KG_NONE || strstr(kg_str(J->r, t->name), "Launch") == NULL)
+			continue;
+		if (t->op != lop || t->shapes != lsh)
+			J->P += op_params(kg_str(J->r, t->op), kg_str(J->r, t->shapes));
+		lop = t->op, lsh = t->shapes;
+	}
+	if (J->pg.dp >= 2 && J->P <= 0) {
+		errmsg("%s: section %d: layer %lld launches no operator with weight shapes "
+		    "(aten::mm, addmm, linear with Input Dims): its parameters cannot be "
+		    "counted", J->name, J->index, (long long)J->tr[0].lo);
+		return 1;
+	}
+	if (J->pg.dp >= 2 && J->e == 0) {
+		errmsg("%s: section %d: the gradient collectives have no element type: their "
+		    "bytes cannot be matched to parameters", J->name, J->index);
+		return 1;
+	}
+	return 0;
+}
+
+int
+job_read(struct job *J)
+{
+	const struct graph *g = J->g;
+	uint32_t *ids = NULL;
+	size_t *start, i;
+	int64_t r;
+
+	if (!g->job) {
+		errmsg("%s: section %d: not a job graph: the stages' sends and receives are "
+		    "matched across ranks by graph-deps --merge", J->name, J->index);
+		return 1;
+	}
+	if (layout(J) != 0)
+		return 1;
+	index_edges(J);
+	J->pl = xcalloc(g->ntask + 1, sizeof(*J->pl));
+	for (i = 0; i < g->ntask; i++)
+		J->pl[i].unit = NUNIT, J->pl[i].a = -1, J->pl[i].mb = -1;
+	/* each rank's tasks in order */
+	start = xcalloc((size_t)J->world + 2, sizeof(*start));
+	for (i = 0; i < g->ntask; i++)
+		start[graph_rank(g, (uint32_t)i) + 1]++;
+	for (r = 0; r < J->world; r++)
+		start[r + 1] += start[r];
+	ids = xmalloc((g->ntask + 1) * sizeof(*ids));
+	for (i = 0; i < g->ntask; i++)
+		ids[start[graph_rank(g, (uint32_t)i)]++] = (uint32_t)i;
+	for (r = J->world; r > 0; r--)
+		start[r] = start[r - 1];
+	start[0] = 0;
+	for (r = 0; r < J->world; r++) {
+		host_places(J, r, ids + start[r], start[r + 1] - start[r]);
+		parts(J, r, ids + start[r], start[r + 1] - start[r]);
+		gpu_places(J, ids + start[r], start[r + 1] - start[r]);
+		if (J->tr[r].nmb == 0) {
+			errmsg("%s: section %d: rank %lld: no forward task has a micro-batch tag "
+			    "(kineto2graph takes them from record_function ranges named like "
+			    "\"microbatch_3\")", J->name, J->index, (long long)r);
+			free(start);
+			free(ids);
+			return 1;
+		}
+	}
+	for (i = 0; i < g->ntask; i++)
+		if (J->pl[i].unit == NUNIT)
+			J->pl[i].unit = U_EPI, J->pl[i].it = iter_index(J, g->task[i].iter);
+	free(start);
+	free(ids);
+	make_pieces(J);
+	return params(J);
+}
+
+void
+job_release(struct job *J)
+{
+	free(J->tr), free(J->pl), free(J->piece), free(J->outoff), free(J->out);
+	free(J->inoff), free(J->in), free(J->progout), free(J->pt);
+	free(J->pc), free(J->cgroup);
+	pgroups_release(&J->pg);
+}

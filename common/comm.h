@@ -50,6 +50,7 @@ struct comm_class {
 		double beta;  /* bytes per ns (GB/s); 0: no bandwidth term */
 	} seg[2];
 	double mape;  /* mean absolute error of the fit, % of the observed */
+	int from;     /* 0: fitted on its own samples; else the type it borrows (pgroups_fit) */
 };
 
 struct comm_model {

@@ -2,6 +2,7 @@
  * pgroup: process groups and what they are for (see pgroup.h).
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,7 +115,7 @@ pgroups_fit(const struct pgroups *s, const struct kg_task *const *c, const uint3
 {
 	struct comm_sample *sm = xmalloc((n + 1) * sizeof(*sm));
 	size_t i, ns = 0;
-	int k;
+	int k, l;
 
 	for (i = 0; i < n; i++) {
 		const struct pgroup *g = grp[i] == UINT32_MAX ? NULL : &s->g[grp[i]];
@@ -140,4 +141,32 @@ pgroups_fit(const struct pgroups *s, const struct kg_task *const *c, const uint3
 				cc->seg[0].alpha = us * 1e3;
 				cc->seg[0].beta = gbps;
 			}
+	/* a type the job never ran on a link: the link's best-sampled fit */
+	for (l = 0; l < COMM_NLINK; l++) {
+		int best = 0;
+
+		for (k = 1; k < KG_NCOLL; k++)
+			if (m->c[k][l].from == 0 && m->c[k][l].samples >
+			    (best ? m->c[best][l].samples : 0))
+				best = k;
+		for (k = 1; k < KG_NCOLL && best; k++)
+			if (m->c[k][l].samples == 0) {
+				m->c[k][l] = m->c[best][l];
+				m->c[k][l].from = best;
+			}
+	}
+}
+
+int
+pgroups_borrowed(const struct comm_model *m, int coll, int link, uint8_t *seen, char *msg,
+    size_t len)
+{
+	if (coll <= KG_COLL_NONE || coll >= KG_NCOLL || link < 0 || link >= COMM_NLINK ||
+	    m->c[coll][link].from == 0 || seen[coll * COMM_NLINK + link])
+		return 0;
+	seen[coll * COMM_NLINK + link] = 1;
+	snprintf(msg, len, "no %s over %s in the job: timed with the %s fit there",
+	    kg_coll_name[coll], link == COMM_INTER ? "the network" : "NVLink",
+	    kg_coll_name[m->c[coll][link].from]);
+	return 1;
 }

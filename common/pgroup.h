@@ -60,8 +60,21 @@ void pgroups_classify(struct pgroups *s, const struct kg_task *const *c, const u
  * participant's kernel has the transfer time, so each counts once per
  * member. With gbps > 0, a collective type the job never ran across
  * nodes gets that network (bandwidth per GPU, latency us per step).
+ * Then a type the job never ran on a link borrows the fit of the type
+ * with the most samples there (its class's `from` says which): the
+ * link's latency and bandwidth, with the type's own algorithm factors.
+ * The tools say so when they use one (pgroups_borrowed).
  */
 void pgroups_fit(const struct pgroups *s, const struct kg_task *const *c, const uint32_t *grp,
     size_t n, double gbps, double us, struct comm_model *m);
+
+/*
+ * Whether a collective of type coll on link is timed with a borrowed fit
+ * (1, with the sentence to warn with in msg) or its own (0). Each
+ * (type, link) answers 1 once: seen (KG_NCOLL x COMM_NLINK, zeroed by the
+ * caller) remembers which have.
+ */
+int pgroups_borrowed(const struct comm_model *m, int coll, int link, uint8_t *seen, char *msg,
+    size_t len);
 
 #endif

@@ -128,6 +128,8 @@ retime(const struct opts *o, struct section *s, const char *name, int index)
 	const struct kg_task **ct = xmalloc((s->nc + 1) * sizeof(*ct));
 	uint32_t *grp = xmalloc((s->nc + 1) * sizeof(*grp));
 	struct comm_model m;
+	uint8_t seen[KG_NCOLL * COMM_NLINK] = { 0 };
+	char msg[160];
 	int64_t d, tp;
 	size_t i;
 
@@ -194,6 +196,9 @@ retime(const struct opts *o, struct section *s, const char *name, int index)
 			    l == COMM_INTER ? " (give it with --net GBPS,US)" : "");
 			return 1;
 		}
+		if (pgroups_borrowed(&m, c->t.coll, lnew, seen, msg, sizeof(msg)) ||
+		    pgroups_borrowed(&m, c->t.coll, g->link, seen, msg, sizeof(msg)))
+			warnmsg("%s: section %d: %s", name, index, msg);
 		if (n < 2)
 			tnew = 0; /* one rank: nothing to reduce */
 		c->t.dur = llround((double)c->t.dur * (double)tnew / (double)told);

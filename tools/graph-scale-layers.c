@@ -720,6 +720,8 @@ gradients(struct ctx *c)
 	uint32_t *grp = xmalloc((g->ntask + 1) * sizeof(*grp)), *cg;
 	struct pgroups pg;
 	struct comm_model m;
+	uint8_t seen[KG_NCOLL * COMM_NLINK] = { 0 };
+	char msg[160];
 	size_t i, n = 0, k;
 	int rc = 1;
 
@@ -810,6 +812,8 @@ gradients(struct ctx *c)
 				free(cg);
 				goto out;
 			}
+			if (pgroups_borrowed(&m, t->coll, gp->link, seen, msg, sizeof(msg)))
+				warnmsg("%s: section %d: %s", c->name, c->index, msg);
 			t->dur = llround((double)t->dur * (double)tnew / (double)told);
 			t->bytes = b;
 		}

@@ -67,6 +67,7 @@ struct build {
 	uint32_t bfirst, blast; /* a backward step's first and last task on a backward thread */
 	/* counts */
 	size_t lost;            /* edges with nothing to join */
+	uint8_t seen[KG_NCOLL * COMM_NLINK]; /* borrowed fits warned of */
 };
 
 /* A processor's role in its rank: -1 the main thread, -2.. the others, a stream its id. */
@@ -287,7 +288,13 @@ wait_src(struct build *B, const struct kg_edge *e, uint32_t at, struct kg_edge *
 		via = KG_NONE;
 	}
 	if (src == KG_NONE) {
-		B->lost++;
+		const struct place *pl = &B->J->pl[e->src];
+
+		/* a wait for the embedding's or the head's work, in a stage
+		 * that has neither, goes with it */
+		if (!((pl->unit == U_F || pl->unit == U_B) &&
+		    (pl->part == P_PRE || pl->part == P_POST)))
+			B->lost++;
 		return 0;
 	}
 	*d = *e;
@@ -462,7 +469,7 @@ step(struct build *B, const struct stagecfg *sc, int32_t it, int unit, int32_t m
 {
 	const struct job *J = B->J;
 	struct ctx c;
-	int32_t msrc = (int32_t)(mb % J->tr[sc->prim].nmb), prevsrc = -1;
+	int32_t msrc = (int32_t)(mb % J->tr[sc->prim].nmb);
 	int64_t jj;
 	int e;
 	uint32_t mainp = new_proc(B, J->tr[sc->prim].main), before = B->last[mainp];
@@ -475,16 +482,25 @@ step(struct build *B, const struct stagecfg *sc, int32_t it, int unit, int32_t m
 		emit(B, find(J, sc->ends[e], it, unit, msrc, P_PRE, -1), &c);
 	for (jj = 0; jj < sc->n2; jj++) {
 		int64_t j = unit == U_F ? jj : sc->n2 - 1 - jj;
-		int32_t a = src_layer(sc, j);
+		int32_t a = src_layer(sc, j), lo, hi, x;
 
 		c.part = P_LAYER, c.j = sc->lo2 + j, c.jl = (int32_t)j;
 		emit(B, find(J, sc->prim, it, unit, msrc, P_LAYER, a), &c);
-		if (a != prevsrc) {
-			/* what follows a layer (gradient buckets) once */
-			c.part = P_SLOT;
-			emit(B, find(J, sc->prim, it, unit, msrc, P_SLOT, a), &c);
+		/* What followed a source layer (gradient buckets) comes once,
+		 * after the new layer where the order passes it: forward, the
+		 * sources from this one's up to the next one's; backward, down
+		 * to the next one's. */
+		if (unit == U_F) {
+			lo = a;
+			hi = j + 1 < sc->n2 ? src_layer(sc, j + 1) : (int32_t)sc->nsrc;
+		} else {
+			lo = j > 0 ? src_layer(sc, j - 1) + 1 : 0;
+			hi = a + 1;
 		}
-		prevsrc = a;
+		c.part = P_SLOT;
+		for (x = 0; x < hi - lo; x++)
+			emit(B, find(J, sc->prim, it, unit, msrc, P_SLOT,
+			    unit == U_F ? lo + x : hi - 1 - x), &c);
 	}
 	c.part = P_POST, c.j = -1, c.jl = -1;
 	for (e = 0; e < sc->nends; e++)
@@ -665,8 +681,8 @@ static int
 gradients(struct build *B, size_t from, const struct stagecfg *sc)
 {
 	const struct job *J = B->J;
-	const struct graph *g = J->g;
 	double Pe = (double)J->P * J->e, target, kept = 0, prim = J->tr[sc->prim].grad, ratio, pr;
+	char msg[160];
 	size_t i;
 	int e;
 
@@ -712,10 +728,11 @@ gradients(struct build *B, size_t from, const struct stagecfg *sc)
 				    "model on", J->name, J->index, kg_coll_name[t->coll]);
 				return 1;
 			}
+			if (pgroups_borrowed(&J->m, t->coll, gp->link, B->seen, msg, sizeof(msg)))
+				warnmsg("%s: section %d: %s", J->name, J->index, msg);
 			t->dur = llround((double)t->dur * (double)tnew / (double)told);
 			t->bytes = b;
 		}
-		(void)g;
 	}
 	return 0;
 }
@@ -736,6 +753,7 @@ relink(struct build *B)
 		int link = COMM_INTRA, a1, a2;
 		long long v;
 		int64_t told, tnew;
+		char msg[160];
 
 		if (gp == NULL)
 			continue;
@@ -757,6 +775,9 @@ relink(struct build *B)
 			    l == COMM_INTER ? " (give it with --net GBPS,US)" : "");
 			return 1;
 		}
+		if (pgroups_borrowed(&J->m, t->coll, link, B->seen, msg, sizeof(msg)) ||
+		    pgroups_borrowed(&J->m, t->coll, gp->link, B->seen, msg, sizeof(msg)))
+			warnmsg("%s: section %d: %s", J->name, J->index, msg);
 		t->dur = llround((double)t->dur * (double)tnew / (double)told);
 	}
 	return 0;

@@ -1,0 +1,139 @@
+#!/usr/bin/env bats
+# graph-scale-pp: the checklist; the identity on tracegen's pipeline job;
+# a deeper pipeline's layout, schedule and meetings, and its time against
+# tracegen's own job at that depth; GPipe and more micro-batches; what
+# stops it.
+
+load helpers
+
+USAGE='usage: graph-scale-pp [-q] [-o FILE] [--microbatches M] [--schedule 1f1b|gpipe] [--gpus-per-node N] [--net GBPS,US] N [FILE ...]'
+
+# tracegen's tiny job (4 layers, tp 2, pp 2, dp 2, 4 micro-batches, 4
+# GPUs a node), merged, into base.kg
+mkbase() {
+	tracegen --preset tiny "$@" -d base
+	kineto2graph -q base/*.json.gz | graph-deps --merge > base.kg
+}
+
+job_times() { # the job rows' simulated iteration times
+	graphsim "$1" | graphstat --csv | awk -F, '$1 == "job" { print $4 }'
+}
+
+# The order of rank R's steps in iteration 10: F<mb> for forward, B<mb>
+# for backward, one word a run of tasks (threads only).
+steps() {
+	graphcat -r "$1" | jq -s -r --argjson r "$2" '
+		([.[] | select(.r == "proc" and .rank == $r and .k == "thread") | .id]) as $p |
+		.[] | select(.r == "task" and .it == 10 and (.p as $q | $p | index($q)) != null and
+		    .mb != null and (.ph == "fwd" or .ph == "bwd")) |
+		"\(if .ph == "fwd" then "F" else "B" end)\(.mb)"' | uniq | tr '\n' ' '
+}
+
+@test "graph-scale-pp: --help prints the usage on stdout and exits 0" {
+	run -0 --separate-stderr graph-scale-pp --help
+	[ "${lines[0]}" = "$USAGE" ]
+	[ -z "$stderr" ]
+}
+
+@test "graph-scale-pp: the usage line is the man page's SYNOPSIS" {
+	command -v mandoc > /dev/null || skip "no mandoc"
+	synopsis=$(mandoc -T ascii "$ROOT/doc/graph-scale-pp.1" | col -bx |
+		awk '/^SYNOPSIS/ {f = 1; next} /^[A-Z]/ {f = 0} f' |
+		tr -s ' \n' ' ' | sed 's/^ //; s/ $//')
+	[ "usage: $synopsis" = "$USAGE" ]
+}
+
+@test "graph-scale-pp: a missing or bad depth, or bad options, are usage errors" {
+	run -2 --separate-stderr graph-scale-pp
+	[ "${stderr_lines[0]}" = "graph-scale-pp: missing the new pipeline depth" ]
+	[ "${stderr_lines[1]}" = "$USAGE" ]
+	run -2 --separate-stderr graph-scale-pp 0
+	[ "${stderr_lines[0]}" = "graph-scale-pp: invalid pipeline depth '0'" ]
+	run -2 --separate-stderr graph-scale-pp --schedule zb 4
+	[ "${stderr_lines[0]}" = "graph-scale-pp: invalid --schedule 'zb' (1f1b or gpipe)" ]
+	run -2 --separate-stderr graph-scale-pp --microbatches x 4
+	[ "${stderr_lines[0]}" = "graph-scale-pp: invalid --microbatches 'x'" ]
+	run -2 --separate-stderr graph-scale-pp --net 5 4
+	[ "${stderr_lines[0]}" = "graph-scale-pp: invalid --net '5' (GBPS,US)" ]
+}
+
+@test "graph-scale-pp: --version names the tool; a failed run leaves no output file" {
+	run -0 graph-scale-pp --version
+	[ "$output" = "graph-scale-pp (kgraph) 0.1" ]
+	kineto2graph -q "$ROOT/examples/ddp-step.json" > rank.kg
+	run -1 graph-scale-pp -o out.kg 4 rank.kg
+	[ ! -e out.kg ]
+	run -1 --separate-stderr graph-scale-pp 4 nosuch.kg
+	[ "$stderr" = "graph-scale-pp: nosuch.kg: No such file or directory" ]
+}
+
+@test "graph-scale-pp: the traced depth gives the same replay, every rank and iteration" {
+	mkbase
+	graph-scale-pp --gpus-per-node 4 2 base.kg > same.kg
+	graph-deps --check same.kg | grep -q ' 0 cycles, 0 unknown'
+	diff <(graphsim base.kg | graphstat --csv) <(graphsim same.kg | graphstat --csv)
+	graphcat same.kg | head -n 1 | jq -e '.tools[-1] == "graph-scale-pp 0.1"'
+}
+
+@test "graph-scale-pp: four stages: the layout, the layers, the 1F1B order, sends meeting receives" {
+	mkbase
+	graph-scale-pp -q --gpus-per-node 4 4 base.kg > four.kg
+	graph-deps --check four.kg | grep -q ' 0 cycles, 0 unknown'
+	# 2 x 2 x 4 ranks; rank t + 2 (d + 2 s) holds layer s (4 layers, one a stage)
+	graphcat four.kg | head -n 1 | jq -e '.ranks == [range(16)] and .world == 16'
+	run -0 sh -c "graphcat -r four.kg | jq -s -r '([.[] | select(.r == \"proc\") | {key: (.id | tostring), value: .rank}] | from_entries) as \$p |
+		[.[] | select(.r == \"task\" and .ly != null) | \"\(\$p[.p | tostring]) \(.ly) \(.st)\"] | unique | .[]'"
+	[ "$(echo "$output" | awk '{ if ($2 != int($1 / 4) || $3 != $2) bad = 1 } END { print NR, bad + 0 }')" = "16 0" ]
+	# stage 2 of 4, 4 micro-batches: 1 warm-up forward step, then pairs,
+	# then the last backward step; stage 0: 3 warm-up steps
+	[ "$(steps four.kg 8)" = "F0 F1 B0 F2 B1 F3 B2 B3 " ]
+	[ "$(steps four.kg 0)" = "F0 F1 F2 F3 B0 B1 B2 B3 " ]
+	# each send meets one receive, on the next or the previous stage
+	run -0 sh -c "graphcat -r four.kg | jq -s -r '
+		([.[] | select(.r == \"proc\") | {key: (.id | tostring), value: .rank}] | from_entries) as \$p |
+		([.[] | select(.r == \"task\") | {key: (.id | tostring), value: [.coll, \$p[.p | tostring], .pgr]}] | from_entries) as \$t |
+		.[] | select(.r == \"edge\" and .k == \"rank\") | [\$t[.src | tostring], \$t[.dst | tostring]] |
+		select(.[0][0] == \"send\" or .[0][0] == \"recv\") |
+		\"\(.[0][0]) \(.[1][0]) \((.[0][1] - .[1][1]) | fabs) \(.[0][2])\"' | sort | uniq -c"
+	[ "${#lines[@]}" -gt 0 ]
+	echo "$output" | awk '{ if (!(($2 == "send" && $3 == "recv") || ($2 == "recv" && $3 == "send")) || $4 != 4) exit 1 }'
+}
+
+@test "graph-scale-pp: four stages predict tracegen's own 4-stage job within 3%" {
+	mkbase
+	tracegen --preset tiny --pp 4 -d target
+	kineto2graph -q target/*.json.gz | graph-deps --merge > target.kg
+	graph-scale-pp -q --gpus-per-node 4 4 base.kg > four.kg
+	paste -d' ' <(job_times target.kg) <(job_times four.kg) > cmp
+	cat cmp
+	awk '{ e = ($2 - $1) / $1; if (e < 0) e = -e; if (e > 0.03) exit 1 }' cmp
+	# and the data-parallel degree after it
+	graph-scale-pp -q --gpus-per-node 4 4 base.kg | graph-scale-dp -q --gpus-per-node 4 --net 50,5 1 |
+		graphsim | graphstat --csv > /dev/null
+}
+
+@test "graph-scale-pp: GPipe and more micro-batches" {
+	mkbase
+	graph-scale-pp -q --gpus-per-node 4 --schedule gpipe 4 base.kg > gpipe.kg
+	[ "$(steps gpipe.kg 8)" = "F0 F1 F2 F3 B0 B1 B2 B3 " ]
+	# 8 micro-batches, stage 0 of 2: 1 warm-up step
+	graph-scale-pp -q --gpus-per-node 4 --microbatches 8 2 base.kg > eight.kg
+	[ "$(steps eight.kg 0)" = "F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 F6 B5 F7 B6 B7 " ]
+	graph-deps --check eight.kg | grep -q ' 0 cycles, 0 unknown'
+	tracegen --preset tiny --microbatches 8 -d target
+	kineto2graph -q target/*.json.gz | graph-deps --merge > target.kg
+	paste -d' ' <(job_times target.kg) <(job_times eight.kg) > cmp
+	cat cmp
+	awk '{ e = ($2 - $1) / $1; if (e < 0) e = -e; if (e > 0.06) exit 1 }' cmp
+}
+
+@test "graph-scale-pp: a graph that is not a job, has no pipeline or no micro-batch tags stops it" {
+	kineto2graph -q "$ROOT/examples/ddp-step.json" > rank.kg
+	run -1 --separate-stderr graph-scale-pp 4 rank.kg
+	[ "$stderr" = "graph-scale-pp: rank.kg: section 0: not a job graph: the stages' sends and receives are matched across ranks by graph-deps --merge" ]
+	tracegen --preset tiny --pp 1 -d flat
+	kineto2graph -q flat/*.json.gz | graph-deps --merge > flat.kg
+	run -1 --separate-stderr graph-scale-pp 2 flat.kg
+	[ "$stderr" = "graph-scale-pp: flat.kg: section 0: the job has no pipeline: its sends and receives between stages are what the new ones are made from" ]
+	run -1 bash -c 'graph-scale-pp 2 flat.kg | graphcat'
+}

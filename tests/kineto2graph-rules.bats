@@ -296,6 +296,33 @@ aten::add_ opt - -" ]
 	[ "$(cov tag_layer tags.kg)" = 4 ]
 }
 
+@test "kineto2graph: a backward thread's task takes the micro-batch and phase of the main thread's ranges around the backward call" {
+	# tags_bwd.json, one step: the main thread records
+	# "microbatch_0/backward" (1060-1150) and "microbatch_1/backward"
+	# (1210-1300) around its backward calls and runs nothing inside them;
+	# the autograd thread runs aten::bwd_a (1075) inside its own
+	# "layer_1/backward" (1070-1100), aten::bwd_b (1110) outside any of
+	# its ranges, and aten::bwd_c (1220) with a launch (1225) of k_bwd.
+	# bwd_a keeps layer 1 and its own range's phase, and takes mb 0 from
+	# the main thread; bwd_b takes phase and mb 0 from the main thread;
+	# the launch from mb 1's, and k_bwd where its launch is. aten::step
+	# (1320) no range holds: opt, inferred.
+	k2g tags_bwd
+	run -0 tasks tags_bwd.kg 'true' '\(.n) \(.ph // "-") \(.mb // "-") \(.ly // "-")'
+	[ "$output" = "aten::fwd_0 fwd 0 -
+aten::bwd_a bwd 0 1
+aten::bwd_b bwd 0 -
+aten::fwd_1 fwd 1 -
+cudaLaunchKernel bwd 1 -
+k_bwd bwd 1 -
+aten::step opt - -" ]
+	# all but aten::step by a range; bwd_a alone has a layer
+	[ "$(cov tag_phase tags_bwd.kg)" = 6 ]
+	[ "$(cov tag_phase_inferred tags_bwd.kg)" = 1 ]
+	[ "$(cov tag_mb tags_bwd.kg)" = 6 ]
+	[ "$(cov tag_layer tags_bwd.kg)" = 1 ]
+}
+
 @test "kineto2graph: --iteration keeps one ProfilerStep's tasks and refuses a step the trace lacks" {
 	# Every step: aten::setup (900 µs) lies outside both steps and is
 	# dropped; the rest gives 6 tasks, steps listed ascending though the

@@ -1552,8 +1552,8 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	backward_runs(&g, cpu, ncpu, leaf);
 	tags_build(&g.tags, t, g.bwd, g.main_proc);
 	for (i = 0; i < g.nruns; i++)
-		tags_backward(&g.tags, g.iter[g.runs[i].first], t->ev[g.runs[i].first].ts,
-		    end_of(&t->ev[g.runs[i].last]));
+		tags_backward(&g.tags, g.iter[g.runs[i].first], t->ev[g.runs[i].first].proc,
+		    t->ev[g.runs[i].first].ts, end_of(&t->ev[g.runs[i].last]));
 	tags_ready(&g.tags);
 	for (i = 0; i < g.ntask; i++) {
 		struct kg_task k;
@@ -1561,10 +1561,10 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		tagged = make_task(&g, g.order[i], tbase, &k);
 		if (kg_write_task(w, &k) < 0)
 			goto werr;
-		tagcount[0] += (tagged & 1) != 0;
-		tagcount[1] += (tagged & 8) != 0;
-		tagcount[2] += (tagged & 2) != 0;
-		tagcount[3] += (tagged & 4) != 0;
+		tagcount[0] += (tagged & TAG_PH) != 0;
+		tagcount[1] += (tagged & TAG_PH_INF) != 0;
+		tagcount[2] += (tagged & TAG_MB) != 0;
+		tagcount[3] += (tagged & TAG_LY) != 0;
 		{
 			char cname[16];
 

@@ -115,7 +115,8 @@ int graph_build(struct trace *t, const struct build_opts *o,
 /*
  * Rule 7, structure tags (tags.c): the phase, micro-batch and layer of a
  * task from the record_function ranges (user_annotation) around it on
- * its thread, the phase also from the thread itself (autograd's).
+ * its thread (a backward thread's task also from the main thread's, around
+ * the backward call), the phase also from the thread itself (autograd's).
  */
 struct annot {
 	int64_t ts, end;
@@ -124,14 +125,20 @@ struct annot {
 	int32_t mb, ly;        /* -1 if the name says none */
 };
 
+/* Ranges indexed by thread, then start. */
+struct spans {
+	struct annot *a;
+	size_t n, cap;
+	size_t *first;         /* per proc: index of its first; [nproc] = n */
+};
+
 struct bwdiv {
 	int64_t it, start, end;
+	uint32_t proc;
 };
 
 struct tagger {
-	struct annot *a;       /* by proc, then start */
-	size_t n;
-	size_t *first;         /* per proc: index of its first range; [nproc] = n */
+	struct spans rng;      /* the trace's ranges */
 	const uint8_t *bwd;    /* per proc: a backward thread */
 	size_t nproc;
 	uint32_t main;         /* the main thread */
@@ -144,13 +151,19 @@ struct tagger {
  * threads, main the main thread.
  */
 void tags_build(struct tagger *tg, const struct trace *t, const uint8_t *bwd, uint32_t main);
-/* A task of backward work in iteration it; tags_ready when all are in. */
-void tags_backward(struct tagger *tg, int64_t it, int64_t start, int64_t end);
+/* A run of backward work on thread proc in iteration it; tags_ready when
+ * all are in. */
+void tags_backward(struct tagger *tg, int64_t it, uint32_t proc, int64_t start, int64_t end);
 void tags_ready(struct tagger *tg);
+
+/* What tags_at found: from a range, or inferred. */
+enum {
+	TAG_PH = 1, TAG_MB = 2, TAG_LY = 4, TAG_PH_INF = 8
+};
+
 /*
- * Tag k as at time ts on thread proc in iteration it: returns a bit set
- * of what came from a range (1 phase, 2 micro-batch, 4 layer) and 8 when
- * the phase was inferred.
+ * Tag k as at time ts on thread proc in iteration it: returns the TAG_
+ * bits of what it set.
  */
 int tags_at(const struct tagger *tg, uint32_t proc, int64_t ts, int64_t it, struct kg_task *k);
 void tags_release(struct tagger *tg);

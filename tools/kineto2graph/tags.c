@@ -1,10 +1,13 @@
 /*
  * Rule 7: structure tags. What-if tools need each task's phase (forward,
- * backward, optimizer), micro-batch and layer. Where the program marked
- * them with record_function ranges (user_annotation events on the CPU
- * thread), a task takes them from the ranges around it, innermost first:
- * a CPU task from those around its start on its own thread, a GPU task
- * from those around its launch call. A range's name gives
+ * backward, optimizer), micro-batch and layer. Where the
+ * program marked them with record_function ranges (user_annotation events
+ * on the CPU thread), a task takes them from the ranges around it,
+ * innermost first: a CPU task from those around its start on its own
+ * thread, a GPU task from those around its launch call; a task of a
+ * backward thread also from the main thread's ranges open at its start
+ * (the main thread waits in the backward call that handed it the work).
+ * A range's name gives
  *   - the phase when it says "forward", "backward" or "optimizer" (in
  *     any case; a name saying both forward and backward, like Megatron's
  *     "forward-backward", gives none);
@@ -91,12 +94,84 @@ cmp_annot(const void *x, const void *y)
 	return a->end > b->end ? -1 : a->end < b->end; /* the outer first */
 }
 
+/* Sort s by thread and start, index it by thread and link the parents. */
+static void
+spans_index(struct spans *s, size_t nproc)
+{
+	size_t i, top, capstack = 0;
+	uint32_t *stack = NULL;
+
+	if (s->n > 1)
+		qsort(s->a, s->n, sizeof(*s->a), cmp_annot);
+	s->first = xcalloc(nproc + 1, sizeof(*s->first));
+	for (i = 0; i <= nproc; i++)
+		s->first[i] = s->n;
+	for (i = s->n; i-- > 0;)
+		s->first[s->a[i].proc] = i;
+	for (i = nproc; i-- > 0;)
+		if (s->first[i] > s->first[i + 1])
+			s->first[i] = s->first[i + 1];
+	/* parents: the ranges still open when each one starts */
+	for (i = 0, top = 0; i < s->n; i++) {
+		struct annot *a = &s->a[i];
+
+		if (i > 0 && s->a[i - 1].proc != a->proc)
+			top = 0;
+		while (top > 0 && s->a[stack[top - 1]].end <= a->ts)
+			top--;
+		a->parent = top > 0 ? stack[top - 1] : KG_NONE;
+		grow(&stack, &capstack, top + 1, sizeof(*stack));
+		stack[top++] = (uint32_t)i;
+	}
+	free(stack);
+}
+
+/*
+ * What the spans of proc open at ts say, innermost first, of what want
+ * asks (TAG_PH, TAG_MB, TAG_LY): the bits found.
+ */
+static int
+spans_at(const struct spans *s, size_t nproc, uint32_t proc, int64_t ts, int want,
+    int8_t *ph, int32_t *mb, int32_t *ly)
+{
+	size_t lo, hi;
+	uint32_t x;
+	int got = 0, depth;
+
+	if (proc >= nproc || s->first == NULL || s->first[proc] == s->first[proc + 1])
+		return 0;
+	/* the last span of proc that starts at or before ts */
+	lo = s->first[proc];
+	hi = s->first[proc + 1];
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->a[mid].ts <= ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	x = lo > s->first[proc] ? (uint32_t)(lo - 1) : KG_NONE;
+	/* up through the spans around it to the ones that hold ts */
+	for (depth = 0; x != KG_NONE && depth < 64; x = s->a[x].parent, depth++) {
+		const struct annot *a = &s->a[x];
+
+		if (a->end <= ts)
+			continue;
+		if ((want & ~got & TAG_PH) && a->ph != KG_PH_NONE)
+			*ph = a->ph, got |= TAG_PH;
+		if ((want & ~got & TAG_MB) && a->mb >= 0)
+			*mb = a->mb, got |= TAG_MB;
+		if ((want & ~got & TAG_LY) && a->ly >= 0)
+			*ly = a->ly, got |= TAG_LY;
+	}
+	return got;
+}
+
 void
 tags_build(struct tagger *tg, const struct trace *t, const uint8_t *bwd, uint32_t main)
 {
-	size_t i, cap = 0, top;
-	uint32_t *stack = NULL;
-	size_t capstack = 0;
+	size_t i;
 
 	memset(tg, 0, sizeof(*tg));
 	tg->bwd = bwd;
@@ -119,37 +194,15 @@ tags_build(struct tagger *tg, const struct trace *t, const uint8_t *bwd, uint32_
 		a.end = e->ts + e->dur;
 		a.proc = e->proc;
 		a.parent = KG_NONE;
-		VEC_PUSH(tg->a, tg->n, cap, a);
+		VEC_PUSH(tg->rng.a, tg->rng.n, tg->rng.cap, a);
 	}
-	if (tg->n > 1)
-		qsort(tg->a, tg->n, sizeof(*tg->a), cmp_annot);
-	tg->first = xcalloc(t->nproc + 1, sizeof(*tg->first));
-	for (i = 0; i <= t->nproc; i++)
-		tg->first[i] = tg->n;
-	for (i = tg->n; i-- > 0;)
-		tg->first[tg->a[i].proc] = i;
-	for (i = t->nproc; i-- > 0;)
-		if (tg->first[i] > tg->first[i + 1])
-			tg->first[i] = tg->first[i + 1];
-	/* parents: the ranges still open when each one starts */
-	for (i = 0, top = 0; i < tg->n; i++) {
-		struct annot *a = &tg->a[i];
-
-		if (i > 0 && tg->a[i - 1].proc != a->proc)
-			top = 0;
-		while (top > 0 && tg->a[stack[top - 1]].end <= a->ts)
-			top--;
-		a->parent = top > 0 ? stack[top - 1] : KG_NONE;
-		grow(&stack, &capstack, top + 1, sizeof(*stack));
-		stack[top++] = (uint32_t)i;
-	}
-	free(stack);
+	spans_index(&tg->rng, t->nproc);
 }
 
 void
-tags_backward(struct tagger *tg, int64_t it, int64_t start, int64_t end)
+tags_backward(struct tagger *tg, int64_t it, uint32_t proc, int64_t start, int64_t end)
 {
-	struct bwdiv x = { it, start, end };
+	struct bwdiv x = { it, start, end, proc };
 
 	VEC_PUSH(tg->bw, tg->nb, tg->capb, x);
 }
@@ -161,7 +214,9 @@ cmp_bwdiv(const void *a, const void *b)
 
 	if (x->it != y->it)
 		return x->it < y->it ? -1 : 1;
-	return x->start < y->start ? -1 : x->start > y->start;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->proc < y->proc ? -1 : x->proc > y->proc;
 }
 
 void
@@ -183,62 +238,57 @@ tags_ready(struct tagger *tg)
 	tg->nb = k;
 }
 
+/* The first of the iteration's entries in a (by iteration, start), and its end. */
+static size_t
+iter_range(const struct bwdiv *a, size_t n, int64_t it, size_t *end)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (a[mid].it < it)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (hi = lo; hi < n && a[hi].it == it; hi++)
+		;
+	*end = hi;
+	return lo;
+}
+
 int
 tags_at(const struct tagger *tg, uint32_t proc, int64_t ts, int64_t it, struct kg_task *k)
 {
-	size_t lo, hi;
-	uint32_t x;
-	int got = 0, depth;
+	int8_t ph = KG_PH_NONE;
+	int32_t mb = -1, ly = -1;
+	int got;
 
-	if (proc < tg->nproc && tg->first[proc] < tg->first[proc + 1]) {
-		/* the last range of proc that starts at or before ts */
-		lo = tg->first[proc];
-		hi = tg->first[proc + 1];
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-
-			if (tg->a[mid].ts <= ts)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		x = lo > tg->first[proc] ? (uint32_t)(lo - 1) : KG_NONE;
-		/* up through the ranges around it to the ones that hold ts */
-		for (depth = 0; x != KG_NONE && depth < 64; x = tg->a[x].parent, depth++) {
-			const struct annot *a = &tg->a[x];
-
-			if (a->end <= ts)
-				continue;
-			if (!(got & 1) && a->ph != KG_PH_NONE)
-				k->phase = a->ph, got |= 1;
-			if (!(got & 2) && a->mb >= 0)
-				k->mb = a->mb, got |= 2;
-			if (!(got & 4) && a->ly >= 0)
-				k->layer = a->ly, got |= 4;
-		}
-	}
-	if (!(got & 1) && proc < tg->nproc && tg->bwd != NULL && tg->bwd[proc]) {
-		k->phase = KG_PH_BWD, got |= 8;
-	} else if (!(got & 1) && proc == tg->main) {
+	got = spans_at(&tg->rng, tg->nproc, proc, ts, TAG_PH | TAG_MB | TAG_LY, &ph, &mb, &ly);
+	/* a backward thread's task: the main thread's ranges around the
+	 * backward call it runs for */
+	if (proc < tg->nproc && tg->bwd != NULL && tg->bwd[proc] && tg->main != KG_NONE)
+		got |= spans_at(&tg->rng, tg->nproc, tg->main, ts, (TAG_PH | TAG_MB) & ~got, &ph,
+		    &mb, &ly);
+	if (got & TAG_PH)
+		k->phase = ph;
+	if (got & TAG_MB)
+		k->mb = mb;
+	if (got & TAG_LY)
+		k->layer = ly;
+	if (!(got & TAG_PH) && proc < tg->nproc && tg->bwd != NULL && tg->bwd[proc]) {
+		k->phase = KG_PH_BWD, got |= TAG_PH_INF;
+	} else if (!(got & TAG_PH) && proc == tg->main) {
 		/* the iteration's backward spans: [blo, bhi) */
-		size_t blo = 0, bhi = tg->nb, i;
+		size_t bhi, blo = iter_range(tg->bw, tg->nb, it, &bhi), i;
 
-		while (blo < bhi) {
-			size_t mid = (blo + bhi) / 2;
-
-			if (tg->bw[mid].it < it)
-				blo = mid + 1;
-			else
-				bhi = mid;
-		}
-		for (bhi = blo; bhi < tg->nb && tg->bw[bhi].it == it; bhi++)
-			;
 		if (blo < bhi) {
 			k->phase = ts < tg->bw[bhi - 1].end ? KG_PH_FWD : KG_PH_OPT;
 			for (i = blo; i < bhi; i++)
 				if (ts >= tg->bw[i].start && ts < tg->bw[i].end)
 					k->phase = KG_PH_BWD; /* while backward runs */
-			got |= 8;
+			got |= TAG_PH_INF;
 		}
 	}
 	return got;
@@ -247,8 +297,8 @@ tags_at(const struct tagger *tg, uint32_t proc, int64_t ts, int64_t it, struct k
 void
 tags_release(struct tagger *tg)
 {
-	free(tg->a);
-	free(tg->first);
+	free(tg->rng.a);
+	free(tg->rng.first);
 	free(tg->bw);
 	memset(tg, 0, sizeof(*tg));
 }

@@ -1340,7 +1340,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	size_t niters = 0;
 	const char *tools[1];
 	int rc = -1, tagged;
-	int64_t tagcount[4] = { 0, 0, 0, 0 };
+	int64_t tagcount[7] = { 0, 0, 0, 0, 0, 0, 0 };
 
 	memset(&g, 0, sizeof(g));
 	g.t = t;
@@ -1555,6 +1555,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		tags_backward(&g.tags, g.iter[g.runs[i].first], t->ev[g.runs[i].first].proc,
 		    t->ev[g.runs[i].first].ts, end_of(&t->ev[g.runs[i].last]));
 	tags_ready(&g.tags);
+	tags_infer(&g.tags, t, cpu, ncpu, g.encl, g.iter, h.rank);
 	for (i = 0; i < g.ntask; i++) {
 		struct kg_task k;
 
@@ -1565,6 +1566,9 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		tagcount[1] += (tagged & TAG_PH_INF) != 0;
 		tagcount[2] += (tagged & TAG_MB) != 0;
 		tagcount[3] += (tagged & TAG_LY) != 0;
+		tagcount[4] += (tagged & TAG_MB_INF) != 0;
+		tagcount[5] += (tagged & TAG_LY_INF) != 0;
+		tagcount[6] += (tagged & TAG_ST_INF) != 0;
 		{
 			char cname[16];
 
@@ -1645,6 +1649,14 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	kg_cov_add(cov, "tag_phase_inferred", tagcount[1]);
 	kg_cov_add(cov, "tag_mb", tagcount[2]);
 	kg_cov_add(cov, "tag_layer", tagcount[3]);
+	kg_cov_add(cov, "tag_mb_inferred", tagcount[4]);
+	kg_cov_add(cov, "tag_layer_inferred", tagcount[5]);
+	kg_cov_add(cov, "tag_stage_inferred", tagcount[6]);
+	if (g.tags.stage < 0)
+		kg_cov_add(cov, "tag_stage_unknown", (int64_t)g.ntask);
+	kg_cov_add(cov, "tag_mb_unmatched", g.tags.mb_unmatched);
+	kg_cov_add(cov, "tag_layer_norepeat", g.tags.ly_norepeat);
+	kg_cov_add(cov, "tag_layer_noseq", g.tags.ly_noseq);
 	kg_cov_add(cov, "events", (int64_t)t->nevents);
 	for (i = 0; i < t->cov.n; i++)
 		kg_cov_add(cov, t->cov.name[i], t->cov.val[i]);

@@ -391,6 +391,15 @@ aten::add_ opt - - 1" ]
 	[ "$(cov tag_stage_inferred tags_infer.kg)" = 41 ]
 	[ "$(cov tag_mb tags_infer.kg)" = 0 ]
 	[ "$(cov tag_stage_unknown tags_infer.kg)" = 0 ]
+
+	# a kernel whose launch is not in the trace has no call to be tagged
+	# where: the stage all the same (the rank's)
+	jq '.traceEvents += [{"ph": "X", "cat": "kernel", "name": "early", "pid": 0, "tid": 7,
+	    "ts": 1001, "dur": 2, "args": {"stream": 7, "device": 0, "correlation": 999}}]' \
+	    "$RULES/tags_infer.json" >early.json
+	run -0 --separate-stderr kineto2graph -q -o early.kg early.json
+	run -0 tasks early.kg '.n == "early"' '\(.ph // "-") \(.mb // "-") \(.st // "-")'
+	[ "$output" = "- - 1" ]
 }
 
 @test "kineto2graph: what the structure does not give is left unset and counted" {

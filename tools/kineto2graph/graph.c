@@ -1278,6 +1278,8 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 	else if (g->launch[x] != KG_NONE)
 		tagged = tags_at(&g->tags, t->ev[g->launch[x]].proc, t->ev[g->launch[x]].ts,
 		    g->iter[g->launch[x]], k);
+	else if (g->tags.stage >= 0) /* launched before the window: the rank's stage */
+		k->stage = g->tags.stage, tagged = TAG_ST_INF;
 	if (e->cls == EV_KERN) {
 		int c = nccl_kernel(t->str.str[e->name]), opc = KG_COLL_NONE, depth;
 		const struct collmeta *cm = NULL;

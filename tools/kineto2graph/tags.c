@@ -156,7 +156,8 @@ spans_at(const struct spans *s, size_t nproc, uint32_t proc, int64_t ts, int wan
 	uint32_t x;
 	int got = 0, depth;
 
-	if (proc >= nproc || s->first == NULL || s->first[proc] == s->first[proc + 1])
+	if (want == 0 || proc >= nproc || s->first == NULL ||
+	    s->first[proc] == s->first[proc + 1])
 		return 0;
 	/* the last span of proc that starts at or before ts */
 	lo = s->first[proc];

@@ -1647,18 +1647,25 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	if (g.werr)
 		goto werr;
 
-	kg_cov_add(cov, "tag_phase", tagcount[0]);
-	kg_cov_add(cov, "tag_phase_inferred", tagcount[1]);
-	kg_cov_add(cov, "tag_mb", tagcount[2]);
-	kg_cov_add(cov, "tag_layer", tagcount[3]);
-	kg_cov_add(cov, "tag_mb_inferred", tagcount[4]);
-	kg_cov_add(cov, "tag_layer_inferred", tagcount[5]);
-	kg_cov_add(cov, "tag_stage_inferred", tagcount[6]);
-	if (g.tags.stage < 0)
-		kg_cov_add(cov, "tag_stage_unknown", (int64_t)g.ntask);
-	kg_cov_add(cov, "tag_mb_unmatched", g.tags.mb_unmatched);
-	kg_cov_add(cov, "tag_layer_norepeat", g.tags.ly_norepeat);
-	kg_cov_add(cov, "tag_layer_noseq", g.tags.ly_noseq);
+	{
+		/* counts that are zero are left out, as kineto2graph(1) says */
+		static const char *const tagname[] = {
+			"tag_phase", "tag_phase_inferred", "tag_mb", "tag_layer",
+			"tag_mb_inferred", "tag_layer_inferred", "tag_stage_inferred",
+			"tag_stage_unknown", "tag_mb_unmatched", "tag_layer_norepeat",
+			"tag_layer_noseq"
+		};
+		int64_t n[11];
+
+		memcpy(n, tagcount, sizeof(tagcount));
+		n[7] = g.tags.stage < 0 ? (int64_t)g.ntask : 0;
+		n[8] = g.tags.mb_unmatched;
+		n[9] = g.tags.ly_norepeat;
+		n[10] = g.tags.ly_noseq;
+		for (i = 0; i < 11; i++)
+			if (n[i] != 0)
+				kg_cov_add(cov, tagname[i], n[i]);
+	}
 	kg_cov_add(cov, "events", (int64_t)t->nevents);
 	for (i = 0; i < t->cov.n; i++)
 		kg_cov_add(cov, t->cov.name[i], t->cov.val[i]);

@@ -307,6 +307,192 @@ aten::add_ opt - -" ]
 	[ "$(cov tag_layer tags.kg)" = 4 ]
 }
 
+@test "kineto2graph: a backward thread's task takes the micro-batch and phase of the main thread's ranges around the backward call" {
+	# tags_bwd.json, one step: the main thread records
+	# "microbatch_0/backward" (1060-1150) and "microbatch_1/backward"
+	# (1210-1300) around its backward calls and runs nothing inside them;
+	# the autograd thread runs aten::bwd_a (1075) inside its own
+	# "layer_1/backward" (1070-1100), aten::bwd_b (1110) outside any of
+	# its ranges, and aten::bwd_c (1220) with a launch (1225) of k_bwd.
+	# bwd_a keeps layer 1 and its own range's phase, and takes mb 0 from
+	# the main thread; bwd_b takes phase and mb 0 from the main thread;
+	# the launch from mb 1's, and k_bwd where its launch is. aten::step
+	# (1320) no range holds: opt, inferred.
+	k2g tags_bwd
+	run -0 tasks tags_bwd.kg 'true' '\(.n) \(.ph // "-") \(.mb // "-") \(.ly // "-")'
+	[ "$output" = "aten::fwd_0 fwd 0 -
+aten::bwd_a bwd 0 1
+aten::bwd_b bwd 0 -
+aten::fwd_1 fwd 1 -
+cudaLaunchKernel bwd 1 -
+k_bwd bwd 1 -
+aten::step opt - -" ]
+	# all but aten::step by a range; bwd_a alone has a layer
+	[ "$(cov tag_phase tags_bwd.kg)" = 6 ]
+	[ "$(cov tag_phase_inferred tags_bwd.kg)" = 1 ]
+	[ "$(cov tag_mb tags_bwd.kg)" = 6 ]
+	[ "$(cov tag_layer tags_bwd.kg)" = 1 ]
+}
+
+@test "kineto2graph: without ranges, micro-batches come from sends, receives and backward calls, layers from the repeating unit, the stage from the pipeline group" {
+	# tags_infer.json, rank 7, one step, no range but ProfilerStep: on the
+	# main thread aten::zero_ (1005), then twice a c10d::recv_ whose
+	# record_param_comms names group "[3, 7]" (rank 7 second: stage 1),
+	# a top-level cudaStreamWaitEvent, and a forward step: aten::to, two
+	# repetitions of layer_norm, linear, gelu (sequence numbers 10-15,
+	# then 17-22), aten::loss (16, 23); each step followed by a backward
+	# call on the autograd thread: LossBackward0, then per layer in
+	# reverse Gelu-, Linear-, NativeLayerNormBackward0 (the forward ops'
+	# numbers) and an AccumulateGrad with none; the second call's
+	# LinearBackward0 launches gemm_bwd. Two steps, two calls: micro-
+	# batches 0 and 1. Steps start at their first aten::to (the mode of
+	# the pieces' first ops): zero_ and the receives' waits are in none.
+	# Layers: the unit repeats twice in a step, stage 1 of an even split:
+	# 2 and 3; a backward node takes its forward op's layer, AccumulateGrad
+	# the node's before it; the losses are in no layer.
+	k2g tags_infer
+	run -0 tasks tags_infer.kg 'true' '\(.n) \(.ph // "-") \(.mb // "-") \(.ly // "-") \(.st // "-")'
+	[ "$output" = "aten::zero_ fwd - - 1
+record_param_comms fwd - - 1
+cudaStreamWaitEvent fwd - - 1
+aten::to fwd 0 - 1
+aten::layer_norm fwd 0 2 1
+aten::linear fwd 0 2 1
+aten::gelu fwd 0 2 1
+aten::layer_norm fwd 0 3 1
+aten::linear fwd 0 3 1
+aten::gelu fwd 0 3 1
+aten::loss fwd 0 - 1
+LossBackward0 bwd 0 - 1
+GeluBackward0 bwd 0 3 1
+LinearBackward0 bwd 0 3 1
+NativeLayerNormBackward0 bwd 0 3 1
+torch::autograd::AccumulateGrad bwd 0 3 1
+GeluBackward0 bwd 0 2 1
+LinearBackward0 bwd 0 2 1
+NativeLayerNormBackward0 bwd 0 2 1
+torch::autograd::AccumulateGrad bwd 0 2 1
+record_param_comms fwd - - 1
+cudaStreamWaitEvent fwd - - 1
+aten::to fwd 1 - 1
+aten::layer_norm fwd 1 2 1
+aten::linear fwd 1 2 1
+aten::gelu fwd 1 2 1
+aten::layer_norm fwd 1 3 1
+aten::linear fwd 1 3 1
+aten::gelu fwd 1 3 1
+aten::loss fwd 1 - 1
+LossBackward0 bwd 1 - 1
+GeluBackward0 bwd 1 3 1
+LinearBackward0 bwd 1 3 1
+NativeLayerNormBackward0 bwd 1 3 1
+torch::autograd::AccumulateGrad bwd 1 3 1
+GeluBackward0 bwd 1 2 1
+cudaLaunchKernel bwd 1 2 1
+NativeLayerNormBackward0 bwd 1 2 1
+gemm_bwd bwd 1 2 1
+torch::autograd::AccumulateGrad bwd 1 2 1
+aten::add_ opt - - 1" ]
+	# 41 tasks: all but zero_, the receives' and waits' 4 and add_ have
+	# a micro-batch (35); a layer: 6 forward and 8 backward tasks in the
+	# first, 6 and 9 in the second (the launch and its kernel for
+	# LinearBackward0): 29; no range says any of it
+	[ "$(cov tag_mb_inferred tags_infer.kg)" = 35 ]
+	[ "$(cov tag_layer_inferred tags_infer.kg)" = 29 ]
+	[ "$(cov tag_stage_inferred tags_infer.kg)" = 41 ]
+	[ "$(cov tag_mb tags_infer.kg)" = 0 ]
+	[ "$(cov tag_stage_unknown tags_infer.kg)" = 0 ]
+
+	# a kernel whose launch is not in the trace has no call to be tagged
+	# where: the stage all the same (the rank's)
+	jq '.traceEvents += [{"ph": "X", "cat": "kernel", "name": "early", "pid": 0, "tid": 7,
+	    "ts": 1001, "dur": 2, "args": {"stream": 7, "device": 0, "correlation": 999}}]' \
+	    "$RULES/tags_infer.json" >early.json
+	run -0 --separate-stderr kineto2graph -q -o early.kg early.json
+	run -0 tasks early.kg '.n == "early"' '\(.ph // "-") \(.mb // "-") \(.st // "-")'
+	[ "$output" = "- - 1" ]
+}
+
+@test "kineto2graph: what the structure does not give is left unset and counted" {
+	# tags_infer.json less its group's ranks: a rank with receives and
+	# no stage; no global layer number either; micro-batches still
+	sed 's/, "Process Group Ranks": "\[3, 7\]"//' "$RULES/tags_infer.json" >nostage.json
+	run -0 --separate-stderr kineto2graph -o nostage.kg nostage.json
+	[ "$(cov tag_stage_unknown nostage.kg)" = 41 ]
+	[ "$(cov tag_stage_inferred nostage.kg)" = 0 ]
+	[ "$(cov tag_layer_inferred nostage.kg)" = 0 ]
+	[ "$(cov tag_mb_inferred nostage.kg)" = 35 ]
+	run -0 tasks nostage.kg '.n == "aten::gelu"' '\(.mb) \(.ly // "-") \(.st // "-")'
+	[ "$output" = "0 - -
+0 - -
+1 - -
+1 - -" ]
+
+	# without sequence numbers: forward layers from the names, none in
+	# the two backward calls (counted); micro-batches by the calls' order.
+	# Layers: the 6 forward layer tasks of each step
+	sed 's/"Sequence number": [0-9]*//' "$RULES/tags_infer.json" >noseq.json
+	run -0 --separate-stderr kineto2graph -o noseq.kg noseq.json
+	[ "$(cov tag_layer_noseq noseq.kg)" = 2 ]
+	[ "$(cov tag_layer_inferred noseq.kg)" = 12 ]
+	[ "$(cov tag_mb_inferred noseq.kg)" = 35 ]
+
+	# a main-thread task in the middle of the second backward call (at
+	# 1378.5, between its 4th and 5th nodes) cuts it in two runs: two
+	# forward steps, three calls: no micro-batch in the iteration, and
+	# one iteration counted; the layers stand, but for the AccumulateGrad
+	# that now starts a call (no sequence number, no node before it): 28
+	jq '.traceEvents += [{"ph": "X", "cat": "cpu_op", "name": "aten::noise", "pid": 100,
+	    "tid": 100, "ts": 1378.5, "dur": 1, "args": {}}]' "$RULES/tags_infer.json" >split.json
+	run -0 --separate-stderr kineto2graph -o split.kg split.json
+	[ "$(cov tag_mb_unmatched split.kg)" = 1 ]
+	[ "$(cov tag_mb_inferred split.kg)" = 0 ]
+	[ "$(cov tag_layer_inferred split.kg)" = 28 ]
+}
+
+# One line per task of a one-rank graph, keyed so that two conversions
+# of one job with and without its ranges match: runtime calls and GPU
+# tasks by kind and correlation, CPU ops by thread and place on it; then
+# phase, micro-batch, layer and stage. Sorted.
+tag_lines() {
+	graphcat -r "$1" | jq -s -r '
+		map(select(.r == "task")) as $t |
+		def tags: "\(.ph // "-") \(.mb // "-") \(.ly // "-") \(.st // "-")";
+		($t | map(select(.corr != null) | "\(.k) \(.corr) " + tags)) +
+		($t | map(select(.corr == null)) | group_by(.p) |
+		    map(to_entries | map("cpu \(.value.p)/\(.key) " + (.value | tags))) | add // []) |
+		.[]' | sort
+}
+
+@test "kineto2graph: without ranges, a tracegen job's tasks get the micro-batch and layer its ranges give, and the stage of its layout" {
+	# tiny: tp 2, pp 2, dp 2 (ranks 0-3 stage 0, 4-7 stage 1), 4 layers,
+	# 4 micro-batches, 1F1B; and with one stage, GPipe (forward steps and
+	# backward calls back to back, with nothing between them)
+	for v in "0,4:" "0:--pp 1 --schedule gpipe"; do
+		# shellcheck disable=SC2086
+		tracegen --preset tiny --jobs 1 --ranks "${v%%:*}" ${v#*:} -d with
+		# shellcheck disable=SC2086
+		tracegen --preset tiny --jobs 1 --ranks "${v%%:*}" ${v#*:} --no-annotations -d without
+		ranks=${v%%:*}
+		for r in ${ranks//,/ }; do
+			kineto2graph -o w.kg with/rank-$r.json.gz
+			kineto2graph -o n.kg without/rank-$r.json.gz
+			tag_lines w.kg >w.txt
+			tag_lines n.kg >n.txt
+			diff -u w.txt n.txt
+			# every task has the stage of its rank; and the forward and
+			# backward tasks of the 4 layers' micro-batches have
+			# their layer and micro-batch
+			want=$((r / 4))
+			[ "$(awk '$6 != '$want w.txt | wc -l)" = 0 ]
+			[ "$(cov tag_mb_inferred n.kg)" -gt 1000 ]
+			[ "$(cov tag_layer_inferred n.kg)" -gt 1000 ]
+			[ "$(cov tag_mb_unmatched n.kg)" = 0 ]
+		done
+		rm -rf with without
+	done
+}
+
 @test "kineto2graph: --iteration keeps one ProfilerStep's tasks and refuses a step the trace lacks" {
 	# Every step: aten::setup (900 µs) lies outside both steps and is
 	# dropped; the rest gives 6 tasks, steps listed ascending though the

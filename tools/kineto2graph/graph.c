@@ -1307,6 +1307,8 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 	else if (g->launch[x] != KG_NONE)
 		tagged = tags_at(&g->tags, t->ev[g->launch[x]].proc, t->ev[g->launch[x]].ts,
 		    g->iter[g->launch[x]], k);
+	else if (g->tags.stage >= 0) /* launched before the window: the rank's stage */
+		k->stage = g->tags.stage, tagged = TAG_ST_INF;
 	if (e->cls == EV_KERN) {
 		int c = nccl_kernel(t->str.str[e->name]), opc = KG_COLL_NONE, depth;
 		const struct collmeta *cm = NULL;
@@ -1369,7 +1371,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	size_t niters = 0;
 	const char *tools[1];
 	int rc = -1, tagged;
-	int64_t tagcount[4] = { 0, 0, 0, 0 };
+	int64_t tagcount[7] = { 0, 0, 0, 0, 0, 0, 0 };
 
 	memset(&g, 0, sizeof(g));
 	g.t = t;
@@ -1583,19 +1585,23 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	handoff_pairs(&g);
 	tags_build(&g.tags, t, g.bwd, g.main_proc);
 	for (i = 0; i < g.nruns; i++)
-		tags_backward(&g.tags, g.iter[g.runs[i].first], t->ev[g.runs[i].first].ts,
-		    end_of(&t->ev[g.runs[i].last]));
+		tags_backward(&g.tags, g.iter[g.runs[i].first], t->ev[g.runs[i].first].proc,
+		    t->ev[g.runs[i].first].ts, end_of(&t->ev[g.runs[i].last]));
 	tags_ready(&g.tags);
+	tags_infer(&g.tags, t, cpu, ncpu, g.encl, g.iter, h.rank);
 	for (i = 0; i < g.ntask; i++) {
 		struct kg_task k;
 
 		tagged = make_task(&g, g.order[i], tbase, &k);
 		if (kg_write_task(w, &k) < 0)
 			goto werr;
-		tagcount[0] += (tagged & 1) != 0;
-		tagcount[1] += (tagged & 8) != 0;
-		tagcount[2] += (tagged & 2) != 0;
-		tagcount[3] += (tagged & 4) != 0;
+		tagcount[0] += (tagged & TAG_PH) != 0;
+		tagcount[1] += (tagged & TAG_PH_INF) != 0;
+		tagcount[2] += (tagged & TAG_MB) != 0;
+		tagcount[3] += (tagged & TAG_LY) != 0;
+		tagcount[4] += (tagged & TAG_MB_INF) != 0;
+		tagcount[5] += (tagged & TAG_LY_INF) != 0;
+		tagcount[6] += (tagged & TAG_ST_INF) != 0;
 		{
 			char cname[16];
 
@@ -1678,10 +1684,25 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	if (g.werr)
 		goto werr;
 
-	kg_cov_add(cov, "tag_phase", tagcount[0]);
-	kg_cov_add(cov, "tag_phase_inferred", tagcount[1]);
-	kg_cov_add(cov, "tag_mb", tagcount[2]);
-	kg_cov_add(cov, "tag_layer", tagcount[3]);
+	{
+		/* counts that are zero are left out, as kineto2graph(1) says */
+		static const char *const tagname[] = {
+			"tag_phase", "tag_phase_inferred", "tag_mb", "tag_layer",
+			"tag_mb_inferred", "tag_layer_inferred", "tag_stage_inferred",
+			"tag_stage_unknown", "tag_mb_unmatched", "tag_layer_norepeat",
+			"tag_layer_noseq"
+		};
+		int64_t n[11];
+
+		memcpy(n, tagcount, sizeof(tagcount));
+		n[7] = g.tags.stage < 0 ? (int64_t)g.ntask : 0;
+		n[8] = g.tags.mb_unmatched;
+		n[9] = g.tags.ly_norepeat;
+		n[10] = g.tags.ly_noseq;
+		for (i = 0; i < 11; i++)
+			if (n[i] != 0)
+				kg_cov_add(cov, tagname[i], n[i]);
+	}
 	kg_cov_add(cov, "events", (int64_t)t->nevents);
 	for (i = 0; i < t->cov.n; i++)
 		kg_cov_add(cov, t->cov.name[i], t->cov.val[i]);

@@ -41,7 +41,7 @@ enum key {
 	E_PH, E_CAT, E_NAME, E_PID, E_TID, E_TS, E_DUR, E_ARGS,
 	A_CORR, A_STREAM, A_DEVICE, A_BYTES, A_DIMS, A_COLL, A_INNEL, A_OUTNEL,
 	A_GSIZE, A_DTYPE, A_PGNAME, A_PGRANKS, A_SEQ, A_SYNCKIND, A_WSTREAM,
-	A_WCORR, A_NAME, A_ITYPE,
+	A_WCORR, A_NAME, A_ITYPE, A_SEQNR,
 	T_EVENTS, T_BASE, T_DIST,
 	D_RANK, D_WORLD
 };
@@ -73,6 +73,7 @@ struct cur {
 	int pid_str, tid_str; /* a non-numeric string */
 	int64_t ts, dur;
 	int64_t corr, stream, device, bytes;
+	int64_t seqnr; /* autograd's Sequence number, -1 if none */
 	struct collmeta cm;
 	int cm_any;
 	int synckind;
@@ -140,6 +141,7 @@ keyname(int k)
 		"args.Process Group Name", "args.Process Group Ranks", "args.Seq",
 		"args.cuda_sync_kind", "args.wait_on_stream",
 		"args.wait_on_cuda_event_record_corr_id", "args.name", "args.Input type",
+		"args.Sequence number",
 		"traceEvents", "baseTimeNanoseconds", "distributedInfo",
 		"distributedInfo.rank", "distributedInfo.world_size"
 	};
@@ -231,6 +233,8 @@ args_key(const char *s, size_t len)
 	case 'S':
 		if (KEQ("Seq"))
 			return A_SEQ;
+		if (KEQ("Sequence number"))
+			return A_SEQNR;
 		break;
 	case 'w':
 		if (KEQ("wait_on_stream"))
@@ -391,7 +395,7 @@ cur_reset(struct cur *c)
 	c->catlen = 0;
 	c->namelen = 0;
 	c->pid_str = c->tid_str = 0;
-	c->corr = c->stream = c->device = -1;
+	c->corr = c->stream = c->device = c->seqnr = -1;
 	c->bytes = 0;
 	c->cm.name = c->cm.dtype = c->cm.pg = c->cm.pgr = KG_NONE;
 	c->cm.in_nelems = c->cm.out_nelems = c->cm.gsize = c->cm.seq = -1;
@@ -534,6 +538,13 @@ on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr)
 			copy_str(&c->aname, &c->anamelen, &c->anamecap, s, len);
 			break;
 		}
+		return 1;
+	}
+	if (k == A_SEQNR) {
+		/* a hint for rule 7 only: anything but a count is passed over */
+		if (isstr == 0 && to_i64((const char *)s, len, &v) == 0 && v >= 0 &&
+		    v < (int64_t)NO_CORR)
+			c->seqnr = v;
 		return 1;
 	}
 	if (isstr != 0 || to_i64((const char *)s, len, &v) < 0)
@@ -877,6 +888,8 @@ keep_event(struct jp *p)
 		return;
 	}
 	e.corr = c->corr < 0 ? NO_CORR : (uint32_t)c->corr;
+	if (cls == EV_OP) /* an op has no correlation: corr keeps its sequence number */
+		e.corr = c->seqnr < 0 ? NO_CORR : (uint32_t)c->seqnr;
 	e.name = intern_get(&t->str, c->name ? c->name : "", c->namelen);
 	e.shapes = c->dims;
 	e.extra = KG_NONE;

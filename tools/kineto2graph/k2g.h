@@ -28,7 +28,8 @@ enum ev_class {
 /* 40 bytes: the trace's bulk, so kept small. */
 struct ev {
 	int64_t ts, dur;   /* ns as the file writes them (before baseTimeNanoseconds) */
-	uint32_t corr;     /* correlation, NO_CORR if none */
+	uint32_t corr;     /* correlation, NO_CORR if none; an op (EV_OP) has
+	                      none and keeps its autograd Sequence number here */
 	uint32_t name;     /* interned */
 	uint32_t proc;     /* index into trace.proc; KG_NONE for cuda_sync */
 	uint32_t shapes;   /* interned Input Dims text, KG_NONE if none */
@@ -115,7 +116,11 @@ int graph_build(struct trace *t, const struct build_opts *o,
 /*
  * Rule 7, structure tags (tags.c): the phase, micro-batch and layer of a
  * task from the record_function ranges (user_annotation) around it on
- * its thread, the phase also from the thread itself (autograd's).
+ * its thread (a backward thread's task also from the main thread's, around
+ * the backward call), the phase also from the thread itself (autograd's);
+ * where no range says, the micro-batch and layer inferred from the
+ * pipeline's sends and receives, the backward calls and the repeating
+ * unit of a forward step; the stage from the pipeline group's ranks.
  */
 struct annot {
 	int64_t ts, end;
@@ -124,19 +129,35 @@ struct annot {
 	int32_t mb, ly;        /* -1 if the name says none */
 };
 
+/* Ranges (or inferred spans) indexed by thread, then start. */
+struct spans {
+	struct annot *a;
+	size_t n, cap;
+	size_t *first;         /* per proc: index of its first; [nproc] = n */
+};
+
 struct bwdiv {
 	int64_t it, start, end;
+	uint32_t proc;
 };
 
 struct tagger {
-	struct annot *a;       /* by proc, then start */
-	size_t n;
-	size_t *first;         /* per proc: index of its first range; [nproc] = n */
+	struct spans rng;      /* the trace's ranges */
+	struct spans inf;      /* inferred spans (tags_infer) */
+	int rng_tags;          /* TAG_MB, TAG_LY: some range gives one */
 	const uint8_t *bwd;    /* per proc: a backward thread */
 	size_t nproc;
 	uint32_t main;         /* the main thread */
 	struct bwdiv *bw;      /* backward work: merged spans by iteration, start */
 	size_t nb, capb;
+	struct bwdiv *run;     /* the same, one per run, by iteration, start */
+	size_t nrun;
+	int32_t stage;         /* pipeline stage, -1 unknown */
+	/* coverage of the inference (structures, not tasks) */
+	int64_t mb_unmatched;  /* iterations whose forward steps and backward
+	                          calls differ in number */
+	int64_t ly_norepeat;   /* forward steps without a repeating unit */
+	int64_t ly_noseq;      /* backward calls no sequence number maps */
 };
 
 /*
@@ -144,13 +165,30 @@ struct tagger {
  * threads, main the main thread.
  */
 void tags_build(struct tagger *tg, const struct trace *t, const uint8_t *bwd, uint32_t main);
-/* A task of backward work in iteration it; tags_ready when all are in. */
-void tags_backward(struct tagger *tg, int64_t it, int64_t start, int64_t end);
+/* A run of backward work on thread proc in iteration it; tags_ready when
+ * all are in. */
+void tags_backward(struct tagger *tg, int64_t it, uint32_t proc, int64_t start, int64_t end);
 void tags_ready(struct tagger *tg);
+
 /*
- * Tag k as at time ts on thread proc in iteration it: returns a bit set
- * of what came from a range (1 phase, 2 micro-batch, 4 layer) and 8 when
- * the phase was inferred.
+ * Infer micro-batches, layers and the stage (after tags_ready): cpu holds
+ * the CPU events (ops and runtime calls) sorted by thread, then start,
+ * the enclosing first; encl[x] the innermost op around event x (KG_NONE);
+ * iter[x] its iteration (INT32_MIN outside any); rank the trace's rank
+ * (-1 unknown).
+ */
+void tags_infer(struct tagger *tg, const struct trace *t, const uint32_t *cpu, size_t ncpu,
+    const uint32_t *encl, const int32_t *iter, int64_t rank);
+
+/* What tags_at found: from a range, or inferred. */
+enum {
+	TAG_PH = 1, TAG_MB = 2, TAG_LY = 4, TAG_PH_INF = 8, TAG_MB_INF = 16,
+	TAG_LY_INF = 32, TAG_ST_INF = 64
+};
+
+/*
+ * Tag k as at time ts on thread proc in iteration it: returns the TAG_
+ * bits of what it set.
  */
 int tags_at(const struct tagger *tg, uint32_t proc, int64_t ts, int64_t it, struct kg_task *k);
 void tags_release(struct tagger *tg);

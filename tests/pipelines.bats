@@ -295,16 +295,18 @@ job_rows() { # PREFIX
 
 @test "pipelines: a PP sweep with bin/graph-scale-pp gives the rows of the pipeline run by hand" {
 	[ -x "$ROOT/bin/graph-scale-pp" ] || skip "no bin/graph-scale-pp yet"
-	run -0 --separate-stderr sweep TRACEGEN="$TINY" PP='1 2 4'
+	# (at 4 stages the model-parallel group spans both nodes of 8: the
+	# network is given)
+	run -0 --separate-stderr sweep TRACEGEN="$TINY" PP='1 2 4' PP_OPTS='--net 50,5'
 	[ "$output" = "sweep: $PWD/sweep.csv: 3 points" ]
 	[ "$(ran | grep '^pp' | tr '\n' ' ')" = "pp1 pp4 " ]
 	tracegen --preset tiny --jobs 1 -d job
 	kineto2graph job/*.json.gz | graph-deps --merge > base.kg
 	{
 		head -1 sweep.csv
-		graph-scale-pp 1 base.kg | job_rows 2,1,4
+		graph-scale-pp --net 50,5 1 base.kg | job_rows 2,1,4
 		job_rows 2,2,4 < base.kg
-		graph-scale-pp 4 base.kg | job_rows 2,4,4
+		graph-scale-pp --net 50,5 4 base.kg | job_rows 2,4,4
 	} > expected.csv
 	cmp sweep.csv expected.csv
 }
@@ -328,7 +330,8 @@ job_rows() { # PREFIX
 @test "pipelines: PP, layers and DP together with the real tools share their prefixes" {
 	[ -x "$ROOT/bin/graph-scale-pp" ] || skip "no bin/graph-scale-pp yet"
 	[ -x "$ROOT/bin/graph-scale-layers" ] || skip "no bin/graph-scale-layers yet"
-	run -0 --separate-stderr sweep TRACEGEN="$TINY" PP='2 4' LAYERS='4 8' DP='1 2' NET=50,5
+	run -0 --separate-stderr sweep TRACEGEN="$TINY" PP='2 4' LAYERS='4 8' DP='1 2' NET=50,5 \
+	    PP_OPTS='--net 50,5'
 	[ "$output" = "sweep: $PWD/sweep.csv: 8 points" ]
 	# Each node once (run, or found cached when two come to the same
 	# bytes): a PP and a layers step, a DP step after each of the four
@@ -337,7 +340,7 @@ job_rows() { # PREFIX
 	    "base base-dp1 base-l8 base-l8-dp1 base-layers pp4 pp4-dp1 pp4-l8 pp4-l8-dp1 traces " ]
 	tracegen --preset tiny --jobs 1 -d job
 	kineto2graph job/*.json.gz | graph-deps --merge > base.kg
-	graph-scale-pp 4 base.kg | graph-scale-layers 8 | graph-scale-dp --net 50,5 1 |
+	graph-scale-pp --net 50,5 4 base.kg | graph-scale-layers 8 | graph-scale-dp --net 50,5 1 |
 	    job_rows 1,4,8 > expected
 	[ "$(grep '^1,4,8,' sweep.csv)" = "$(cat expected)" ]
 }

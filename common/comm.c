@@ -1,6 +1,8 @@
 #include "comm.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,4 +191,83 @@ comm_time(const struct comm_model *m, int coll, int64_t n, uint64_t bytes, int l
 		;
 	return llround(c->seg[k].alpha * comm_steps(coll, n) +
 	    (c->seg[k].beta > 0 ? y / c->seg[k].beta : 0));
+}
+
+static int
+given_set(struct comm_given *g, int link, double gbps, double us)
+{
+	if (!(gbps > 0) || gbps > 1e6 || !(us >= 0) || us > 1e6)
+		return -1;
+	g->set[link] = 1;
+	g->gbps[link] = gbps;
+	g->us[link] = us;
+	return 0;
+}
+
+int
+comm_given_parse(const char *s, struct comm_given *g, int link)
+{
+	char *end;
+	double gbps, us;
+
+	gbps = strtod(s, &end);
+	if (end == s || *end != ',')
+		return -1;
+	s = end + 1;
+	us = strtod(s, &end);
+	if (end == s || *end != '\0')
+		return -1;
+	return given_set(g, link, gbps, us);
+}
+
+int
+comm_given_load(const char *path, struct comm_given *g, char *err, size_t errlen)
+{
+	FILE *fp = fopen(path, "r");
+	char line[512];
+	long lineno = 0;
+
+	if (fp == NULL) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		char key[64], extra[2], *hash = strchr(line, '#');
+		double a, b;
+		int n;
+
+		lineno++;
+		if (hash != NULL)
+			*hash = '\0';
+		n = sscanf(line, "%63s %lf %lf %1s", key, &a, &b, extra);
+		if (n <= 0)
+			continue; /* blank */
+		if (strcmp(key, "gpus-per-node") == 0) {
+			if (n != 2 || a < 1 || a > (1 << 20) || a != (double)(int64_t)a) {
+				snprintf(err, errlen, "line %ld: gpus-per-node takes a count", lineno);
+				goto fail;
+			}
+			g->gpn = (int64_t)a;
+		} else if (strcmp(key, "nvlink") == 0 || strcmp(key, "network") == 0) {
+			if (n != 3 || given_set(g, key[0] == 'n' && key[1] == 'v' ? COMM_INTRA :
+			    COMM_INTER, a, b) < 0) {
+				snprintf(err, errlen, "line %ld: %s takes GB/s and microseconds a step",
+				    lineno, key);
+				goto fail;
+			}
+		} else {
+			snprintf(err, errlen, "line %ld: unknown key '%s' (nvlink, network, "
+			    "gpus-per-node)", lineno, key);
+			goto fail;
+		}
+	}
+	if (ferror(fp)) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		goto fail;
+	}
+	fclose(fp);
+	return 0;
+fail:
+	fclose(fp);
+	return -1;
 }

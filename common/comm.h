@@ -57,6 +57,26 @@ struct comm_model {
 	struct comm_class c[KG_NCOLL][COMM_NLINK];
 };
 
+/*
+ * Links given instead of fitted (a topology file, --net): each fills the
+ * classes of its link that the job has no samples for.
+ */
+struct comm_given {
+	int set[COMM_NLINK];
+	double gbps[COMM_NLINK]; /* bus bandwidth per GPU, GB/s */
+	double us[COMM_NLINK];   /* latency a step, microseconds */
+	int64_t gpn;             /* ranks per node; 0: not given */
+};
+
+/*
+ * A topology file: lines of `nvlink GBPS US`, `network GBPS US`,
+ * `gpus-per-node N`; `#` to the end of a line is a comment. 0, or -1 with
+ * "LINE: what is wrong" (or the system's error) in err.
+ */
+int comm_given_load(const char *path, struct comm_given *g, char *err, size_t errlen);
+/* "GBPS,US" for link; 0, or -1 when it is not two numbers in range. */
+int comm_given_parse(const char *s, struct comm_given *g, int link);
+
 double comm_steps(int coll, int64_t n);
 double comm_factor(int coll, int64_t n);
 /*

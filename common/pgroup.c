@@ -111,7 +111,7 @@ pgroups_classify(struct pgroups *s, const struct kg_task *const *c, const uint32
 
 void
 pgroups_fit(const struct pgroups *s, const struct kg_task *const *c, const uint32_t *grp,
-    size_t n, double gbps, double us, struct comm_model *m)
+    size_t n, const struct comm_given *given, struct comm_model *m)
 {
 	struct comm_sample *sm = xmalloc((n + 1) * sizeof(*sm));
 	size_t i, ns = 0;
@@ -130,16 +130,16 @@ pgroups_fit(const struct pgroups *s, const struct kg_task *const *c, const uint3
 	}
 	comm_fit(sm, ns, m);
 	free(sm);
-	if (gbps > 0)
-		for (k = 1; k < KG_NCOLL; k++)
-			if (m->c[k][COMM_INTER].samples == 0) {
-				struct comm_class *cc = &m->c[k][COMM_INTER];
+	for (l = 0; given != NULL && l < COMM_NLINK; l++)
+		for (k = 1; k < KG_NCOLL && given->set[l]; k++)
+			if (m->c[k][l].samples == 0) {
+				struct comm_class *cc = &m->c[k][l];
 
 				cc->samples = 1; /* given, not fitted */
 				cc->nseg = 1;
 				cc->seg[0].upto = INFINITY;
-				cc->seg[0].alpha = us * 1e3;
-				cc->seg[0].beta = gbps;
+				cc->seg[0].alpha = given->us[l] * 1e3;
+				cc->seg[0].beta = given->gbps[l];
 			}
 	/* a type the job never ran on a link: the link's best-sampled fit */
 	for (l = 0; l < COMM_NLINK; l++) {

@@ -58,15 +58,15 @@ void pgroups_classify(struct pgroups *s, const struct kg_task *const *c, const u
 /*
  * Fit the communication model on the same collectives: each
  * participant's kernel has the transfer time, so each counts once per
- * member. With gbps > 0, a collective type the job never ran across
- * nodes gets that network (bandwidth per GPU, latency us per step).
+ * member. A link given (a topology file, --net) fills the classes of
+ * that link the job has no samples for.
  * Then a type the job never ran on a link borrows the fit of the type
  * with the most samples there (its class's `from` says which): the
  * link's latency and bandwidth, with the type's own algorithm factors.
  * The tools say so when they use one (pgroups_borrowed).
  */
 void pgroups_fit(const struct pgroups *s, const struct kg_task *const *c, const uint32_t *grp,
-    size_t n, double gbps, double us, struct comm_model *m);
+    size_t n, const struct comm_given *given, struct comm_model *m);
 
 /*
  * Whether a collective of type coll on link is timed with a borrowed fit

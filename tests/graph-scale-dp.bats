@@ -10,7 +10,7 @@ mkstream() { # JSON lines on stdin -> a graph stream on stdout
 	"$ROOT/tests/tools/jsonl2kg" | zstd -q -c
 }
 
-USAGE='usage: graph-scale-dp [-q] [-o FILE] [--gpus-per-node N] [--net GBPS,US] N [FILE ...]'
+USAGE='usage: graph-scale-dp [-q] [-o FILE] [--gpus-per-node N] [--net GBPS,US] [--topology FILE] N [FILE ...]'
 
 # A job of 4 ranks, tp 2 (groups [0, 1] and [2, 3], forward all-reduces
 # of 4096 bytes) and dp 2 (groups [0, 2] and [1, 3], backward
@@ -215,4 +215,23 @@ durations() {
 	mkjob > job.kg
 	run -1 --separate-stderr bash -c 'graph-scale-dp 2 job.kg > /dev/full'
 	[ "$stderr" = "graph-scale-dp: stdout: No space left on device" ]
+}
+
+@test "graph-scale-dp: a topology file gives the links the job does not show" {
+	# the network of the --net test above, from a file, with the nodes' size
+	mkjob > job.kg
+	printf '# two nodes of 4\ngpus-per-node 4\nnetwork 5 1   # GB/s, us\n' > topo
+	graph-scale-dp --topology topo 4 job.kg > net.kg
+	[ "$(durations net.kg | awk '$1 % 4 == 2 { print $2 }' | sort -u)" = 36000 ]
+	# --gpus-per-node wins over the file's
+	graph-scale-dp --topology topo --gpus-per-node 8 4 job.kg > one.kg
+	[ "$(durations one.kg | awk '$1 % 4 == 2 { print $2 }' | sort -u)" = 21000 ]
+	printf 'network 5\n' > bad
+	run -1 --separate-stderr graph-scale-dp --topology bad 4 job.kg
+	[ "$stderr" = "graph-scale-dp: bad: line 1: network takes GB/s and microseconds a step" ]
+	printf '\nfabric 5 1\n' > bad
+	run -1 --separate-stderr graph-scale-dp --topology bad 4 job.kg
+	[ "$stderr" = "graph-scale-dp: bad: line 2: unknown key 'fabric' (nvlink, network, gpus-per-node)" ]
+	run -1 --separate-stderr graph-scale-dp --topology nosuch 4 job.kg
+	[ "$stderr" = "graph-scale-dp: nosuch: No such file or directory" ]
 }

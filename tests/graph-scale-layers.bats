@@ -181,7 +181,7 @@ simulated() {
 }
 
 @test "graph-scale-layers: a graph without layer tags, or too few layers for its stages, stops it" {
-	kineto2graph -q "$ROOT/examples/ddp-step.json" > rank.kg
+	mkrank | graphcat | sed 's/,"ly":[0-9]*//' | mkstream > rank.kg
 	run -1 --separate-stderr graph-scale-layers 4 rank.kg
 	[ "$stderr" = 'graph-scale-layers: rank.kg: section 0: no task has a layer tag: kineto2graph takes them from record_function ranges named like "layer_3" or "layers.3"' ]
 	run -1 bash -c 'graph-scale-layers 4 rank.kg | graphcat'

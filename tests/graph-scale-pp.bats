@@ -6,7 +6,7 @@
 
 load helpers
 
-USAGE='usage: graph-scale-pp [-q] [-o FILE] [--microbatches M] [--schedule 1f1b|gpipe] [--gpus-per-node N] [--net GBPS,US] N [FILE ...]'
+USAGE='usage: graph-scale-pp [-q] [-o FILE] [--microbatches M] [--schedule 1f1b|gpipe] [--gpus-per-node N] [--net GBPS,US] [--topology FILE] N [FILE ...]'
 
 # tracegen's tiny job (4 layers, tp 2, pp 2, dp 2, 4 micro-batches, 4
 # GPUs a node), merged, into base.kg

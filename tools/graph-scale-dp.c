@@ -44,7 +44,8 @@
 #define PRODUCER "graph-scale-dp " KG_VERSION
 
 static const char usage[] =
-    "graph-scale-dp [-q] [-o FILE] [--gpus-per-node N] [--net GBPS,US] N [FILE ...]";
+    "graph-scale-dp [-q] [-o FILE] [--gpus-per-node N] [--net GBPS,US] [--topology FILE] N "
+    "[FILE ...]";
 
 static const char help[] =
     "Re-time a job graph's data-parallel collectives for N data-parallel ranks.\n"
@@ -53,6 +54,8 @@ static const char help[] =
     "      --gpus-per-node N    ranks per node, for the links (default 8)\n"
     "      --net GBPS,US        the network's bandwidth per GPU and latency per step,\n"
     "                           for collectives the job never ran across nodes\n"
+    "      --topology FILE      the links (nvlink, network) and gpus-per-node, for\n"
+    "                           what the job does not show\n"
     "  -q, --quiet              no warnings\n"
     "  -h, --help               this help\n"
     "      --version            the version\n"
@@ -62,7 +65,7 @@ static const char help[] =
 
 struct opts {
 	int64_t n, gpn;
-	double net_gbps, net_us; /* --net: the network, when the job shows none */
+	struct comm_given given; /* --net, --topology: links the job does not show */
 };
 
 /* A collective task: its record, decoded, and where its bytes are. */
@@ -158,7 +161,7 @@ retime(const struct opts *o, struct section *s, const char *name, int index)
 		goto fail;
 	}
 	d = s->pg.dp, tp = s->pg.tp;
-	pgroups_fit(&s->pg, ct, grp, s->nc, o->net_gbps, o->net_us, &m);
+	pgroups_fit(&s->pg, ct, grp, s->nc, &o->given, &m);
 	free(ct);
 	free(grp);
 	for (i = 0; i < s->nc; i++) {
@@ -340,6 +343,7 @@ main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "gpus-per-node", required_argument, NULL, 'G' },
 		{ "net", required_argument, NULL, 'N' },
+		{ "topology", required_argument, NULL, 'T' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -348,7 +352,7 @@ main(int argc, char **argv)
 	const char *output = NULL;
 	struct opts o;
 	struct gout g;
-	int c, i, rc = 0;
+	int c, i, rc = 0, gpn_set = 0;
 
 	cli_init("graph-scale-dp");
 	memset(&o, 0, sizeof(o));
@@ -363,19 +367,20 @@ main(int argc, char **argv)
 				errmsg("invalid --gpus-per-node '%s'", optarg);
 				usage_exit(usage);
 			}
+			gpn_set = 1;
 			break;
-		case 'N': {
-			char *end;
-
-			o.net_gbps = strtod(optarg, &end);
-			if (end == optarg || *end != ',' || !(o.net_gbps > 0) || o.net_gbps > 1e6) {
+		case 'N':
+			if (comm_given_parse(optarg, &o.given, COMM_INTER) < 0) {
 				errmsg("invalid --net '%s' (GBPS,US)", optarg);
 				usage_exit(usage);
 			}
-			o.net_us = strtod(end + 1, &end);
-			if (*end != '\0' || !(o.net_us >= 0) || o.net_us > 1e6) {
-				errmsg("invalid --net '%s' (GBPS,US)", optarg);
-				usage_exit(usage);
+			break;
+		case 'T': {
+			char err[256];
+
+			if (comm_given_load(optarg, &o.given, err, sizeof(err)) < 0) {
+				errmsg("%s: %s", optarg, err);
+				return 1;
 			}
 			break;
 		}
@@ -393,6 +398,8 @@ main(int argc, char **argv)
 	}
 	argc -= optind;
 	argv += optind;
+	if (!gpn_set && o.given.gpn > 0)
+		o.gpn = o.given.gpn;
 	if (argc < 1) {
 		errmsg("missing the new data-parallel degree");
 		usage_exit(usage);

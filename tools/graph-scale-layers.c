@@ -784,7 +784,7 @@ gradients(struct ctx *c)
 		}
 		s->ratio = (H + (double)s->nn * (double)P * e) / (H + (double)s->n * (double)P * e);
 	}
-	pgroups_fit(&pg, ct, grp, n, 0, 0, &m);
+	pgroups_fit(&pg, ct, grp, n, NULL, &m);
 	cg = xmalloc((g->ntask + 1) * sizeof(*cg));
 	for (i = 0; i < g->ntask; i++)
 		cg[i] = UINT32_MAX;

@@ -22,7 +22,7 @@
 
 static const char usage[] =
     "graph-scale-pp [-q] [-o FILE] [--microbatches M] [--schedule 1f1b|gpipe] "
-    "[--gpus-per-node N] [--net GBPS,US] N [FILE ...]";
+    "[--gpus-per-node N] [--net GBPS,US] [--topology FILE] N [FILE ...]";
 
 static const char help[] =
     "Rebuild a job graph for N pipeline stages.\n"
@@ -33,6 +33,8 @@ static const char help[] =
     "      --gpus-per-node N    ranks per node, for the links (default 8)\n"
     "      --net GBPS,US        the network's bandwidth per GPU and latency per step,\n"
     "                           for collectives the job never ran across nodes\n"
+    "      --topology FILE      the links (nvlink, network) and gpus-per-node, for\n"
+    "                           what the job does not show\n"
     "  -q, --quiet              no warnings\n"
     "  -h, --help               this help\n"
     "      --version            the version\n"
@@ -83,6 +85,7 @@ main(int argc, char **argv)
 		{ "schedule", required_argument, NULL, 'S' },
 		{ "gpus-per-node", required_argument, NULL, 'G' },
 		{ "net", required_argument, NULL, 'N' },
+		{ "topology", required_argument, NULL, 'T' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -91,7 +94,7 @@ main(int argc, char **argv)
 	const char *output = NULL;
 	struct opts o;
 	struct gout g;
-	int c, i, rc = 0;
+	int c, i, rc = 0, gpn_set = 0;
 
 	cli_init("graph-scale-pp");
 	memset(&o, 0, sizeof(o));
@@ -123,19 +126,20 @@ main(int argc, char **argv)
 				errmsg("invalid --gpus-per-node '%s'", optarg);
 				usage_exit(usage);
 			}
+			gpn_set = 1;
 			break;
-		case 'N': {
-			char *end;
-
-			o.net_gbps = strtod(optarg, &end);
-			if (end == optarg || *end != ',' || !(o.net_gbps > 0) || o.net_gbps > 1e6) {
+		case 'N':
+			if (comm_given_parse(optarg, &o.given, COMM_INTER) < 0) {
 				errmsg("invalid --net '%s' (GBPS,US)", optarg);
 				usage_exit(usage);
 			}
-			o.net_us = strtod(end + 1, &end);
-			if (*end != '\0' || !(o.net_us >= 0) || o.net_us > 1e6) {
-				errmsg("invalid --net '%s' (GBPS,US)", optarg);
-				usage_exit(usage);
+			break;
+		case 'T': {
+			char err[256];
+
+			if (comm_given_load(optarg, &o.given, err, sizeof(err)) < 0) {
+				errmsg("%s: %s", optarg, err);
+				return 1;
 			}
 			break;
 		}
@@ -153,6 +157,8 @@ main(int argc, char **argv)
 	}
 	argc -= optind;
 	argv += optind;
+	if (!gpn_set && o.given.gpn > 0)
+		o.gpn = o.given.gpn;
 	if (argc < 1) {
 		errmsg("missing the new pipeline depth");
 		usage_exit(usage);

@@ -41,7 +41,7 @@ struct opts {
 	int64_t n, gpn;         /* new depth, ranks per node */
 	int64_t mb;             /* --microbatches, 0: as traced */
 	int sched;
-	double net_gbps, net_us;
+	struct comm_given given; /* --net, --topology */
 };
 
 /* Where a template task stands in its rank's program. */

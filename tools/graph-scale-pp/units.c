@@ -125,7 +125,7 @@ layout(struct job *J)
 		goto out;
 	}
 	pgroups_classify(&J->pg, ct, grp, n);
-	pgroups_fit(&J->pg, ct, grp, n, J->o->net_gbps, J->o->net_us, &J->m);
+	pgroups_fit(&J->pg, ct, grp, n, &J->o->given, &J->m);
 	J->tp = J->pg.tp;
 	J->dp = J->pg.dp > 0 ? J->pg.dp : 1;
 	J->S = J->world / (J->tp * J->dp);

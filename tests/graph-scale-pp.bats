@@ -6,7 +6,7 @@
 
 load helpers
 
-USAGE='usage: graph-scale-pp [-q] [-o FILE] [--microbatches M] [--schedule 1f1b|gpipe] [--gpus-per-node N] [--net GBPS,US] [--topology FILE] N [FILE ...]'
+USAGE='usage: graph-scale-pp [-q] [-o FILE] [--microbatches M] [--schedule 1f1b|gpipe] [--gpus-per-node N] [--net GBPS,US] [--topology FILE] [--activation-bytes B] N [FILE ...]'
 
 # tracegen's tiny job (4 layers, tp 2, pp 2, dp 2, 4 micro-batches, 4
 # GPUs a node), merged, into base.kg
@@ -127,13 +127,54 @@ steps() {
 	awk '{ e = ($2 - $1) / $1; if (e < 0) e = -e; if (e > 0.06) exit 1 }' cmp
 }
 
-@test "graph-scale-pp: a graph that is not a job, has no pipeline or no micro-batch tags stops it" {
-	kineto2graph -q "$ROOT/examples/ddp-step.json" > rank.kg
-	run -1 --separate-stderr graph-scale-pp 4 rank.kg
-	[ "$stderr" = "graph-scale-pp: rank.kg: section 0: not a job graph: the stages' sends and receives are matched across ranks by graph-deps --merge" ]
-	tracegen --preset tiny --pp 1 -d flat
-	kineto2graph -q flat/*.json.gz | graph-deps --merge > flat.kg
-	run -1 --separate-stderr graph-scale-pp 2 flat.kg
-	[ "$stderr" = "graph-scale-pp: flat.kg: section 0: the job has no pipeline: its sends and receives between stages are what the new ones are made from" ]
-	run -1 bash -c 'graph-scale-pp 2 flat.kg | graphcat'
+@test "graph-scale-pp: a job without a pipeline gets its sends and receives made" {
+	# tiny at one stage (tp 2, dp 2) to two: each send meets a receive,
+	# and the job runs within 6% of tracegen's own 2-stage job
+	mkbase --pp 1
+	graph-scale-pp -q --gpus-per-node 4 1 base.kg > same.kg
+	diff <(graphsim base.kg | graphstat --csv) <(graphsim same.kg | graphstat --csv)
+	graph-scale-pp -q --gpus-per-node 4 --net 50,5 2 base.kg > two.kg
+	graph-deps --check two.kg | grep -q ' 0 cycles, 0 unknown'
+	[ "$(steps two.kg 0)" = "F0 F1 B0 F2 B1 F3 B2 B3 " ]
+	run -0 sh -c "graphcat -r two.kg | jq -r 'select(.r == \"task\" and (.coll == \"send\" or .coll == \"recv\")) | .by' | sort -u"
+	# the first layer's input, [128, 1, 256] at 2 bytes
+	[ "$output" = 65536 ]
+	[ "$(graphcat -r two.kg | jq -s '[.[] | select(.r == "edge" and .k == "rank")] | length')" -gt 0 ]
+	tracegen --preset tiny -d target
+	kineto2graph -q target/*.json.gz | graph-deps --merge > target.kg
+	paste -d' ' <(job_times target.kg) <(job_times two.kg) > cmp
+	cat cmp
+	awk '{ e = ($2 - $1) / $1; if (e < 0) e = -e; if (e > 0.06) exit 1 }' cmp
+}
+
+@test "graph-scale-pp: one GPU's graph becomes a pipeline, one rank a stage, on the links given" {
+	# tracegen's small model on one GPU (tiny's is bound by its host,
+	# whose sends cost more than the one call made here: see the man page)
+	tracegen --preset small --tp 1 --dp 1 --pp 1 -d one
+	kineto2graph -q one/rank-0.json.gz > one.kg
+	run -1 --separate-stderr graph-scale-pp 2 one.kg
+	[ "$stderr" = "graph-scale-pp: one.kg: section 0: no send over NVLink (inside a node) to time the stages' sends on: give the link (--topology FILE)" ]
+	printf 'nvlink 400 3  # a guess for H100\n' > topo
+	graph-scale-pp -q --topology topo 2 one.kg > two.kg
+	graphcat two.kg | head -n 1 | jq -e '.ranks == [0, 1]'
+	# the first layer's input, [2048, 2, 1024] at 2 bytes
+	[ "$(graphcat two.kg | jq -r 'select(.r == "task" and .coll == "send") | .by' | sort -u)" = 8388608 ]
+	tracegen --preset small --tp 1 --dp 1 -d target
+	kineto2graph -q target/*.json.gz | graph-deps --merge > target.kg
+	paste -d' ' <(job_times target.kg) <(job_times two.kg) > cmp
+	cat cmp
+	awk '{ e = ($2 - $1) / $1; if (e < 0) e = -e; if (e > 0.03) exit 1 }' cmp
+}
+
+@test "graph-scale-pp: one stage of a pipeline, or too few layers, stops it" {
+	tracegen --preset tiny --ranks 0 -d part
+	kineto2graph -q part/rank-0.json.gz > part.kg
+	run -1 --separate-stderr graph-scale-pp 4 part.kg
+	[ "$stderr" = "graph-scale-pp: part.kg: section 0: one stage of a pipeline: merge the job's ranks first (graph-deps --merge)" ]
+	mkbase
+	run -1 --separate-stderr graph-scale-pp 8 base.kg
+	[ "$stderr" = "graph-scale-pp: base.kg: section 0: 4 layers cannot fill 8 pipeline stages" ]
+	run -1 bash -c 'graph-scale-pp 8 base.kg | graphcat'
+	run -2 --separate-stderr graph-scale-pp --activation-bytes 0 2 base.kg
+	[ "${stderr_lines[0]}" = "graph-scale-pp: invalid --activation-bytes '0'" ]
 }

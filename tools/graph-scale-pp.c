@@ -22,7 +22,8 @@
 
 static const char usage[] =
     "graph-scale-pp [-q] [-o FILE] [--microbatches M] [--schedule 1f1b|gpipe] "
-    "[--gpus-per-node N] [--net GBPS,US] [--topology FILE] N [FILE ...]";
+    "[--gpus-per-node N] [--net GBPS,US] [--topology FILE] [--activation-bytes B] N "
+    "[FILE ...]";
 
 static const char help[] =
     "Rebuild a job graph for N pipeline stages.\n"
@@ -35,11 +36,13 @@ static const char help[] =
     "                           for collectives the job never ran across nodes\n"
     "      --topology FILE      the links (nvlink, network) and gpus-per-node, for\n"
     "                           what the job does not show\n"
+    "      --activation-bytes B what a stage sends, where the job sent nothing\n"
+    "                           (default: the first layer's input at 2 bytes)\n"
     "  -q, --quiet              no warnings\n"
     "  -h, --help               this help\n"
     "      --version            the version\n"
     "\n"
-    "The input is a job graph (graph-deps --merge) of a pipeline, with\n"
+    "The input is a job graph (graph-deps --merge), or one GPU's graph, with\n"
     "structure tags. With no FILE, or FILE -, read standard input.\n"
     "See graph-scale-pp(1).\n";
 
@@ -86,6 +89,7 @@ main(int argc, char **argv)
 		{ "gpus-per-node", required_argument, NULL, 'G' },
 		{ "net", required_argument, NULL, 'N' },
 		{ "topology", required_argument, NULL, 'T' },
+		{ "activation-bytes", required_argument, NULL, 'A' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -143,6 +147,12 @@ main(int argc, char **argv)
 			}
 			break;
 		}
+		case 'A':
+			if (parse_i64(optarg, 1, INT64_C(1) << 50, &o.act) < 0) {
+				errmsg("invalid --activation-bytes '%s'", optarg);
+				usage_exit(usage);
+			}
+			break;
 		case 'q':
 			quiet = 1;
 			break;

@@ -65,6 +65,9 @@ struct build {
 	struct pend *pd;
 	size_t npd, cappd;
 	uint32_t bfirst, blast; /* a backward step's first and last task on a backward thread */
+	uint32_t compute;       /* the new rank's compute stream (the layers' kernels) */
+	int64_t role_max;       /* the largest stream id traced: made streams go past it */
+	int failed;             /* a message was printed */
 	/* counts */
 	size_t lost;            /* edges with nothing to join */
 	uint8_t seen[KG_NCOLL * COMM_NLINK]; /* borrowed fits warned of */
@@ -83,6 +86,8 @@ roles(struct build *B)
 
 		if (p->kind == KG_STREAM) {
 			B->role[i] = p->tid;
+			if (p->tid > B->role_max)
+				B->role_max = p->tid;
 		} else if (p->main) {
 			B->role[i] = -1;
 		} else {
@@ -156,9 +161,17 @@ program_edge(struct build *B, uint32_t y, uint32_t x)
 {
 	const struct job *J = B->J;
 	const struct graph *g = J->g;
-	uint32_t sy = B->tmpl[y], sx = B->tmpl[x], o = J->progout[sy], n = KG_NONE, k, e;
+	uint32_t sy = B->tmpl[y], sx = B->tmpl[x], o, n = KG_NONE, k, e;
 	struct kg_edge d;
 
+	if (sy == KG_NONE || sx == KG_NONE) {
+		/* a send or receive made here: no gap of its own */
+		kg_edge_init(&d);
+		d.kind = B->proc[B->t[x].proc].kind == KG_THREAD ? KG_E_THREAD : KG_E_STREAM;
+		add_edge(B, &d, y, x, KG_NONE, KG_NONE);
+		return;
+	}
+	o = J->progout[sy];
 	for (k = J->inoff[sx]; k < J->inoff[sx + 1]; k++)
 		if (J->progout[g->edge[J->in[k]].src] == J->in[k])
 			n = J->in[k];
@@ -193,7 +206,8 @@ static void
 coll_key(struct build *B, uint32_t nt, uint32_t u, const struct ctx *c, int32_t ord)
 {
 	const struct job *J = B->J;
-	const struct kg_task *t = &J->g->task[u];
+	int coll = B->t[nt].coll;
+	uint32_t grp = u == KG_NONE ? UINT32_MAX : J->cgroup[u];
 	struct ckey key;
 	int64_t tt = B->rank % J->tp, d = B->rank / J->tp % J->dp, s = B->stage;
 	int64_t S2 = J->o->n, members[1 << 12];
@@ -203,10 +217,10 @@ coll_key(struct build *B, uint32_t nt, uint32_t u, const struct ctx *c, int32_t 
 	memset(&key, 0, sizeof(key));
 	key.it = c->it, key.mb = c->mb, key.j = (int32_t)c->jl, key.k = ord;
 	key.unit = c->unit, key.part = c->part, key.op = c->op;
-	key.role = B->role[t->proc];
+	key.role = u == KG_NONE ? 0 : B->role[J->g->task[u].proc];
 	key.task = nt;
 	key.rank = B->rank;
-	if (t->coll == KG_COLL_SEND || t->coll == KG_COLL_RECV) {
+	if (coll == KG_COLL_SEND || coll == KG_COLL_RECV) {
 		/* a pipeline pair: the lower stage's rank and the direction */
 		int next = c->op == OP_SEND_NEXT || c->op == OP_RECV_NEXT;
 		int64_t lo = next ? s : s - 1;
@@ -217,11 +231,11 @@ coll_key(struct build *B, uint32_t nt, uint32_t u, const struct ctx *c, int32_t 
 		key.role = 0;
 		key.unit = U_OP;
 		key.part = 0;
-	} else if (B->J->cgroup[u] != UINT32_MAX) {
+	} else if (grp != UINT32_MAX && !J->single) {
 		/* the same group's shape in the new layout: which of the
 		 * tensor-parallel, data-parallel and stage coordinates vary */
-		const char *q = J->pg.g[J->cgroup[u]].text;
-		int64_t own = graph_rank(J->g, u), sl = INT64_MAX, sh = -1;
+		const char *q = J->pg.g[grp].text;
+		int64_t own = job_task_rank(J, u), sl = INT64_MAX, sh = -1;
 		int vt = 0, vd = 0;
 		long long v;
 		int64_t a, b, x;
@@ -248,7 +262,7 @@ coll_key(struct build *B, uint32_t nt, uint32_t u, const struct ctx *c, int32_t 
 			}
 		}
 	} else {
-		return; /* no group: nothing to meet */
+		return; /* no group (or one traced rank standing for it): no meeting */
 	}
 	*p++ = '[';
 	for (i = 0; i < nm && p < buf + sizeof(buf) - 24; i++)
@@ -316,6 +330,47 @@ wait_edge(struct build *B, const struct kg_edge *e, uint32_t dst, uint32_t at)
 		VEC_PUSH(B->e, B->ne, B->cape, d);
 }
 
+/*
+ * Add a new task t (its proc the new one) copied from template task u
+ * (KG_NONE: made here): program order after the last task on its
+ * processor, and the waits that were waiting for the next task there.
+ */
+static uint32_t
+add_task(struct build *B, struct kg_task *t, uint32_t u)
+{
+	uint32_t nt = (uint32_t)B->nt, np = t->proc;
+	size_t q;
+
+	t->id = nt;
+	VEC_PUSH(B->t, B->nt, B->capt, *t);
+	grow(&B->tmpl, &B->captmpl, B->nt, sizeof(*B->tmpl));
+	grow(&B->snap, &B->capsnap, B->nt, sizeof(*B->snap));
+	B->tmpl[nt] = u;
+	B->snap[nt] = KG_NONE;
+	if (u != KG_NONE) {
+		B->inst[u] = nt;
+		B->instrank[u] = B->rank;
+		if (B->viaon[u] != KG_NONE)
+			B->snap[nt] = B->last[new_proc(B, B->viaon[u])];
+	}
+	if (B->last[np] != KG_NONE)
+		program_edge(B, B->last[np], nt);
+	B->last[np] = nt;
+	for (q = 0; q < B->npd;) {
+		if (B->pd[q].proc == np) {
+			struct kg_edge e = B->pd[q].e;
+
+			e.dst = nt;
+			if (e.src != e.dst)
+				VEC_PUSH(B->e, B->ne, B->cape, e);
+			B->pd[q] = B->pd[--B->npd];
+		} else {
+			q++;
+		}
+	}
+	return nt;
+}
+
 /* Write one piece's copy; its own edges, and those it anchors. */
 static void
 emit(struct build *B, const struct piece *pc, struct ctx *c)
@@ -327,42 +382,15 @@ emit(struct build *B, const struct piece *pc, struct ctx *c)
 	if (pc == NULL)
 		return;
 	for (i = 0; i < pc->n; i++) {
-		uint32_t u = J->pt[pc->first + i], np = new_proc(B, g->task[u].proc), nt;
+		uint32_t u = J->pt[pc->first + i], nt;
 		struct kg_task t = g->task[u];
-		size_t q;
 
-		nt = (uint32_t)B->nt;
-		t.id = nt;
-		t.proc = np;
+		t.proc = new_proc(B, g->task[u].proc);
 		t.stage = B->stage;
 		if (c->unit == U_F || c->unit == U_B)
 			t.mb = c->mb;
 		t.layer = c->part == P_LAYER ? c->j : -1;
-		VEC_PUSH(B->t, B->nt, B->capt, t);
-		grow(&B->tmpl, &B->captmpl, B->nt, sizeof(*B->tmpl));
-		grow(&B->snap, &B->capsnap, B->nt, sizeof(*B->snap));
-		B->tmpl[nt] = u;
-		B->snap[nt] = KG_NONE;
-		B->inst[u] = nt;
-		B->instrank[u] = B->rank;
-		if (B->viaon[u] != KG_NONE)
-			B->snap[nt] = B->last[new_proc(B, B->viaon[u])];
-		if (B->last[np] != KG_NONE)
-			program_edge(B, B->last[np], nt);
-		B->last[np] = nt;
-		/* edges that waited for the next task here */
-		for (q = 0; q < B->npd;) {
-			if (B->pd[q].proc == np) {
-				struct kg_edge e = B->pd[q].e;
-
-				e.dst = nt;
-				if (e.src != e.dst)
-					VEC_PUSH(B->e, B->ne, B->cape, e);
-				B->pd[q] = B->pd[--B->npd];
-			} else {
-				q++;
-			}
-		}
+		nt = add_task(B, &t, u);
 		if (g->proc[g->task[u].proc].kind == KG_THREAD && !g->proc[g->task[u].proc].main &&
 		    c->unit == U_B) {
 			if (B->bfirst == KG_NONE)
@@ -445,8 +473,10 @@ find(const struct job *J, int64_t k, int32_t it, int unit, int32_t mb, int part,
 
 struct stagecfg {
 	int64_t prim;           /* the template rank for layers, prologue, epilogue */
-	int64_t ends[2];        /* template ranks whose parts outside the layers come along */
-	int nends;
+	/* template ranks whose parts outside the layers come along, by
+	 * [unit F or B][before or after the layers] */
+	int64_t ends[2][2][2];
+	int nends[2][2];
 	int64_t n2, lo2;        /* the new stage's layers */
 	int64_t nsrc;           /* the primary's */
 };
@@ -478,8 +508,8 @@ step(struct build *B, const struct stagecfg *sc, int32_t it, int unit, int32_t m
 	c.it = it, c.mb = mb, c.unit = (uint8_t)unit, c.j = -1, c.jl = -1;
 	B->bfirst = B->blast = KG_NONE;
 	c.part = P_PRE;
-	for (e = 0; e < sc->nends; e++)
-		emit(B, find(J, sc->ends[e], it, unit, msrc, P_PRE, -1), &c);
+	for (e = 0; e < sc->nends[unit == U_B][0]; e++)
+		emit(B, find(J, sc->ends[unit == U_B][0][e], it, unit, msrc, P_PRE, -1), &c);
 	for (jj = 0; jj < sc->n2; jj++) {
 		int64_t j = unit == U_F ? jj : sc->n2 - 1 - jj;
 		int32_t a = src_layer(sc, j), lo, hi, x;
@@ -503,8 +533,8 @@ step(struct build *B, const struct stagecfg *sc, int32_t it, int unit, int32_t m
 			    unit == U_F ? lo + x : hi - 1 - x), &c);
 	}
 	c.part = P_POST, c.j = -1, c.jl = -1;
-	for (e = 0; e < sc->nends; e++)
-		emit(B, find(J, sc->ends[e], it, unit, msrc, P_POST, -1), &c);
+	for (e = 0; e < sc->nends[unit == U_B][1]; e++)
+		emit(B, find(J, sc->ends[unit == U_B][1][e], it, unit, msrc, P_POST, -1), &c);
 	if (unit == U_B && B->bfirst != KG_NONE) {
 		/* the hand-offs: from the main thread's last task before, to its next one */
 		struct kg_edge h;
@@ -537,6 +567,94 @@ step(struct build *B, const struct stagecfg *sc, int32_t it, int unit, int32_t m
 	}
 }
 
+/* A processor made here (a send's or receive's stream): role, a stream id. */
+static uint32_t
+made_proc(struct build *B, int64_t role)
+{
+	size_t i;
+	struct kg_proc p;
+	struct nproc np;
+
+	for (i = 0; i < B->nrp; i++)
+		if (B->rp[i].role == role)
+			return B->rp[i].id;
+	memset(&p, 0, sizeof(p));
+	p.name = KG_NONE;
+	p.id = (uint32_t)B->np;
+	p.kind = KG_STREAM;
+	p.pid = B->proc[B->compute].pid;
+	p.tid = role;
+	p.rank = B->rank;
+	VEC_PUSH(B->proc, B->np, B->capp, p);
+	np.role = role, np.id = p.id;
+	VEC_PUSH(B->rp, B->nrp, B->caprp, np);
+	grow(&B->last, &B->caplast, B->np, sizeof(*B->last));
+	B->last[p.id] = KG_NONE;
+	return p.id;
+}
+
+/*
+ * A send or receive made anew (the job traced none): a launch call on
+ * the main thread, its kernel on a stream of its direction, after the
+ * compute stream's work (an event wait bound on the launch call), timed
+ * by the model for the activations' bytes over the pair's link.
+ * Returns the kernel.
+ */
+static uint32_t
+make_op(struct build *B, const struct stagecfg *sc, const struct ctx *c)
+{
+	const struct job *J = B->J;
+	int send = c->op == OP_SEND_NEXT || c->op == OP_SEND_PREV;
+	int next = c->op == OP_SEND_NEXT || c->op == OP_RECV_NEXT;
+	int64_t peer = B->rank + (next ? 1 : -1) * J->tp * J->dp;
+	int link = B->rank / J->o->gpn != peer / J->o->gpn ? COMM_INTER : COMM_INTRA, a;
+	uint32_t mainp = new_proc(B, J->tr[sc->prim].main), h, k;
+	int64_t d;
+	struct kg_task t;
+	struct kg_edge e;
+	char msg[160];
+
+	d = comm_time(&J->m, send ? KG_COLL_SEND : KG_COLL_RECV, 2, (uint64_t)J->act, link, &a);
+	if (d < 0 || a) {
+		if (!B->failed)
+			errmsg("%s: section %d: no send over %s to time the stages' sends on: give "
+			    "the link (--topology FILE%s)", J->name, J->index,
+			    link == COMM_INTER ? "the network (across nodes)" :
+			    "NVLink (inside a node)", link == COMM_INTER ? ", --net GBPS,US" : "");
+		B->failed = 1;
+		return KG_NONE;
+	}
+	if (pgroups_borrowed(&J->m, send ? KG_COLL_SEND : KG_COLL_RECV, link, B->seen, msg,
+	    sizeof(msg)))
+		warnmsg("%s: section %d: %s", J->name, J->index, msg);
+	kg_task_init(&t);
+	t.proc = mainp;
+	t.kind = KG_RT;
+	t.name = intern_text(B, "cudaLaunchKernel");
+	t.dur = t.odur = J->launch;
+	t.iter = J->g->h.niters > 0 ? J->g->h.iters[c->it] : -1;
+	t.phase = KG_PH_FWD;
+	t.stage = B->stage;
+	h = add_task(B, &t, KG_NONE);
+	t.proc = made_proc(B, B->role_max + 1 + next);
+	t.kind = KG_COLL;
+	t.name = intern_text(B, "ncclDevKernel_SendRecv");
+	t.dur = t.odur = d;
+	t.coll = send ? KG_COLL_SEND : KG_COLL_RECV;
+	t.bytes = (uint64_t)J->act;
+	k = add_task(B, &t, KG_NONE);
+	kg_edge_init(&e);
+	e.kind = KG_E_LAUNCH;
+	add_edge(B, &e, h, k, KG_NONE, KG_NONE);
+	if (B->last[B->compute] != KG_NONE) {
+		e.kind = KG_E_EVENT, e.how = KG_HOW_INFERRED;
+		add_edge(B, &e, B->last[B->compute], k, KG_NONE, KG_NONE);
+		B->e[B->ne - 1].on = B->compute, B->e[B->ne - 1].via = h;
+	}
+	coll_key(B, k, KG_NONE, c, 0);
+	return k;
+}
+
 /*
  * The template for the k-th operation of a kind in an iteration: the
  * k-th of the template rank's (the same one when the depth stays), else
@@ -559,22 +677,27 @@ ops(struct build *B, const struct stagecfg *sc, int32_t it, int want, const int3
 	static const int odd[] = { OP_RECV_PREV, OP_SEND_NEXT, OP_RECV_NEXT, OP_SEND_PREV };
 	const int *order = B->stage % 2 == 0 ? even : odd;
 	const struct job *J = B->J;
+	uint32_t pi[4], made[4];
 	int i;
 
 	if (B->stage == 0)
 		want &= ~(1 << OP_RECV_PREV | 1 << OP_SEND_PREV);
 	if (B->stage == J->o->n - 1)
 		want &= ~(1 << OP_SEND_NEXT | 1 << OP_RECV_NEXT);
-	uint32_t pi[4];
-
 	/* the operations, then the waits for them */
 	for (i = 0; i < 4; i++) {
 		int op = order[i];
 		struct ctx c;
 
-		pi[i] = KG_NONE;
+		pi[i] = made[i] = KG_NONE;
 		if (!(want & (1 << op)))
 			continue;
+		memset(&c, 0, sizeof(c));
+		c.it = it, c.mb = mb[op], c.unit = U_OP, c.op = (uint8_t)op, c.j = -1, c.jl = -1;
+		if (J->synth) {
+			made[i] = make_op(B, sc, &c);
+			continue;
+		}
 		pi[i] = op_piece(B, sc->prim, op, it);
 		if (pi[i] == KG_NONE) {
 			int64_t r;
@@ -584,14 +707,21 @@ ops(struct build *B, const struct stagecfg *sc, int32_t it, int want, const int3
 					pi[i] = op_piece(B, r, op, it);
 		}
 		B->opk[op]++;
-		memset(&c, 0, sizeof(c));
-		c.it = it, c.mb = mb[op], c.unit = U_OP, c.op = (uint8_t)op, c.j = -1, c.jl = -1;
 		emit(B, pi[i] == KG_NONE ? NULL : &J->pc[pi[i]], &c);
 	}
 	for (i = 0; i < 4; i++) {
 		const struct piece *p = pi[i] == KG_NONE ? NULL : &J->pc[pi[i]];
 		struct ctx c;
 
+		if (made[i] != KG_NONE) {
+			/* the compute stream's next task waits for it */
+			struct pend pd;
+
+			pd.proc = B->compute;
+			kg_edge_init(&pd.e);
+			pd.e.kind = KG_E_EVENT, pd.e.how = KG_HOW_INFERRED, pd.e.src = made[i];
+			VEC_PUSH(B->pd, B->npd, B->cappd, pd);
+		}
 		if (p == NULL)
 			continue;
 		memset(&c, 0, sizeof(c));
@@ -662,10 +792,19 @@ stage_cfg(const struct build *B, int64_t tt, int64_t d, int64_t s, struct stagec
 	memset(sc, 0, sizeof(*sc));
 	sc->prim = job_rank(J, tt, d, s == 0 ? 0 : s == S2 - 1 ? S - 1 :
 	    (s * S / S2 < S ? s * S / S2 : S - 1));
-	if (s == 0)
-		sc->ends[sc->nends++] = job_rank(J, tt, d, 0);
-	if (s == S2 - 1)
-		sc->ends[sc->nends++] = job_rank(J, tt, d, S - 1);
+	/* The traced first and last stage's parts go to the new first and
+	 * last; one traced stage is both: before the forward layers and after
+	 * the backward ones (the embedding) is the first's, the rest the
+	 * last's. */
+	for (k = 0; k < 4; k++) {
+		int u = k / 2, w = k % 2; /* unit B?, after? */
+		int first = S > 1 || u == w, last = S > 1 || u != w;
+
+		if (s == 0 && first)
+			sc->ends[u][w][sc->nends[u][w]++] = job_rank(J, tt, d, 0);
+		if (s == S2 - 1 && last)
+			sc->ends[u][w][sc->nends[u][w]++] = job_rank(J, tt, d, S - 1);
+	}
 	for (k = 0; k <= s; k++) {
 		int64_t n = J->L / S2 + (k < J->L % S2);
 
@@ -676,42 +815,79 @@ stage_cfg(const struct build *B, int64_t tt, int64_t d, int64_t s, struct stagec
 	sc->nsrc = J->tr[sc->prim].n;
 }
 
+/* The new rank's stream that runs the first layer's first kernel. */
+static uint32_t
+compute_stream(struct build *B, const struct stagecfg *sc)
+{
+	const struct job *J = B->J;
+	const struct piece *p = find(J, sc->prim, 0, U_F, 0, P_LAYER, 0);
+	uint32_t i;
+
+	for (i = 0; p != NULL && i < p->n; i++) {
+		uint32_t u = J->pt[p->first + i];
+
+		if (J->g->proc[J->g->task[u].proc].kind == KG_STREAM)
+			return new_proc(B, J->g->task[u].proc);
+	}
+	return new_proc(B, J->tr[sc->prim].main);
+}
+
 /* Scale the data-parallel gradients and the optimizer to the new stage's parameters. */
 static int
 gradients(struct build *B, size_t from, const struct stagecfg *sc)
 {
 	const struct job *J = B->J;
 	double Pe = (double)J->P * J->e, target, kept = 0, prim = J->tr[sc->prim].grad, ratio, pr;
+	double share;
 	char msg[160];
 	size_t i;
 	int e;
 
-	target = (double)sc->n2 * Pe;
-	for (e = 0; e < sc->nends; e++) {
-		const struct trank *t = &J->tr[sc->ends[e]];
-		double h = t->grad - (double)t->n * Pe;
+	if (J->S > 1) {
+		/* the new stage's layers, and what the traced first or last
+		 * stage carried beyond its layers when it comes along */
+		target = (double)sc->n2 * Pe;
+		for (e = 0; e < sc->nends[0][0]; e++) {
+			const struct trank *t = &J->tr[sc->ends[0][0][e]];
+			double h = t->grad - (double)t->n * Pe;
 
-		target += h > 0 ? h : 0;
+			target += h > 0 ? h : 0;
+		}
+		share = prim > 0 ? target / prim : (double)sc->n2 / (double)sc->nsrc;
+	} else {
+		/* one traced stage: its parameters as counted, the layers' and
+		 * the embedding's and the head's */
+		double mine = (double)sc->n2 * (double)J->P + (B->stage == 0 ? (double)J->hpre : 0) +
+		    (B->stage == J->o->n - 1 ? (double)J->hpost : 0);
+		double all = (double)sc->nsrc * (double)J->P + (double)J->hpre + (double)J->hpost;
+
+		share = all > 0 ? mine / all : (double)sc->n2 / (double)sc->nsrc;
+		target = prim * share;
 	}
 	for (i = from; i < B->nt; i++) {
 		const struct kg_task *t = &B->t[i];
 		uint32_t u = B->tmpl[i];
 
-		if (t->kind == KG_COLL && J->cgroup[u] != UINT32_MAX && J->pg.g[J->cgroup[u]].dp &&
-		    (t->phase == KG_PH_BWD || t->phase == KG_PH_OPT) && t->iter == B->t[from].iter)
+		if (u != KG_NONE && t->kind == KG_COLL && J->cgroup[u] != UINT32_MAX &&
+		    J->pg.g[J->cgroup[u]].dp && (t->phase == KG_PH_BWD || t->phase == KG_PH_OPT) &&
+		    t->iter == B->t[from].iter)
 			kept += (double)t->bytes;
 	}
 	if (J->pg.dp < 2 || kept <= 0 || prim <= 0 || J->P <= 0) {
-		pr = (double)sc->n2 / (double)sc->nsrc;
+		pr = J->P > 0 && J->S == 1 ? share : (double)sc->n2 / (double)sc->nsrc;
 		ratio = 1;
 	} else {
 		ratio = target / kept;
-		pr = target / prim;
+		pr = share;
 	}
 	for (i = from; i < B->nt; i++) {
 		struct kg_task *t = &B->t[i];
 		uint32_t u = B->tmpl[i];
-		const struct pgroup *gp = J->cgroup[u] == UINT32_MAX ? NULL : &J->pg.g[J->cgroup[u]];
+		const struct pgroup *gp;
+
+		if (u == KG_NONE)
+			continue; /* a send or receive made here */
+		gp = J->cgroup[u] == UINT32_MAX ? NULL : &J->pg.g[J->cgroup[u]];
 
 		if ((t->kind == KG_KERN && t->phase == KG_PH_OPT) ||
 		    (t->kind == KG_SET && J->pl[u].unit == U_PRO)) {
@@ -747,7 +923,8 @@ relink(struct build *B)
 	for (i = 0; i < B->nkey; i++) {
 		struct kg_task *t = &B->t[B->key[i].task];
 		uint32_t u = B->tmpl[B->key[i].task];
-		const struct pgroup *gp = J->cgroup[u] == UINT32_MAX ? NULL : &J->pg.g[J->cgroup[u]];
+		const struct pgroup *gp = u == KG_NONE || J->cgroup[u] == UINT32_MAX ? NULL :
+		    &J->pg.g[J->cgroup[u]];
 		const char *s = B->xstr[B->key[i].group - J->g->nstr];
 		int64_t node = -1;
 		int link = COMM_INTRA, a1, a2;
@@ -887,6 +1064,7 @@ job_build(struct job *J, struct kg_writer *w, const char *producer)
 				B.nrp = 0;
 				B.npd = 0;
 				stage_cfg(&B, tt, d, s, &sc);
+				B.compute = compute_stream(&B, &sc);
 				ranks[B.rank] = B.rank;
 				if (g->h.t0 != NULL && (size_t)sc.prim < g->h.nranks)
 					t0[B.rank] = g->h.t0[sc.prim];
@@ -902,7 +1080,7 @@ job_build(struct job *J, struct kg_writer *w, const char *producer)
 					emit(&B, find(J, sc.prim, it, U_EPI, -1, P_WHOLE, -1), &c);
 				}
 				B.lost += B.npd;
-				if (gradients(&B, from, &sc) != 0)
+				if (B.failed || gradients(&B, from, &sc) != 0)
 					goto out;
 			}
 	if (relink(&B) != 0)

@@ -40,6 +40,7 @@ enum { SCHED_1F1B, SCHED_GPIPE };
 struct opts {
 	int64_t n, gpn;         /* new depth, ranks per node */
 	int64_t mb;             /* --microbatches, 0: as traced */
+	int64_t act;            /* --activation-bytes, 0: from the shapes */
 	int sched;
 	struct comm_given given; /* --net, --topology */
 };
@@ -78,6 +79,11 @@ struct job {
 	int64_t L;              /* layers in all */
 	int64_t P;              /* a layer's parameters */
 	int e;                  /* gradient element size */
+	int single;             /* one rank's graph, not a job's: one rank a stage */
+	int synth;              /* no sends or receives traced: they are made */
+	int64_t act;            /* made ones: bytes a send moves */
+	int64_t launch;         /* and their launch call's time, ns */
+	int64_t hpre, hpost;    /* parameters before and after the layers (one stage traced) */
 	struct trank *tr;       /* by rank */
 	/* by template task */
 	struct place *pl;
@@ -101,6 +107,9 @@ void job_release(struct job *J);
 const struct piece *job_piece(const struct job *J, uint32_t k, const struct place *pl);
 /* The rank of (t, d, s) in the traced layout. */
 int64_t job_rank(const struct job *J, int64_t t, int64_t d, int64_t s);
+/* The rank (index into tr) of a template task, of a processor. */
+int64_t job_task_rank(const struct job *J, uint32_t u);
+int64_t job_proc_rank(const struct job *J, uint32_t p);
 
 /* build.c */
 int job_build(struct job *J, struct kg_writer *w, const char *producer);

@@ -22,6 +22,18 @@ job_rank(const struct job *J, int64_t t, int64_t d, int64_t s)
 	return t + J->tp * (d + J->dp * s);
 }
 
+int64_t
+job_task_rank(const struct job *J, uint32_t u)
+{
+	return J->single ? 0 : graph_rank(J->g, u);
+}
+
+int64_t
+job_proc_rank(const struct job *J, uint32_t p)
+{
+	return J->single ? 0 : J->g->proc[p].rank;
+}
+
 static int64_t
 stage_of(const struct job *J, int64_t rank)
 {
@@ -99,7 +111,8 @@ layout(struct job *J)
 	int64_t r, *lo, *hi;
 	int rc = 1;
 
-	J->world = (int64_t)g->h.nranks;
+	J->single = !g->job;
+	J->world = J->single ? 1 : (int64_t)g->h.nranks;
 	for (i = 0; i < g->h.nranks; i++)
 		if (g->h.ranks[i] != (int64_t)i) {
 			errmsg("%s: section %d: the job's ranks are not 0 to %lld", J->name,
@@ -118,16 +131,25 @@ layout(struct job *J)
 		ct[n] = &g->task[i];
 		grp[n++] = J->cgroup[i];
 	}
-	if (J->pg.ng == 0) {
+	for (i = 0; i < n; i++)
+		if (p2p(ct[i]->coll))
+			break;
+	J->synth = i == n; /* no sends and receives to copy */
+	if (J->pg.ng == 0 && !J->synth) {
 		errmsg("%s: section %d: its collectives carry no process-group ranks (NCCL "
 		    "metadata, `pgr`): the stages' sends and receives cannot be told apart",
 		    J->name, J->index);
 		goto out;
 	}
+	if (J->single && !J->synth) {
+		errmsg("%s: section %d: one stage of a pipeline: merge the job's ranks first "
+		    "(graph-deps --merge)", J->name, J->index);
+		goto out;
+	}
 	pgroups_classify(&J->pg, ct, grp, n);
 	pgroups_fit(&J->pg, ct, grp, n, &J->o->given, &J->m);
-	J->tp = J->pg.tp;
-	J->dp = J->pg.dp > 0 ? J->pg.dp : 1;
+	J->tp = J->single ? 1 : J->pg.tp;
+	J->dp = J->single || J->pg.dp < 1 ? 1 : J->pg.dp;
 	J->S = J->world / (J->tp * J->dp);
 	if (J->S * J->tp * J->dp != J->world) {
 		errmsg("%s: section %d: %lld ranks are not tensor-parallel %lld times "
@@ -135,9 +157,9 @@ layout(struct job *J)
 		    (long long)J->tp, (long long)J->dp);
 		goto out;
 	}
-	if (J->S < 2) {
-		errmsg("%s: section %d: the job has no pipeline: its sends and receives "
-		    "between stages are what the new ones are made from", J->name, J->index);
+	if (J->S > 1 && J->synth) {
+		errmsg("%s: section %d: %lld stages but no send or receive between them",
+		    J->name, J->index, (long long)J->S);
 		goto out;
 	}
 	/* each rank's layers; a stage's ranks alike, the stages in order */
@@ -146,7 +168,7 @@ layout(struct job *J)
 	for (r = 0; r < J->world; r++)
 		lo[r] = INT64_MAX, hi[r] = -1;
 	for (i = 0; i < g->ntask; i++) {
-		int64_t rk = graph_rank(g, (uint32_t)i), l = g->task[i].layer;
+		int64_t rk = job_task_rank(J, (uint32_t)i), l = g->task[i].layer;
 
 		if (l < 0 || rk < 0 || rk >= J->world)
 			continue;
@@ -179,8 +201,13 @@ layout(struct job *J)
 		J->tr[r].n = hi[r] - lo[r] + 1;
 	}
 	J->L = hi[J->world - 1] - lo[0] + 1;
+	if (J->L < J->o->n) {
+		errmsg("%s: section %d: %lld layers cannot fill %lld pipeline stages", J->name,
+		    J->index, (long long)J->L, (long long)J->o->n);
+		goto outl;
+	}
 	for (i = 0; i < g->nproc; i++) {
-		int64_t rk = g->proc[i].rank;
+		int64_t rk = job_proc_rank(J, (uint32_t)i);
 
 		if (g->proc[i].main && rk >= 0 && rk < J->world)
 			J->tr[rk].main = (uint32_t)i;
@@ -207,7 +234,7 @@ op_kind(const struct job *J, uint32_t k)
 {
 	const struct kg_task *t = &J->g->task[k];
 	const char *s;
-	int64_t own = graph_rank(J->g, k), peer = -1;
+	int64_t own = job_task_rank(J, k), peer = -1;
 	long long v;
 
 	if (t->kind != KG_COLL || !p2p(t->coll) || t->pgr == KG_NONE)
@@ -420,7 +447,7 @@ parts(struct job *J, int64_t rank, const uint32_t *ids, size_t n)
 		size_t npend = 0, cap = 0;
 		int32_t a = -1, cu = -1, cmb = -1, cit = -1;
 
-		if (g->proc[i].kind != KG_THREAD || g->proc[i].rank != rank)
+		if (g->proc[i].kind != KG_THREAD || job_proc_rank(J, (uint32_t)i) != rank)
 			continue;
 		for (j = 0; j <= n; j++) {
 			uint32_t u = j < n ? ids[j] : KG_NONE;
@@ -528,7 +555,7 @@ task_cmp(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 	const struct job *J = sort_job;
-	int64_t rx = graph_rank(J->g, x), ry = graph_rank(J->g, y), ix, iy;
+	int64_t rx = job_task_rank(J, x), ry = job_task_rank(J, y), ix, iy;
 	int c;
 
 	if (rx != ry)
@@ -555,7 +582,7 @@ make_pieces(struct job *J)
 	qsort(J->pt, n, sizeof(*J->pt), task_cmp);
 	for (i = 0; i < n; i++) {
 		uint32_t u = J->pt[i];
-		uint32_t rk = (uint32_t)graph_rank(g, u);
+		uint32_t rk = (uint32_t)job_task_rank(J, u);
 
 		if (J->npc == 0 || J->pc[J->npc - 1].rank != rk ||
 		    place_cmp(&J->pc[J->npc - 1].pl, &J->pl[u]) != 0) {
@@ -589,6 +616,53 @@ job_piece(const struct job *J, uint32_t k, const struct place *pl)
 	return NULL;
 }
 
+/* Elements of the first operand in an Input Dims text; 0 if none. */
+static int64_t
+first_numel(const char *dims)
+{
+	int64_t n = 1, v = 0;
+	int depth = 0, num = 0, any = 0;
+
+	for (; *dims != '\0'; dims++) {
+		if (*dims == '[') {
+			depth++;
+		} else if (*dims >= '0' && *dims <= '9') {
+			v = v * 10 + (*dims - '0'), num = 1;
+		} else if ((*dims == ',' || *dims == ']') && num && depth == 2) {
+			n *= v, v = 0, num = 0, any = 1;
+		}
+		if (*dims == ']' && --depth == 1)
+			break;
+	}
+	return any ? n : 0;
+}
+
+/* Parameters of rank 0's first forward step's part before or after the layers. */
+static int64_t
+part_params(const struct job *J, int part)
+{
+	const struct graph *g = J->g;
+	struct place pl;
+	const struct piece *pc;
+	uint32_t i, lop = KG_NONE, lsh = KG_NONE;
+	int64_t sum = 0;
+
+	memset(&pl, 0, sizeof(pl));
+	pl.unit = U_F, pl.part = (uint8_t)part, pl.a = -1, pl.mb = 0, pl.it = 0;
+	pc = job_piece(J, 0, &pl);
+	for (i = 0; pc != NULL && i < pc->n; i++) {
+		const struct kg_task *t = &g->task[J->pt[pc->first + i]];
+
+		if (t->kind != KG_RT || t->op == KG_NONE || t->shapes == KG_NONE ||
+		    strstr(kg_str(J->r, t->name), "Launch") == NULL)
+			continue;
+		if (t->op != lop || t->shapes != lsh)
+			sum += op_params(kg_str(J->r, t->op), kg_str(J->r, t->shapes));
+		lop = t->op, lsh = t->shapes;
+	}
+	return sum;
+}
+
 /*
  * Each rank's data-parallel gradient bytes an iteration, a layer's
  * parameters (from rank 0's first forward layer's launches, an operator
@@ -610,7 +684,7 @@ params(struct job *J)
 		if (J->cgroup[i] == UINT32_MAX || !J->pg.g[J->cgroup[i]].dp ||
 		    (t->phase != KG_PH_BWD && t->phase != KG_PH_OPT))
 			continue;
-		J->tr[graph_rank(g, (uint32_t)i)].grad += (double)t->bytes / (double)ni;
+		J->tr[job_task_rank(J, (uint32_t)i)].grad += (double)t->bytes / (double)ni;
 		if (J->e == 0 && t->dtype != KG_NONE)
 			J->e = elem_size(kg_str(J->r, t->dtype));
 	}
@@ -626,6 +700,31 @@ params(struct job *J)
 		if (t->op != lop || t->shapes != lsh)
 			J->P += op_params(kg_str(J->r, t->op), kg_str(J->r, t->shapes));
 		lop = t->op, lsh = t->shapes;
+	}
+	/* made sends: what the first layer takes in, its launch calls' time */
+	if (J->synth) {
+		int64_t nl = 0, sum = 0;
+
+		for (i = 0; pc != NULL && i < pc->n; i++) {
+			const struct kg_task *t = &g->task[J->pt[pc->first + i]];
+
+			if (t->kind != KG_RT || t->proc != J->tr[0].main)
+				continue;
+			if (J->act == 0 && t->shapes != KG_NONE)
+				J->act = 2 * first_numel(kg_str(J->r, t->shapes));
+			sum += t->dur, nl++;
+		}
+		J->launch = nl > 0 ? sum / nl : 5000;
+		if (J->o->act > 0)
+			J->act = J->o->act;
+		if (J->act <= 0) {
+			errmsg("%s: section %d: layer %lld's first call has no input shapes: "
+			    "give the bytes a stage sends (--activation-bytes)", J->name,
+			    J->index, (long long)J->tr[0].lo);
+			return 1;
+		}
+		J->hpre = part_params(J, P_PRE);
+		J->hpost = part_params(J, P_POST);
 	}
 	if (J->pg.dp >= 2 && J->P <= 0) {
 		errmsg("%s: section %d: layer %lld launches no operator with weight shapes "
@@ -649,11 +748,6 @@ job_read(struct job *J)
 	size_t *start, i;
 	int64_t r;
 
-	if (!g->job) {
-		errmsg("%s: section %d: not a job graph: the stages' sends and receives are "
-		    "matched across ranks by graph-deps --merge", J->name, J->index);
-		return 1;
-	}
 	if (layout(J) != 0)
 		return 1;
 	index_edges(J);
@@ -663,12 +757,12 @@ job_read(struct job *J)
 	/* each rank's tasks in order */
 	start = xcalloc((size_t)J->world + 2, sizeof(*start));
 	for (i = 0; i < g->ntask; i++)
-		start[graph_rank(g, (uint32_t)i) + 1]++;
+		start[job_task_rank(J, (uint32_t)i) + 1]++;
 	for (r = 0; r < J->world; r++)
 		start[r + 1] += start[r];
 	ids = xmalloc((g->ntask + 1) * sizeof(*ids));
 	for (i = 0; i < g->ntask; i++)
-		ids[start[graph_rank(g, (uint32_t)i)]++] = (uint32_t)i;
+		ids[start[job_task_rank(J, (uint32_t)i)]++] = (uint32_t)i;
 	for (r = J->world; r > 0; r--)
 		start[r] = start[r - 1];
 	start[0] = 0;

@@ -72,6 +72,18 @@ graph_add(struct graph *g, const struct kg_rec *rec)
 	}
 }
 
+int
+graph_take(struct graph *g, int type, const struct kg_rec *rec)
+{
+	if (type == KG_R_HEADER)
+		graph_begin(g, &rec->header);
+	else if (type == KG_R_END)
+		return 1;
+	else
+		graph_add(g, rec);
+	return 0;
+}
+
 int64_t
 graph_rank(const struct graph *g, uint32_t task)
 {

@@ -42,6 +42,12 @@ void graph_release(struct graph *g);
 void graph_begin(struct graph *g, const struct kg_header *h);
 /* Take a record of the section (anything but its header and end). */
 void graph_add(struct graph *g, const struct kg_rec *rec);
+/*
+ * Take a record of type `type` as read: a header begins a section, an
+ * end closes it (returns 1: the section is whole), anything else is
+ * added. 0 otherwise.
+ */
+int graph_take(struct graph *g, int type, const struct kg_rec *rec);
 /* The rank a task runs on: its processor's, or the header's. */
 int64_t graph_rank(const struct graph *g, uint32_t task);
 /*

@@ -43,6 +43,8 @@ op_params(const char *op, const char *dims)
 		return (T(2, 2) ? numel[2] : 0) + (T(0, 1) ? numel[0] : 0);
 	if (strcmp(op, "aten::linear") == 0)
 		return (T(1, 2) ? numel[1] : 0) + (T(2, 1) ? numel[2] : 0);
+	if (strcmp(op, "aten::embedding") == 0)
+		return T(0, 2) ? numel[0] : 0;
 	if (strcmp(op, "aten::layer_norm") == 0 || strcmp(op, "aten::native_layer_norm") == 0)
 		return (T(2, 1) ? numel[2] : 0) + (T(3, 1) ? numel[3] : 0);
 	if ((strcmp(op, "aten::add") == 0 || strcmp(op, "aten::add_") == 0) && T(1, 1) &&

@@ -12,8 +12,8 @@
  * Parameters an operator holds, from its name and its Input Dims text
  * ("[[4096,1024],[1024,1536]]"): aten::mm's second operand, addmm's
  * third and first (a bias), linear's second and third, layer_norm's
- * weight and bias, an aten::add of a vector along the last dimension (a
- * bias); 0 for other operators.
+ * weight and bias, embedding's table, an aten::add of a vector along the
+ * last dimension (a bias); 0 for other operators.
  */
 int64_t op_params(const char *op, const char *dims);
 /* Bytes of an element of type name dt ("Float", "BFloat16"); 0 unknown. */

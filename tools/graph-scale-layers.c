@@ -886,14 +886,9 @@ process(const struct opts *o, const char *path, struct gout *out)
 	if (gin_open(&in, path) < 0)
 		return 1;
 	graph_init(&g);
-	while (rc == 0 && (t = gin_read(&in)) > 0) {
-		if (t == KG_R_HEADER)
-			graph_begin(&g, &in.rec.header);
-		else if (t == KG_R_END)
+	while (rc == 0 && (t = gin_read(&in)) > 0)
+		if (graph_take(&g, t, &in.rec))
 			rc = scale(o, &g, &in.r, in.name, index++, out);
-		else
-			graph_add(&g, &in.rec);
-	}
 	if (t < 0 && rc == 0)
 		rc = 1;
 	graph_release(&g);

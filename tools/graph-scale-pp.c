@@ -57,20 +57,16 @@ process(const struct opts *o, const char *path, struct gout *out)
 		return 1;
 	graph_init(&g);
 	while (rc == 0 && (t = gin_read(&in)) > 0) {
-		if (t == KG_R_HEADER) {
-			graph_begin(&g, &in.rec.header);
-		} else if (t == KG_R_END) {
-			struct job J;
+		struct job J;
 
-			memset(&J, 0, sizeof(J));
-			J.o = o, J.g = &g, J.r = &in.r, J.name = in.name, J.index = index++;
-			rc = job_read(&J);
-			if (rc == 0 && job_build(&J, &out->w, PRODUCER) != 0)
-				rc = 1;
-			job_release(&J);
-		} else {
-			graph_add(&g, &in.rec);
-		}
+		if (!graph_take(&g, t, &in.rec))
+			continue;
+		memset(&J, 0, sizeof(J));
+		J.o = o, J.g = &g, J.r = &in.r, J.name = in.name, J.index = index++;
+		rc = job_read(&J);
+		if (rc == 0 && job_build(&J, &out->w, PRODUCER) != 0)
+			rc = 1;
+		job_release(&J);
 	}
 	if (t < 0 && rc == 0)
 		rc = 1;

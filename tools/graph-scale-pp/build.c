@@ -101,19 +101,20 @@ roles(struct build *B)
 	}
 }
 
-/* The new rank's processor for a template processor, made on first use. */
+/*
+ * The new rank's processor with a role, made on first use like p (a
+ * template processor, or one made here).
+ */
 static uint32_t
-new_proc(struct build *B, uint32_t tp)
+role_proc(struct build *B, int64_t role, const struct kg_proc *like)
 {
-	int64_t role = B->role[tp];
-	size_t i;
-	struct kg_proc p;
+	struct kg_proc p = *like;
 	struct nproc np;
+	size_t i;
 
 	for (i = 0; i < B->nrp; i++)
 		if (B->rp[i].role == role)
 			return B->rp[i].id;
-	p = B->J->g->proc[tp];
 	p.id = (uint32_t)B->np;
 	p.rank = B->rank;
 	VEC_PUSH(B->proc, B->np, B->capp, p);
@@ -122,6 +123,13 @@ new_proc(struct build *B, uint32_t tp)
 	grow(&B->last, &B->caplast, B->np, sizeof(*B->last));
 	B->last[p.id] = KG_NONE;
 	return p.id;
+}
+
+/* The new rank's processor for a template processor. */
+static uint32_t
+new_proc(struct build *B, uint32_t tp)
+{
+	return role_proc(B, B->role[tp], &B->J->g->proc[tp]);
 }
 
 static uint32_t
@@ -567,30 +575,18 @@ step(struct build *B, const struct stagecfg *sc, int32_t it, int unit, int32_t m
 	}
 }
 
-/* A processor made here (a send's or receive's stream): role, a stream id. */
+/* A stream made here (a send's or receive's): its role is its id. */
 static uint32_t
 made_proc(struct build *B, int64_t role)
 {
-	size_t i;
 	struct kg_proc p;
-	struct nproc np;
 
-	for (i = 0; i < B->nrp; i++)
-		if (B->rp[i].role == role)
-			return B->rp[i].id;
 	memset(&p, 0, sizeof(p));
 	p.name = KG_NONE;
-	p.id = (uint32_t)B->np;
 	p.kind = KG_STREAM;
 	p.pid = B->proc[B->compute].pid;
 	p.tid = role;
-	p.rank = B->rank;
-	VEC_PUSH(B->proc, B->np, B->capp, p);
-	np.role = role, np.id = p.id;
-	VEC_PUSH(B->rp, B->nrp, B->caprp, np);
-	grow(&B->last, &B->caplast, B->np, sizeof(*B->last));
-	B->last[p.id] = KG_NONE;
-	return p.id;
+	return role_proc(B, role, &p);
 }
 
 /*

@@ -36,11 +36,21 @@ static const char help[] =
 
 #define PRODUCER "graphsim " KG_VERSION
 
+/*
+ * An edge as read. Its kind, and whether it is bound while simulating,
+ * are in the section's ekind bytes; a runtime edge's `on` and `via` are
+ * in its struct rtedge (few edges have them).
+ */
 struct sedge {
-	uint32_t src, dst, on, via;
+	uint32_t src, dst;
 	int64_t delay;
-	uint8_t kind;
-	uint8_t rt; /* bound while simulating */
+};
+
+#define EK_KIND 0x7f /* ekind: enum kg_edge_kind, or KG_NEDGE_KIND for a plain one */
+#define EK_RT 0x80   /* ekind: a runtime edge, bound while simulating */
+
+struct rtedge {
+	uint32_t e, on, via;
 };
 
 struct wnode {
@@ -53,23 +63,33 @@ struct heapent {
 	uint32_t id;
 };
 
+/*
+ * A section's simulation. Some per-task arrays hold one thing and then
+ * another, which halves what they take: `dend` a task's duration until
+ * it is placed, then its end; `rs` when it may start, then when it
+ * starts; `cnt` its fixed dependencies not yet ended, then (none left)
+ * the runtime ones it still waits for; `via` a binding point's stream
+ * until it ends, then the task it captured there.
+ */
 struct sim {
-	/* tasks */
+	/* tasks, as read */
 	size_t n, cap;
 	uint32_t *proc;
-	int64_t *dur;
+	int64_t *dend;
 	uint8_t *kind;
-	/* edges */
+	/* edges, as read */
 	struct sedge *e;
+	uint8_t *ekind;
 	size_t ne, cape;
+	struct rtedge *rte;
+	size_t nrte, caprte;
 	/* derived */
 	uint32_t *soff, *succ;    /* fixed successors: edge indices */
-	uint32_t *roff, *rin;     /* runtime in-edges by destination */
-	uint32_t *loff, *lgpu;    /* tasks each task launches */
-	uint32_t *indeg, *pending, *capt, *whead;
-	int64_t *ready, *start, *end;
-	uint8_t *state, *isvia;   /* state: 0 waiting, 1 bound, 2 done */
-	uint32_t *via_on;
+	uint32_t *roff, *rin;     /* runtime in-edges by destination: rte indices */
+	uint32_t *loff, *lgpu;    /* tasks each task launches: edge indices */
+	uint32_t *cnt, *whead, *via;
+	int64_t *rs;
+	uint8_t *state;           /* 0 waiting, 1 bound, 2 done, 3 at its rendezvous */
 	size_t nproc, cappt0;
 	int64_t *pt0;             /* per proc: when its rank's graph begins (job sections) */
 	int64_t *rank, *rt0;      /* the header's ranks and their starts */
@@ -82,7 +102,7 @@ struct sim {
 	struct heapent *heap;
 	size_t nheap, capheap;
 	/* rendezvous groups (tasks joined by rank edges) */
-	uint32_t *grp;            /* per task: group, or KG_NONE */
+	uint32_t *grp;            /* per task: group, or KG_NONE; NULL when none */
 	uint32_t *goff, *gmem;    /* members by group */
 	uint32_t *garr;           /* per group: members arrived */
 	int64_t *gmax;            /* per group: latest arrival */
@@ -140,19 +160,17 @@ static void
 sim_reset(struct sim *s)
 {
 	free(s->soff), free(s->succ), free(s->roff), free(s->rin);
-	free(s->loff), free(s->lgpu), free(s->indeg), free(s->pending);
-	free(s->capt), free(s->whead), free(s->ready), free(s->start);
-	free(s->end), free(s->state), free(s->isvia), free(s->via_on);
-	free(s->last), free(s->lastby), free(s->busy);
+	free(s->loff), free(s->lgpu), free(s->cnt), free(s->whead), free(s->via);
+	free(s->rs), free(s->state), free(s->last), free(s->lastby), free(s->busy);
 	free(s->grp), free(s->goff), free(s->gmem), free(s->garr), free(s->gmax), free(s->held);
 	s->grp = s->goff = s->gmem = s->garr = s->held = NULL;
 	s->gmax = NULL;
 	s->nhn = 0;
 	s->soff = s->succ = s->roff = s->rin = s->loff = s->lgpu = NULL;
-	s->indeg = s->pending = s->capt = s->whead = s->via_on = s->last = s->lastby = NULL;
-	s->ready = s->start = s->end = s->busy = NULL;
-	s->state = s->isvia = NULL;
-	s->n = s->ne = s->nwn = s->nheap = 0;
+	s->cnt = s->whead = s->via = s->last = s->lastby = NULL;
+	s->rs = s->busy = NULL;
+	s->state = NULL;
+	s->n = s->ne = s->nrte = s->nwn = s->nheap = 0;
 	s->nproc = 0;
 }
 
@@ -161,9 +179,11 @@ sim_release(struct sim *s)
 {
 	sim_reset(s);
 	free(s->proc);
-	free(s->dur);
+	free(s->dend);
 	free(s->kind);
 	free(s->e);
+	free(s->ekind);
+	free(s->rte);
 	free(s->wn);
 	free(s->heap);
 	free(s->hn);
@@ -172,33 +192,62 @@ sim_release(struct sim *s)
 	free(s->rt0);
 }
 
-/* Counting sort of edge indices by a key into off[0..n] and idx. */
-static void
-bucket(size_t n, size_t ne, const struct sedge *e, int by_dst, int (*keep)(const struct sedge *),
-    uint32_t **offp, uint32_t **idxp)
-{
-	uint32_t *off = xcalloc(n + 1, sizeof(*off)), *pos, *idx;
-	size_t i, m = 0;
+enum { FIXED, LAUNCH };
 
-	for (i = 0; i < ne; i++)
-		if (keep(&e[i]))
-			off[(by_dst ? e[i].dst : e[i].src) + 1]++, m++;
-	for (i = 0; i < n; i++)
-		off[i + 1] += off[i];
-	idx = xmalloc((m + 1) * sizeof(*idx));
-	pos = xmalloc((n + 1) * sizeof(*pos));
-	memcpy(pos, off, (n + 1) * sizeof(*pos));
-	for (i = 0; i < ne; i++)
-		if (keep(&e[i]))
-			idx[pos[by_dst ? e[i].dst : e[i].src]++] = (uint32_t)i;
-	free(pos);
+static int
+keep(int which, uint8_t k)
+{
+	if (which == LAUNCH)
+		return (k & EK_KIND) == KG_E_LAUNCH;
+	return !(k & EK_RT) && (k & EK_KIND) != KG_E_RANK;
+}
+
+/*
+ * The fixed successors (which) or the launches of every task: edge
+ * indices by source, in edge order, by a counting sort. Counts go in
+ * off[src + 2], so that placing at off[src + 1]++ leaves off[] the
+ * offsets themselves. The fixed ones also count cnt[dst].
+ */
+static void
+bucket(struct sim *s, int which, uint32_t **offp, uint32_t **idxp)
+{
+	size_t n = s->n, i;
+	uint32_t *off = xcalloc(n + 2, sizeof(*off)), *idx;
+
+	for (i = 0; i < s->ne; i++)
+		if (keep(which, s->ekind[i])) {
+			off[s->e[i].src + 2]++;
+			if (which == FIXED)
+				s->cnt[s->e[i].dst]++;
+		}
+	for (i = 2; i < n + 2; i++)
+		off[i] += off[i - 1];
+	idx = xmalloc((off[n + 1] + 1) * sizeof(*idx));
+	for (i = 0; i < s->ne; i++)
+		if (keep(which, s->ekind[i]))
+			idx[off[s->e[i].src + 1]++] = (uint32_t)i;
 	*offp = off;
 	*idxp = idx;
 }
 
-static int is_fixed(const struct sedge *e) { return !e->rt && e->kind != KG_E_RANK; }
-static int is_rt(const struct sedge *e) { return e->rt; }
-static int is_launch(const struct sedge *e) { return e->kind == KG_E_LAUNCH; }
+/* The runtime edges by destination, in edge order (as bucket does). */
+static void
+bucket_rt(struct sim *s)
+{
+	size_t n = s->n, i;
+	uint32_t *off = xcalloc(n + 2, sizeof(*off));
+
+	for (i = 0; i < s->nrte; i++)
+		if (s->ekind[s->rte[i].e] & EK_RT)
+			off[s->e[s->rte[i].e].dst + 2]++;
+	for (i = 2; i < n + 2; i++)
+		off[i] += off[i - 1];
+	s->rin = xmalloc((off[n + 1] + 1) * sizeof(*s->rin));
+	for (i = 0; i < s->nrte; i++)
+		if (s->ekind[s->rte[i].e] & EK_RT)
+			s->rin[off[s->e[s->rte[i].e].dst + 1]++] = (uint32_t)i;
+	s->roff = off;
+}
 
 /*
  * Bind task x's runtime dependencies. Returns the time it may start, or
@@ -211,33 +260,34 @@ bind_runtime(struct sim *s, uint32_t x, int64_t t)
 	uint32_t k;
 
 	for (k = s->roff[x]; k < s->roff[x + 1]; k++) {
-		const struct sedge *e = &s->e[s->rin[k]];
+		const struct rtedge *r = &s->rte[s->rin[k]];
+		const struct sedge *e = &s->e[r->e];
 		uint32_t b;
 
-		if (e->via == x)
-			b = e->on < s->nproc ? s->last[e->on] : KG_NONE;
-		else if (s->state[e->via] == 2)
-			b = s->capt[e->via];
+		if (r->via == x)
+			b = s->last[r->on];
+		else if (s->state[r->via] == 2)
+			b = s->via[r->via];
 		else
 			b = e->src; /* the binding point has not run: keep the trace's */
 		if (b == KG_NONE || b == x)
 			continue;
 		if (s->state[b] == 2) {
-			if (s->end[b] + e->delay > t)
-				t = s->end[b] + e->delay;
+			if (s->dend[b] + e->delay > t)
+				t = s->dend[b] + e->delay;
 		} else {
 			struct wnode w = { x, s->whead[b], e->delay };
 
 			VEC_PUSH(s->wn, s->nwn, s->capwn, w);
 			s->whead[b] = (uint32_t)(s->nwn - 1);
-			s->pending[x]++;
+			s->cnt[x]++;
 		}
 	}
-	if (s->pending[x]) {
+	if (s->cnt[x]) {
 		/* Keep what the placed sources demand for when it is pushed
 		 * again by the last pending one. */
-		if (t > s->ready[x])
-			s->ready[x] = t;
+		if (t > s->rs[x])
+			s->rs[x] = t;
 		return -1;
 	}
 	return t;
@@ -250,6 +300,7 @@ bind_runtime(struct sim *s, uint32_t x, int64_t t)
 static void
 finish(struct sim *s, uint32_t x)
 {
+	int64_t end = s->dend[x];
 	uint32_t k;
 
 	s->state[x] = 2;
@@ -263,25 +314,25 @@ finish(struct sim *s, uint32_t x)
 			s->lastby[q] = x;
 		}
 	}
-	if (s->isvia[x] && s->via_on[x] < s->nproc)
-		s->capt[x] = s->last[s->via_on[x]];
+	if (s->via[x] != KG_NONE)
+		s->via[x] = s->last[s->via[x]];
 	for (k = s->soff[x]; k < s->soff[x + 1]; k++) {
 		const struct sedge *e = &s->e[s->succ[k]];
-		int64_t r = s->end[x] + e->delay;
+		int64_t r = end + e->delay;
 
-		if (r > s->ready[e->dst])
-			s->ready[e->dst] = r;
-		if (--s->indeg[e->dst] == 0)
-			heap_push(s, s->ready[e->dst], e->dst);
+		if (r > s->rs[e->dst])
+			s->rs[e->dst] = r;
+		if (--s->cnt[e->dst] == 0)
+			heap_push(s, s->rs[e->dst], e->dst);
 	}
 	for (k = s->whead[x]; k != KG_NONE; k = s->wn[k].next) {
 		uint32_t w = s->wn[k].task;
-		int64_t r = s->end[x] + s->wn[k].delay;
+		int64_t r = end + s->wn[k].delay;
 
-		if (r > s->ready[w])
-			s->ready[w] = r;
-		if (--s->pending[w] == 0)
-			heap_push(s, s->ready[w], w);
+		if (r > s->rs[w])
+			s->rs[w] = r;
+		if (--s->cnt[w] == 0)
+			heap_push(s, s->rs[w], w);
 	}
 }
 
@@ -292,17 +343,11 @@ groups(struct sim *s)
 	size_t n = s->n, i, ng = 0;
 	uint32_t *up = NULL, *pos;
 
-	s->grp = xmalloc((n + 1) * sizeof(*s->grp));
-	s->held = xmalloc((s->nproc + 1) * sizeof(*s->held));
-	for (i = 0; i < s->nproc; i++)
-		s->held[i] = KG_NONE;
-	for (i = 0; i < n; i++)
-		s->grp[i] = KG_NONE;
 	for (i = 0; i < s->ne; i++) {
 		const struct sedge *e = &s->e[i];
 		uint32_t a;
 
-		if (e->kind != KG_E_RANK || e->src == e->dst)
+		if ((s->ekind[i] & EK_KIND) != KG_E_RANK || e->src == e->dst)
 			continue;
 		if (up == NULL) {
 			up = xmalloc((n + 1) * sizeof(*up));
@@ -311,10 +356,14 @@ groups(struct sim *s)
 		}
 		uf_union(up, e->src, e->dst);
 	}
-	if (up == NULL) {
-		s->goff = xcalloc(1, sizeof(*s->goff));
-		return;
-	}
+	if (up == NULL)
+		return; /* no groups: grp stays NULL */
+	s->grp = xmalloc((n + 1) * sizeof(*s->grp));
+	s->held = xmalloc((s->nproc + 1) * sizeof(*s->held));
+	for (i = 0; i < s->nproc; i++)
+		s->held[i] = KG_NONE;
+	for (i = 0; i < n; i++)
+		s->grp[i] = KG_NONE;
 	/* number the groups (sets of two or more) in task order */
 	for (i = 0; i < n; i++) {
 		uint32_t r = uf_find(up, (uint32_t)i);
@@ -349,47 +398,40 @@ simulate(struct sim *s)
 	size_t n = s->n, i, done = 0;
 	uint32_t k;
 
-	s->indeg = xcalloc(n, sizeof(*s->indeg));
-	s->pending = xcalloc(n, sizeof(*s->pending));
-	s->capt = xmalloc(n * sizeof(*s->capt));
+	s->cnt = xcalloc(n, sizeof(*s->cnt));
 	s->whead = xmalloc(n * sizeof(*s->whead));
-	s->ready = xcalloc(n, sizeof(*s->ready));
-	s->start = xcalloc(n, sizeof(*s->start));
-	s->end = xcalloc(n, sizeof(*s->end));
+	s->via = xmalloc(n * sizeof(*s->via));
+	s->rs = xcalloc(n, sizeof(*s->rs));
 	s->state = xcalloc(n, 1);
-	s->isvia = xcalloc(n, 1);
-	s->via_on = xmalloc(n * sizeof(*s->via_on));
 	s->last = xmalloc(s->nproc * sizeof(*s->last));
 	s->lastby = xmalloc(s->nproc * sizeof(*s->lastby));
 	s->busy = xcalloc(s->nproc, sizeof(*s->busy));
 	for (i = 0; i < n; i++)
-		s->capt[i] = s->whead[i] = s->via_on[i] = KG_NONE;
+		s->whead[i] = s->via[i] = KG_NONE;
 	for (i = 0; i < s->nproc; i++)
 		s->last[i] = s->lastby[i] = KG_NONE;
-	bucket(n, s->ne, s->e, 0, is_launch, &s->loff, &s->lgpu);
-	for (i = 0; i < s->ne; i++) {
-		struct sedge *e = &s->e[i];
+	bucket(s, LAUNCH, &s->loff, &s->lgpu);
+	/* A runtime edge from a task its binding point launched (a blocking
+	 * copy's) is fixed: that task is the one. */
+	for (i = 0; i < s->nrte; i++) {
+		const struct rtedge *r = &s->rte[i];
 
-		/* A runtime edge from a task its binding point launched (a
-		 * blocking copy's) is fixed: that task is the one. */
-		for (k = e->rt ? s->loff[e->via] : 0; e->rt && k < s->loff[e->via + 1]; k++)
-			if (s->e[s->lgpu[k]].dst == e->src)
-				e->rt = 0;
+		for (k = s->loff[r->via]; k < s->loff[r->via + 1]; k++)
+			if (s->e[s->lgpu[k]].dst == s->e[r->e].src) {
+				s->ekind[r->e] &= (uint8_t)~EK_RT;
+				break;
+			}
 	}
-	bucket(n, s->ne, s->e, 0, is_fixed, &s->soff, &s->succ);
-	bucket(n, s->ne, s->e, 1, is_rt, &s->roff, &s->rin);
-	for (i = 0; i < s->ne; i++) {
-		const struct sedge *e = &s->e[i];
+	bucket(s, FIXED, &s->soff, &s->succ);
+	bucket_rt(s);
+	for (i = 0; i < s->nrte; i++) {
+		const struct rtedge *r = &s->rte[i];
 
-		if (is_fixed(e))
-			s->indeg[e->dst]++;
-		else if (e->rt && e->via != e->dst) {
-			s->isvia[e->via] = 1;
-			s->via_on[e->via] = e->on;
-		}
+		if ((s->ekind[r->e] & EK_RT) && r->via != s->e[r->e].dst)
+			s->via[r->via] = r->on;
 	}
 	for (i = 0; i < n; i++)
-		if (s->indeg[i] == 0)
+		if (s->cnt[i] == 0)
 			heap_push(s, s->pt0[s->proc[i]], (uint32_t)i);
 	groups(s);
 	while (s->nheap > 0) {
@@ -417,11 +459,11 @@ simulate(struct sim *s)
 		}
 		if (s->busy[p] > t)
 			t = s->busy[p];
-		s->start[x] = t;
-		g = s->grp[x];
+		s->rs[x] = t;
+		g = s->grp != NULL ? s->grp[x] : KG_NONE;
 		if (g == KG_NONE) {
-			s->end[x] = t + s->dur[x];
-			s->busy[p] = s->end[x];
+			s->dend[x] += t;
+			s->busy[p] = s->dend[x];
 			finish(s, x);
 			done++;
 			continue;
@@ -437,10 +479,10 @@ simulate(struct sim *s)
 		for (k = s->goff[g]; k < s->goff[g + 1]; k++) {
 			uint32_t m = s->gmem[k], q = s->proc[m], w;
 
-			s->end[m] = s->gmax[g] + s->dur[m];
-			s->busy[q] = s->end[m];
+			s->dend[m] += s->gmax[g];
+			s->busy[q] = s->dend[m];
 			for (w = s->held[q]; w != KG_NONE; w = s->hn[w].next)
-				heap_push(s, s->end[m], s->hn[w].task);
+				heap_push(s, s->dend[m], s->hn[w].task);
 			s->held[q] = KG_NONE;
 		}
 		for (k = s->goff[g]; k < s->goff[g + 1]; k++) {
@@ -572,7 +614,7 @@ process(const char *path, struct gout *g, struct sim *s)
 			if (s->n + 1 > s->cap) {
 				grow(&s->proc, &c, s->n + 1, sizeof(*s->proc));
 				c = s->cap;
-				grow(&s->dur, &c, s->n + 1, sizeof(*s->dur));
+				grow(&s->dend, &c, s->n + 1, sizeof(*s->dend));
 				c = s->cap;
 				grow(&s->kind, &c, s->n + 1, 1);
 				s->cap = c;
@@ -580,39 +622,49 @@ process(const char *path, struct gout *g, struct sim *s)
 			grow(&names, &capnames, s->n + 1, sizeof(*names));
 			s->kind[s->n] = (uint8_t)in.rec.task.kind;
 			s->proc[s->n] = in.rec.task.proc;
-			s->dur[s->n] = in.rec.task.dur;
+			s->dend[s->n] = in.rec.task.dur;
 			names[s->n] = in.rec.task.name;
 			s->n++;
 		} else if (t == KG_R_EDGE) {
-			struct sedge e;
+			const struct kg_edge *re = &in.rec.edge;
+			size_t c = s->cape;
+			uint8_t k = (uint8_t)re->kind;
 
-			if (in.rec.edge.src >= s->n || in.rec.edge.dst >= s->n) {
+			if (re->src >= s->n || re->dst >= s->n) {
 				errmsg("%s: record %llu: edge to an unknown task", in.name,
 				    (unsigned long long)in.r.nrec);
 				rc = 1;
 				break;
 			}
-			e.src = in.rec.edge.src;
-			e.dst = in.rec.edge.dst;
-			e.delay = in.rec.edge.delay;
-			e.kind = (uint8_t)in.rec.edge.kind;
+			if (s->ne + 1 > s->cape) {
+				grow(&s->e, &c, s->ne + 1, sizeof(*s->e));
+				c = s->cape;
+				grow(&s->ekind, &c, s->ne + 1, 1);
+				s->cape = c;
+			}
+			s->e[s->ne].src = re->src;
+			s->e[s->ne].dst = re->dst;
+			s->e[s->ne].delay = re->delay;
 			/* Only a runtime call launches: a `launch` edge from any
 			 * other task (kineto2graph's anchor for work launched
 			 * before the window) is a plain dependency. */
-			if (e.kind == KG_E_LAUNCH && s->kind[e.src] != KG_RT)
-				e.kind = KG_NEDGE_KIND;
-			e.on = in.rec.edge.on < s->nproc ? in.rec.edge.on : KG_NONE;
-			e.via = in.rec.edge.via < s->n ? in.rec.edge.via : KG_NONE;
-			e.rt = (in.rec.edge.kind == KG_E_SYNC || in.rec.edge.kind == KG_E_EVENT) &&
-			    e.on != KG_NONE && e.via != KG_NONE;
-			VEC_PUSH(s->e, s->ne, s->cape, e);
+			if (k == KG_E_LAUNCH && s->kind[re->src] != KG_RT)
+				k = KG_NEDGE_KIND;
+			if ((re->kind == KG_E_SYNC || re->kind == KG_E_EVENT) && re->on < s->nproc &&
+			    re->via < s->n) {
+				struct rtedge r = { (uint32_t)s->ne, re->on, re->via };
+
+				VEC_PUSH(s->rte, s->nrte, s->caprte, r);
+				k |= EK_RT;
+			}
+			s->ekind[s->ne++] = k;
 		} else if (t == KG_R_END) {
 			if (simulate(s) < 0) {
 				report_stuck(in.name, section, s, &in.r, names);
 				rc = 1;
 				break;
 			}
-			rc = kg_write_sim(&g->w, s->n, s->start, s->end);
+			rc = kg_write_sim(&g->w, s->n, s->rs, s->dend);
 			if (rc == 0)
 				rc = kg_write_end(&g->w);
 			section++;

@@ -449,28 +449,145 @@ kg_write_cov(struct kg_writer *w, const struct kg_cov *c)
 	return record_done(w);
 }
 
+/* The bytes msgpack-c's msgpack_pack_int64 writes for d. */
+static size_t
+i64_len(int64_t d)
+{
+	if (d < -(1LL << 5))
+		return d < -(1LL << 15) ? (d < -(1LL << 31) ? 9 : 5) : (d < -(1 << 7) ? 3 : 2);
+	if (d < (1 << 7))
+		return 1;
+	return d < (1LL << 16) ? (d < (1 << 8) ? 2 : 3) : (d < (1LL << 32) ? 5 : 9);
+}
+
+static unsigned char *
+put_be(unsigned char *p, uint64_t v, int n)
+{
+	int k;
+
+	for (k = n - 1; k >= 0; k--, v >>= 8)
+		p[k] = (unsigned char)v;
+	return p + n;
+}
+
+/* Write d at p as msgpack_pack_int64 would; returns the end. */
+static unsigned char *
+put_i64(unsigned char *p, int64_t d)
+{
+	uint64_t u = (uint64_t)d;
+
+	switch (i64_len(d)) {
+	case 1:
+		*p = (unsigned char)u;
+		return p + 1;
+	case 2:
+		*p = d < 0 ? 0xd0 : 0xcc;
+		return put_be(p + 1, u, 1);
+	case 3:
+		*p = d < 0 ? 0xd1 : 0xcd;
+		return put_be(p + 1, u, 2);
+	case 5:
+		*p = d < 0 ? 0xd2 : 0xce;
+		return put_be(p + 1, u, 4);
+	default:
+		*p = d < 0 ? 0xd3 : 0xcf;
+		return put_be(p + 1, u, 8);
+	}
+}
+
+/* Room for n more bytes in the packer's buffer; where they go. */
+static unsigned char *
+sbuf_room(struct kg_writer *w, size_t n)
+{
+	if (w->sbuf.alloc - w->sbuf.size < n) {
+		size_t cap = w->sbuf.alloc > 0 ? w->sbuf.alloc : 8192;
+
+		while (cap - w->sbuf.size < n)
+			cap *= 2;
+		w->sbuf.data = xrealloc(w->sbuf.data, cap);
+		w->sbuf.alloc = cap;
+	}
+	return (unsigned char *)w->sbuf.data + w->sbuf.size;
+}
+
+#define SIM_PIECE (1 << 20) /* a large sim record is compressed a piece at a time */
+#define SIM_BATCH 4096      /* values encoded between checks of the piece's size */
+
+/*
+ * A sim record's arrays, appended to the buffer. A large record (one
+ * that closes its frame, as record_done would) goes to zstd a piece at
+ * a time instead of whole: the same bytes in the same frame, so the same
+ * output (the frame's size is pledged when the record opens it, as a
+ * single call with the whole frame would tell zstd; the last piece is
+ * kept large, so zstd takes its buffered path to the end as it would
+ * have for the whole), without holding tens of MB.
+ * `left` is the bytes of the frame still to be appended, from the
+ * start of a.
+ */
+static int
+sim_values(struct kg_writer *w, const int64_t *a, size_t n, int big, size_t *left)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i = j) {
+		size_t m = n - i < SIM_BATCH ? n - i : SIM_BATCH, before = w->sbuf.size;
+		unsigned char *p = sbuf_room(w, 9 * m);
+
+		for (j = i; j < i + m; j++)
+			p = put_i64(p, a[j]);
+		w->sbuf.size = (size_t)((char *)p - w->sbuf.data);
+		*left -= w->sbuf.size - before;
+		if (big && w->sbuf.size >= SIM_PIECE && *left >= SIM_PIECE / 2 &&
+		    flush(w, ZSTD_e_continue) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int
 kg_write_sim(struct kg_writer *w, size_t n, const int64_t *ss, const int64_t *se)
 {
 	msgpack_packer *pk = &w->pk;
 	int64_t makespan = 0;
-	size_t i;
+	size_t i, body = 0, left;
+	int big;
 
-	for (i = 0; i < n; i++)
+	if (w->failed)
+		return -1;
+	for (i = 0; i < n; i++) {
 		if (se[i] > makespan)
 			makespan = se[i];
+		body += i64_len(ss[i]) + i64_len(se[i]);
+	}
 	msgpack_pack_map(pk, 5);
 	pk_kv_str(pk, "r", "sim");
 	pk_kv_i64(pk, "tasks", (int64_t)n);
 	pk_kv_i64(pk, "makespan", makespan);
 	pk_cstr(pk, "ss");
 	msgpack_pack_array(pk, n);
-	for (i = 0; i < n; i++)
-		msgpack_pack_int64(pk, ss[i]);
-	pk_cstr(pk, "se");
-	msgpack_pack_array(pk, n);
-	for (i = 0; i < n; i++)
-		msgpack_pack_int64(pk, se[i]);
+	/* the arrays, with the "se" key and array head between them */
+	left = body + 3 + (n < 16 ? 1 : n < 65536 ? 3 : 5);
+	big = w->framed + w->sbuf.size + left >= FRAME_MAX;
+	if (big && w->framed == 0) {
+		size_t r = ZSTD_CCtx_setPledgedSrcSize(w->cctx, w->sbuf.size + left);
+
+		if (ZSTD_isError(r)) {
+			seterr(w->err, "zstd: %s", ZSTD_getErrorName(r));
+			w->failed = 1;
+			return -1;
+		}
+	}
+	if (sim_values(w, ss, n, big, &left) < 0)
+		return -1;
+	{
+		size_t before = w->sbuf.size;
+
+		pk_cstr(pk, "se");
+		msgpack_pack_array(pk, n);
+		left -= w->sbuf.size - before;
+	}
+	if (sim_values(w, se, n, big, &left) < 0)
+		return -1;
 	return record_done(w);
 }
 

@@ -14,7 +14,11 @@
  * the simulation, and the input records since the last frame boundary
  * (at most a frame, 2 MiB from kgraph's writers; see run_frames).
  */
+#define _GNU_SOURCE /* mremap */
+#include <sys/mman.h>
+
 #include <getopt.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,18 +76,21 @@ struct heapent {
  * until it ends, then the task it captured there.
  */
 struct sim {
-	/* tasks, as read */
-	size_t n, cap;
-	uint32_t *proc;
+	/* tasks, as read (big arrays: capacities in bytes) */
+	size_t n, cap;            /* cap: tasks all of them hold */
+	uint32_t *proc, *name;
 	int64_t *dend;
 	uint8_t *kind;
+	size_t bproc, bname, bdend, bkind;
 	/* edges, as read */
 	struct sedge *e;
 	uint8_t *ekind;
-	size_t ne, cape;
+	size_t ne, cape, be, bekind;
 	struct rtedge *rte;
 	size_t nrte, caprte;
-	/* derived */
+	/* derived; the per-task arrays all in one block */
+	void *block;
+	size_t bblock, bsucc, blgpu;
 	uint32_t *soff, *succ;    /* fixed successors: edge indices */
 	uint32_t *roff, *rin;     /* runtime in-edges by destination: rte indices */
 	uint32_t *loff, *lgpu;    /* tasks each task launches: edge indices */
@@ -112,6 +119,52 @@ struct sim {
 };
 
 #define HELD INT64_MAX /* busy[p]: a collective waits there for its peers */
+
+/*
+ * The section's large arrays are mapped whole, a power of two times
+ * 2 MiB, with transparent huge pages asked for, and grown by mremap
+ * (pages moved, not copied). Each array is touched once or twice: with
+ * 4 KiB pages, faulting them in was a large part of graphsim's time.
+ */
+#define BIG_STEP ((size_t)2 << 20)
+
+/* *pp, a big array of *capp bytes (0 and NULL: none yet), made to hold
+ * at least need bytes; new bytes are zero. */
+static void
+big_grow(void *pp, size_t *capp, size_t need)
+{
+	void **p = pp, *q;
+	size_t cap = *capp > 0 ? *capp : BIG_STEP;
+
+	if (need <= *capp)
+		return;
+	while (cap < need)
+		cap *= 2;
+	if (*p == NULL)
+		q = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	else
+		q = mremap(*p, *capp, cap, MREMAP_MAYMOVE);
+	if (q == MAP_FAILED) {
+		errmsg("out of memory (%zu bytes)", cap);
+		abort();
+	}
+#ifdef MADV_HUGEPAGE
+	madvise(q, cap, MADV_HUGEPAGE); /* advice: its failure is no error */
+#endif
+	*p = q;
+	*capp = cap;
+}
+
+static void
+big_free(void *pp, size_t *capp)
+{
+	void **p = pp;
+
+	if (*p != NULL)
+		munmap(*p, *capp);
+	*p = NULL;
+	*capp = 0;
+}
 
 static void
 heap_push(struct sim *s, int64_t t, uint32_t id)
@@ -159,14 +212,15 @@ heap_pop(struct sim *s)
 static void
 sim_reset(struct sim *s)
 {
-	free(s->soff), free(s->succ), free(s->roff), free(s->rin);
-	free(s->loff), free(s->lgpu), free(s->cnt), free(s->whead), free(s->via);
-	free(s->rs), free(s->state), free(s->last), free(s->lastby), free(s->busy);
+	big_free(&s->block, &s->bblock);
+	big_free(&s->succ, &s->bsucc);
+	big_free(&s->lgpu, &s->blgpu);
+	free(s->rin), free(s->last), free(s->lastby), free(s->busy);
 	free(s->grp), free(s->goff), free(s->gmem), free(s->garr), free(s->gmax), free(s->held);
 	s->grp = s->goff = s->gmem = s->garr = s->held = NULL;
 	s->gmax = NULL;
 	s->nhn = 0;
-	s->soff = s->succ = s->roff = s->rin = s->loff = s->lgpu = NULL;
+	s->soff = s->roff = s->rin = s->loff = NULL;
 	s->cnt = s->whead = s->via = s->last = s->lastby = NULL;
 	s->rs = s->busy = NULL;
 	s->state = NULL;
@@ -178,11 +232,12 @@ static void
 sim_release(struct sim *s)
 {
 	sim_reset(s);
-	free(s->proc);
-	free(s->dend);
-	free(s->kind);
-	free(s->e);
-	free(s->ekind);
+	big_free(&s->proc, &s->bproc);
+	big_free(&s->name, &s->bname);
+	big_free(&s->dend, &s->bdend);
+	big_free(&s->kind, &s->bkind);
+	big_free(&s->e, &s->be);
+	big_free(&s->ekind, &s->bekind);
 	free(s->rte);
 	free(s->wn);
 	free(s->heap);
@@ -204,15 +259,16 @@ keep(int which, uint8_t k)
 
 /*
  * The fixed successors (which) or the launches of every task: edge
- * indices by source, in edge order, by a counting sort. Counts go in
- * off[src + 2], so that placing at off[src + 1]++ leaves off[] the
- * offsets themselves. The fixed ones also count cnt[dst].
+ * indices by source, in edge order, by a counting sort into off[n + 2]
+ * (zero) and *idxp, a big array. Counts go in off[src + 2], so that
+ * placing at off[src + 1]++ leaves off[] the offsets themselves. The
+ * fixed ones also count cnt[dst].
  */
 static void
-bucket(struct sim *s, int which, uint32_t **offp, uint32_t **idxp)
+bucket(struct sim *s, int which, uint32_t *off, uint32_t **idxp, size_t *bidx)
 {
 	size_t n = s->n, i;
-	uint32_t *off = xcalloc(n + 2, sizeof(*off)), *idx;
+	uint32_t *idx;
 
 	for (i = 0; i < s->ne; i++)
 		if (keep(which, s->ekind[i])) {
@@ -222,12 +278,11 @@ bucket(struct sim *s, int which, uint32_t **offp, uint32_t **idxp)
 		}
 	for (i = 2; i < n + 2; i++)
 		off[i] += off[i - 1];
-	idx = xmalloc((off[n + 1] + 1) * sizeof(*idx));
+	big_grow(idxp, bidx, (off[n + 1] + 1) * sizeof(*idx));
+	idx = *idxp;
 	for (i = 0; i < s->ne; i++)
 		if (keep(which, s->ekind[i]))
 			idx[off[s->e[i].src + 1]++] = (uint32_t)i;
-	*offp = off;
-	*idxp = idx;
 }
 
 /* The runtime edges by destination, in edge order (as bucket does). */
@@ -235,7 +290,7 @@ static void
 bucket_rt(struct sim *s)
 {
 	size_t n = s->n, i;
-	uint32_t *off = xcalloc(n + 2, sizeof(*off));
+	uint32_t *off = s->roff;
 
 	for (i = 0; i < s->nrte; i++)
 		if (s->ekind[s->rte[i].e] & EK_RT)
@@ -246,7 +301,6 @@ bucket_rt(struct sim *s)
 	for (i = 0; i < s->nrte; i++)
 		if (s->ekind[s->rte[i].e] & EK_RT)
 			s->rin[off[s->e[s->rte[i].e].dst + 1]++] = (uint32_t)i;
-	s->roff = off;
 }
 
 /*
@@ -398,11 +452,16 @@ simulate(struct sim *s)
 	size_t n = s->n, i, done = 0;
 	uint32_t k;
 
-	s->cnt = xcalloc(n, sizeof(*s->cnt));
-	s->whead = xmalloc(n * sizeof(*s->whead));
-	s->via = xmalloc(n * sizeof(*s->via));
-	s->rs = xcalloc(n, sizeof(*s->rs));
-	s->state = xcalloc(n, 1);
+	/* one block, zero: rs; cnt, whead, via; soff, loff, roff; state */
+	big_grow(&s->block, &s->bblock, n * (8 + 3 * 4 + 1) + 3 * (n + 2) * 4);
+	s->rs = s->block;
+	s->cnt = (uint32_t *)(s->rs + n);
+	s->whead = s->cnt + n;
+	s->via = s->whead + n;
+	s->soff = s->via + n;
+	s->loff = s->soff + n + 2;
+	s->roff = s->loff + n + 2;
+	s->state = (uint8_t *)(s->roff + n + 2);
 	s->last = xmalloc(s->nproc * sizeof(*s->last));
 	s->lastby = xmalloc(s->nproc * sizeof(*s->lastby));
 	s->busy = xcalloc(s->nproc, sizeof(*s->busy));
@@ -410,7 +469,7 @@ simulate(struct sim *s)
 		s->whead[i] = s->via[i] = KG_NONE;
 	for (i = 0; i < s->nproc; i++)
 		s->last[i] = s->lastby[i] = KG_NONE;
-	bucket(s, LAUNCH, &s->loff, &s->lgpu);
+	bucket(s, LAUNCH, s->loff, &s->lgpu, &s->blgpu);
 	/* A runtime edge from a task its binding point launched (a blocking
 	 * copy's) is fixed: that task is the one. */
 	for (i = 0; i < s->nrte; i++) {
@@ -422,7 +481,7 @@ simulate(struct sim *s)
 				break;
 			}
 	}
-	bucket(s, FIXED, &s->soff, &s->succ);
+	bucket(s, FIXED, s->soff, &s->succ, &s->bsucc);
 	bucket_rt(s);
 	for (i = 0; i < s->nrte; i++) {
 		const struct rtedge *r = &s->rte[i];
@@ -562,8 +621,6 @@ static int
 process(const char *path, struct gout *g, struct sim *s)
 {
 	struct gin in;
-	uint32_t *names = NULL;
-	size_t capnames = 0;
 	int t, rc = 0, section = 0, dirty = 0;
 
 	if (gin_open(&in, path) < 0)
@@ -608,26 +665,27 @@ process(const char *path, struct gout *g, struct sim *s)
 					s->pt0[s->nproc] = s->rt0[i];
 			s->nproc++;
 		} else if (t == KG_R_TASK) {
-			size_t c = s->cap;
-
-			/* One capacity for the three arrays: grow them together. */
 			if (s->n + 1 > s->cap) {
-				grow(&s->proc, &c, s->n + 1, sizeof(*s->proc));
-				c = s->cap;
-				grow(&s->dend, &c, s->n + 1, sizeof(*s->dend));
-				c = s->cap;
-				grow(&s->kind, &c, s->n + 1, 1);
-				s->cap = c;
+				/* grown together: cap is what all of them hold */
+				big_grow(&s->proc, &s->bproc, (s->n + 1) * sizeof(*s->proc));
+				big_grow(&s->name, &s->bname, (s->n + 1) * sizeof(*s->name));
+				big_grow(&s->dend, &s->bdend, (s->n + 1) * sizeof(*s->dend));
+				big_grow(&s->kind, &s->bkind, s->n + 1);
+				s->cap = s->bdend / sizeof(*s->dend);
+				if (s->cap > s->bproc / sizeof(*s->proc))
+					s->cap = s->bproc / sizeof(*s->proc);
+				if (s->cap > s->bname / sizeof(*s->name))
+					s->cap = s->bname / sizeof(*s->name);
+				if (s->cap > s->bkind)
+					s->cap = s->bkind;
 			}
-			grow(&names, &capnames, s->n + 1, sizeof(*names));
 			s->kind[s->n] = (uint8_t)in.rec.task.kind;
 			s->proc[s->n] = in.rec.task.proc;
 			s->dend[s->n] = in.rec.task.dur;
-			names[s->n] = in.rec.task.name;
+			s->name[s->n] = in.rec.task.name;
 			s->n++;
 		} else if (t == KG_R_EDGE) {
 			const struct kg_edge *re = &in.rec.edge;
-			size_t c = s->cape;
 			uint8_t k = (uint8_t)re->kind;
 
 			if (re->src >= s->n || re->dst >= s->n) {
@@ -637,10 +695,11 @@ process(const char *path, struct gout *g, struct sim *s)
 				break;
 			}
 			if (s->ne + 1 > s->cape) {
-				grow(&s->e, &c, s->ne + 1, sizeof(*s->e));
-				c = s->cape;
-				grow(&s->ekind, &c, s->ne + 1, 1);
-				s->cape = c;
+				big_grow(&s->e, &s->be, (s->ne + 1) * sizeof(*s->e));
+				big_grow(&s->ekind, &s->bekind, s->ne + 1);
+				s->cape = s->be / sizeof(*s->e);
+				if (s->cape > s->bekind)
+					s->cape = s->bekind;
 			}
 			s->e[s->ne].src = re->src;
 			s->e[s->ne].dst = re->dst;
@@ -660,7 +719,7 @@ process(const char *path, struct gout *g, struct sim *s)
 			s->ekind[s->ne++] = k;
 		} else if (t == KG_R_END) {
 			if (simulate(s) < 0) {
-				report_stuck(in.name, section, s, &in.r, names);
+				report_stuck(in.name, section, s, &in.r, s->name);
 				rc = 1;
 				break;
 			}
@@ -690,7 +749,6 @@ process(const char *path, struct gout *g, struct sim *s)
 	}
 	if (t < 0 && rc == 0)
 		rc = 1;
-	free(names);
 	gin_close(&in);
 	return rc;
 }

@@ -460,16 +460,6 @@ i64_len(int64_t d)
 	return d < (1LL << 16) ? (d < (1 << 8) ? 2 : 3) : (d < (1LL << 32) ? 5 : 9);
 }
 
-static unsigned char *
-put_be(unsigned char *p, uint64_t v, int n)
-{
-	int k;
-
-	for (k = n - 1; k >= 0; k--, v >>= 8)
-		p[k] = (unsigned char)v;
-	return p + n;
-}
-
 /* Write d at p as msgpack_pack_int64 would; returns the end. */
 static unsigned char *
 put_i64(unsigned char *p, int64_t d)
@@ -478,20 +468,35 @@ put_i64(unsigned char *p, int64_t d)
 
 	switch (i64_len(d)) {
 	case 1:
-		*p = (unsigned char)u;
+		p[0] = (unsigned char)u;
 		return p + 1;
 	case 2:
-		*p = d < 0 ? 0xd0 : 0xcc;
-		return put_be(p + 1, u, 1);
+		p[0] = d < 0 ? 0xd0 : 0xcc;
+		p[1] = (unsigned char)u;
+		return p + 2;
 	case 3:
-		*p = d < 0 ? 0xd1 : 0xcd;
-		return put_be(p + 1, u, 2);
+		p[0] = d < 0 ? 0xd1 : 0xcd;
+		p[1] = (unsigned char)(u >> 8);
+		p[2] = (unsigned char)u;
+		return p + 3;
 	case 5:
-		*p = d < 0 ? 0xd2 : 0xce;
-		return put_be(p + 1, u, 4);
+		p[0] = d < 0 ? 0xd2 : 0xce;
+		p[1] = (unsigned char)(u >> 24);
+		p[2] = (unsigned char)(u >> 16);
+		p[3] = (unsigned char)(u >> 8);
+		p[4] = (unsigned char)u;
+		return p + 5;
 	default:
-		*p = d < 0 ? 0xd3 : 0xcf;
-		return put_be(p + 1, u, 8);
+		p[0] = d < 0 ? 0xd3 : 0xcf;
+		p[1] = (unsigned char)(u >> 56);
+		p[2] = (unsigned char)(u >> 48);
+		p[3] = (unsigned char)(u >> 40);
+		p[4] = (unsigned char)(u >> 32);
+		p[5] = (unsigned char)(u >> 24);
+		p[6] = (unsigned char)(u >> 16);
+		p[7] = (unsigned char)(u >> 8);
+		p[8] = (unsigned char)u;
+		return p + 9;
 	}
 }
 
@@ -700,6 +705,48 @@ kg_rec_release(struct kg_rec *rec)
 	kg_cov_release(&rec->cov);
 }
 
+/* The enums the decoder reads, in the order of kg_reader.ecode. */
+enum { EN_TASK, EN_EDGE, EN_HOW, EN_COLL, EN_PHASE, EN_N };
+
+static const struct {
+	const char *const *name;
+	int n;
+} enums[EN_N] = {
+	{ kg_task_kind_name, KG_NTASK_KIND }, { kg_edge_kind_name, KG_NEDGE_KIND },
+	{ kg_how_name, KG_NHOW }, { kg_coll_name, KG_NCOLL }, { kg_phase_name, KG_NPHASE }
+};
+
+_Static_assert(KG_NTASK_KIND <= 16 && KG_NEDGE_KIND <= 16 && KG_NHOW <= 16 &&
+    KG_NCOLL <= 16 && KG_NPHASE <= 16, "kg_reader.ecode holds 16 names an enum");
+
+/* Up to 8 bytes of s as a number, the way fast_enum loads them. */
+static uint64_t
+code8(const char *s, size_t len)
+{
+	unsigned char b[8] = { 0 };
+	uint64_t c;
+
+	memcpy(b, s, len < 8 ? len : 8);
+	memcpy(&c, b, 8);
+	return c;
+}
+
+static void
+enum_codes(struct kg_reader *r)
+{
+	int i, j;
+
+	for (i = 0; i < EN_N; i++)
+		for (j = 0; j < enums[i].n; j++) {
+			size_t len = strlen(enums[i].name[j]);
+
+			/* a longer name is never matched here: the general
+			 * decoder reads it */
+			r->elen[i][j] = (unsigned char)(len <= 8 ? len : 0xff);
+			r->ecode[i][j] = code8(enums[i].name[j], len);
+		}
+}
+
 int
 kg_reader_init(struct kg_reader *r, FILE *fp)
 {
@@ -711,6 +758,7 @@ kg_reader_init(struct kg_reader *r, FILE *fp)
 		return -1;
 	}
 	r->in = xmalloc(IN_CHUNK);
+	enum_codes(r);
 	return 0;
 }
 
@@ -952,7 +1000,7 @@ get_u32_slow(struct dec *d, const char *key, uint32_t *v)
  * goes to the general loop, which starts again at that pair and says
  * what is wrong, if anything is.
  */
-#define FAST_ROOM 16 /* a key of up to 4 bytes (5 with its head), an integer (9) */
+#define FAST_ROOM 16 /* a key of up to 4 bytes (5 with its head), then an integer (9) or 9 bytes of a name */
 #define INT_ROOM 9     /* the longest integer */
 
 /* An integer of up to 63 bits; NULL for any other head. */
@@ -972,7 +1020,9 @@ fast_i64(const unsigned char *p, int64_t *v)
 	case 0xcf:
 		if (p[1] >= 0x80)
 			return NULL;
-		*v = (int64_t)mp_be(p + 1, 8);
+		*v = (int64_t)((uint64_t)p[1] << 56 | (uint64_t)p[2] << 48 | (uint64_t)p[3] << 40 |
+		    (uint64_t)p[4] << 32 | (uint64_t)p[5] << 24 | (uint64_t)p[6] << 16 |
+		    (uint64_t)p[7] << 8 | p[8]);
 		return p + 9;
 	default:
 		if (p[0] < 0x80) {
@@ -1393,21 +1443,34 @@ dec_proc(struct dec *d, uint32_t npairs, struct kg_proc *p)
 	return check_str_ref(d, "n", p->name);
 }
 
-/* A fixstr found in table; NULL for anything else. */
+/*
+ * A fixstr naming a value of enum `which` (EN_*), matched on its first 8
+ * bytes as one number; NULL for anything else. The 9 bytes from p must
+ * be in hand.
+ */
 static inline const unsigned char *
-fast_enum(const unsigned char *p, const unsigned char *end, const char *const *table, int n,
-    int *v)
+fast_enum(const unsigned char *p, const struct kg_reader *r, int which, int *v)
 {
 	size_t len = p[0] & 0x1f;
+	uint64_t c;
 	int i;
 
-	if ((p[0] & 0xe0) != 0xa0 || (size_t)(end - p) < 1 + len)
+	if ((p[0] & 0xe0) != 0xa0 || len > 8)
 		return NULL;
-	i = lookup(table, n, (const char *)p + 1, len);
-	if (i < 0)
-		return NULL;
-	*v = i;
-	return p + 1 + len;
+	memcpy(&c, p + 1, 8);
+	if (len < 8) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+		c &= ~(~(uint64_t)0 >> (8 * len));
+#else
+		c &= ((uint64_t)1 << (8 * len)) - 1;
+#endif
+	}
+	for (i = 0; i < enums[which].n; i++)
+		if (r->ecode[which][i] == c && r->elen[which][i] == len) {
+			*v = i;
+			return p + 1 + len;
+		}
+	return NULL;
 }
 
 /* The key at p (fixstr, 1 to 4 bytes) as a KC code, or 0. */
@@ -1531,7 +1594,7 @@ dec_task(struct dec *d, uint32_t npairs, struct kg_task *restrict t)
 				q = fast_id(q, &t->proc), have |= 1;
 				break;
 			case KC1('k'):
-				q = fast_enum(q, end, kg_task_kind_name, KG_NTASK_KIND, &t->kind);
+				q = fast_enum(q, r, EN_TASK, &t->kind);
 				have |= 2;
 				break;
 			case KC1('n'):
@@ -1568,7 +1631,7 @@ dec_task(struct dec *d, uint32_t npairs, struct kg_task *restrict t)
 				q = fast_id(q, &t->dtype);
 				break;
 			case KC2('p', 'h'):
-				q = fast_enum(q, end, kg_phase_name, KG_NPHASE, &t->phase);
+				q = fast_enum(q, r, EN_PHASE, &t->phase);
 				break;
 			case KC2('m', 'b'):
 				q = fast_i64(q, &t->mb);
@@ -1583,7 +1646,7 @@ dec_task(struct dec *d, uint32_t npairs, struct kg_task *restrict t)
 				q = fast_i64(q, &t->corr);
 				break;
 			case KC4('c', 'o', 'l', 'l'):
-				q = fast_enum(q, end, kg_coll_name, KG_NCOLL, &t->coll);
+				q = fast_enum(q, r, EN_COLL, &t->coll);
 				break;
 			case KC3('p', 'g', 'r'):
 				q = fast_id(q, &t->pgr);
@@ -1690,14 +1753,14 @@ dec_edge(struct dec *d, uint32_t npairs, struct kg_edge *restrict e)
 				q = fast_id(q, &e->dst), have |= 2;
 				break;
 			case KC1('k'):
-				q = fast_enum(q, end, kg_edge_kind_name, KG_NEDGE_KIND, &e->kind);
+				q = fast_enum(q, d->r, EN_EDGE, &e->kind);
 				have |= 4;
 				break;
 			case KC2('d', 'l'):
 				q = fast_i64(q, &e->delay);
 				break;
 			case KC3('h', 'o', 'w'):
-				q = fast_enum(q, end, kg_how_name, KG_NHOW, &e->how);
+				q = fast_enum(q, d->r, EN_HOW, &e->how);
 				break;
 			case KC2('o', 'n'):
 				q = fast_id(q, &e->on);

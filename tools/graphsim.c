@@ -740,7 +740,7 @@ process(const char *path, struct gout *g, struct sim *s)
 			rc = run_flush(&g->w, &in.r, end);
 			dirty = 1;
 		}
-		if (rc == 0)
+		if (rc == 0 && in.r.nfr > 0) /* whole frames decompressed, some may end here */
 			rc = run_frames(&dirty, &g->w, &in.r, end);
 	}
 	if (rc < 0) {

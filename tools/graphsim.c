@@ -121,12 +121,14 @@ struct sim {
 #define HELD INT64_MAX /* busy[p]: a collective waits there for its peers */
 
 /*
- * The section's large arrays are mapped whole, a power of two times
- * 2 MiB, with transparent huge pages asked for, and grown by mremap
- * (pages moved, not copied). Each array is touched once or twice: with
- * 4 KiB pages, faulting them in was a large part of graphsim's time.
+ * The section's large arrays are mapped whole, a power of two times 64
+ * KiB, and grown by mremap (pages moved, not copied); from 2 MiB on
+ * they ask for transparent huge pages. Each array is touched once or
+ * twice: with 4 KiB pages, faulting them in was a large part of
+ * graphsim's time on a large graph.
  */
-#define BIG_STEP ((size_t)2 << 20)
+#define BIG_MIN ((size_t)64 << 10)
+#define BIG_HUGE ((size_t)2 << 20)
 
 /* *pp, a big array of *capp bytes (0 and NULL: none yet), made to hold
  * at least need bytes; new bytes are zero. */
@@ -134,7 +136,7 @@ static void
 big_grow(void *pp, size_t *capp, size_t need)
 {
 	void **p = pp, *q;
-	size_t cap = *capp > 0 ? *capp : BIG_STEP;
+	size_t cap = *capp > 0 ? *capp : BIG_MIN;
 
 	if (need <= *capp)
 		return;
@@ -149,7 +151,8 @@ big_grow(void *pp, size_t *capp, size_t need)
 		abort();
 	}
 #ifdef MADV_HUGEPAGE
-	madvise(q, cap, MADV_HUGEPAGE); /* advice: its failure is no error */
+	if (cap >= BIG_HUGE)
+		madvise(q, cap, MADV_HUGEPAGE); /* advice: its failure is no error */
 #endif
 	*p = q;
 	*capp = cap;

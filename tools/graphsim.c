@@ -174,7 +174,8 @@ heap_push(struct sim *s, int64_t t, uint32_t id)
 {
 	size_t i;
 
-	grow(&s->heap, &s->capheap, s->nheap + 1, sizeof(*s->heap));
+	if (s->nheap == s->capheap)
+		grow(&s->heap, &s->capheap, s->nheap + 1, sizeof(*s->heap));
 	i = s->nheap++;
 	while (i > 0) {
 		size_t p = (i - 1) / 2;
@@ -468,8 +469,7 @@ simulate(struct sim *s)
 	s->last = xmalloc(s->nproc * sizeof(*s->last));
 	s->lastby = xmalloc(s->nproc * sizeof(*s->lastby));
 	s->busy = xcalloc(s->nproc, sizeof(*s->busy));
-	for (i = 0; i < n; i++)
-		s->whead[i] = s->via[i] = KG_NONE;
+	memset(s->whead, 0xff, 2 * n * sizeof(*s->whead)); /* whead, via: KG_NONE */
 	for (i = 0; i < s->nproc; i++)
 		s->last[i] = s->lastby[i] = KG_NONE;
 	bucket(s, LAUNCH, s->loff, &s->lgpu, &s->blgpu);

@@ -54,7 +54,20 @@ struct sedge {
 #define EK_RT 0x80   /* ekind: a runtime edge, bound while simulating */
 
 struct rtedge {
-	uint32_t e, on, via;
+	uint32_t e, on, via, dst;
+};
+
+/*
+ * Sorted lists of what few tasks have. A runtime in-edge: its
+ * destination and rte index. A binding point: the task, and the stream
+ * it binds on until it ends, then the task it captured there.
+ */
+struct rin {
+	uint32_t dst, r;
+};
+
+struct bind {
+	uint32_t task, val;
 };
 
 struct wnode {
@@ -72,8 +85,9 @@ struct heapent {
  * another, which halves what they take: `dend` a task's duration until
  * it is placed, then its end; `rs` when it may start, then when it
  * starts; `cnt` its fixed dependencies not yet ended, then (none left)
- * the runtime ones it still waits for; `via` a binding point's stream
- * until it ends, then the task it captured there.
+ * the runtime ones it still waits for. What few tasks have (runtime
+ * in-edges, being a binding point) is in sorted lists, found by binary
+ * search where a flag says there is something to find.
  */
 struct sim {
 	/* tasks, as read (big arrays: capacities in bytes) */
@@ -90,13 +104,16 @@ struct sim {
 	size_t nrte, caprte;
 	/* derived; the per-task arrays all in one block */
 	void *block;
-	size_t bblock, bsucc, blgpu;
-	uint32_t *soff, *succ;    /* fixed successors: edge indices */
-	uint32_t *roff, *rin;     /* runtime in-edges by destination: rte indices */
-	uint32_t *loff, *lgpu;    /* tasks each task launches: edge indices */
-	uint32_t *cnt, *whead, *via;
+	size_t bblock, bsucc;
+	uint32_t *soff, *succ;    /* successors by a fixed or runtime edge: edge indices */
+	struct rin *rin;          /* runtime edges by destination */
+	size_t nrin;
+	struct bind *bind;        /* binding points, by task */
+	size_t nbind;
+	uint32_t *cnt, *whead;
 	int64_t *rs;
 	uint8_t *state;           /* 0 waiting, 1 bound, 2 done, 3 at its rendezvous */
+	uint8_t *fl;              /* F_* */
 	size_t nproc, cappt0;
 	int64_t *pt0;             /* per proc: when its rank's graph begins (job sections) */
 	int64_t *rank, *rt0;      /* the header's ranks and their starts */
@@ -119,6 +136,8 @@ struct sim {
 };
 
 #define HELD INT64_MAX /* busy[p]: a collective waits there for its peers */
+#define F_RTIN 1 /* fl: the task has runtime in-edges (in rin) */
+#define F_BIND 2 /* fl: the task is a binding point (in bind) */
 
 /*
  * The section's large arrays are mapped whole, a power of two times 64
@@ -218,16 +237,18 @@ sim_reset(struct sim *s)
 {
 	big_free(&s->block, &s->bblock);
 	big_free(&s->succ, &s->bsucc);
-	big_free(&s->lgpu, &s->blgpu);
-	free(s->rin), free(s->last), free(s->lastby), free(s->busy);
+	free(s->rin), free(s->bind), free(s->last), free(s->lastby), free(s->busy);
 	free(s->grp), free(s->goff), free(s->gmem), free(s->garr), free(s->gmax), free(s->held);
 	s->grp = s->goff = s->gmem = s->garr = s->held = NULL;
 	s->gmax = NULL;
 	s->nhn = 0;
-	s->soff = s->roff = s->rin = s->loff = NULL;
-	s->cnt = s->whead = s->via = s->last = s->lastby = NULL;
+	s->soff = NULL;
+	s->rin = NULL;
+	s->bind = NULL;
+	s->nrin = s->nbind = 0;
+	s->cnt = s->whead = s->last = s->lastby = NULL;
 	s->rs = s->busy = NULL;
-	s->state = NULL;
+	s->state = s->fl = NULL;
 	s->n = s->ne = s->nrte = s->nwn = s->nheap = 0;
 	s->nproc = 0;
 }
@@ -251,60 +272,126 @@ sim_release(struct sim *s)
 	free(s->rt0);
 }
 
-enum { FIXED, LAUNCH };
-
-static int
-keep(int which, uint8_t k)
-{
-	if (which == LAUNCH)
-		return (k & EK_KIND) == KG_E_LAUNCH;
-	return !(k & EK_RT) && (k & EK_KIND) != KG_E_RANK;
-}
-
 /*
- * The fixed successors (which) or the launches of every task: edge
- * indices by source, in edge order, by a counting sort into off[n + 2]
- * (zero) and *idxp, a big array. Counts go in off[src + 2], so that
- * placing at off[src + 1]++ leaves off[] the offsets themselves. The
- * fixed ones also count cnt[dst].
+ * The successors of every task by a fixed or runtime edge: edge indices
+ * by source, in edge order, by a counting sort into soff[n + 2] (zero)
+ * and succ. Counts go in soff[src + 2], so that placing at
+ * soff[src + 1]++ leaves soff[] the offsets themselves. Fixed edges
+ * count cnt[dst]. Runtime edges are there for the binding points'
+ * launches (see simulate); finish passes over them.
  */
 static void
-bucket(struct sim *s, int which, uint32_t *off, uint32_t **idxp, size_t *bidx)
+bucket(struct sim *s)
 {
 	size_t n = s->n, i;
-	uint32_t *idx;
+	uint32_t *off = s->soff;
 
 	for (i = 0; i < s->ne; i++)
-		if (keep(which, s->ekind[i])) {
+		if ((s->ekind[i] & EK_KIND) != KG_E_RANK) {
 			off[s->e[i].src + 2]++;
-			if (which == FIXED)
+			if (!(s->ekind[i] & EK_RT))
 				s->cnt[s->e[i].dst]++;
 		}
 	for (i = 2; i < n + 2; i++)
 		off[i] += off[i - 1];
-	big_grow(idxp, bidx, (off[n + 1] + 1) * sizeof(*idx));
-	idx = *idxp;
+	big_grow(&s->succ, &s->bsucc, (off[n + 1] + 1) * sizeof(*s->succ));
 	for (i = 0; i < s->ne; i++)
-		if (keep(which, s->ekind[i]))
-			idx[off[s->e[i].src + 1]++] = (uint32_t)i;
+		if ((s->ekind[i] & EK_KIND) != KG_E_RANK)
+			s->succ[off[s->e[i].src + 1]++] = (uint32_t)i;
 }
 
-/* The runtime edges by destination, in edge order (as bucket does). */
-static void
-bucket_rt(struct sim *s)
+/* Both lists sort by task, then edge order (bind's val is still an rte
+ * index then). */
+static int
+rin_cmp(const void *a, const void *b)
 {
-	size_t n = s->n, i;
-	uint32_t *off = s->roff;
+	const struct rin *x = a, *y = b;
 
-	for (i = 0; i < s->nrte; i++)
-		if (s->ekind[s->rte[i].e] & EK_RT)
-			off[s->e[s->rte[i].e].dst + 2]++;
-	for (i = 2; i < n + 2; i++)
-		off[i] += off[i - 1];
-	s->rin = xmalloc((off[n + 1] + 1) * sizeof(*s->rin));
-	for (i = 0; i < s->nrte; i++)
-		if (s->ekind[s->rte[i].e] & EK_RT)
-			s->rin[off[s->e[s->rte[i].e].dst + 1]++] = (uint32_t)i;
+	if (x->dst != y->dst)
+		return x->dst < y->dst ? -1 : 1;
+	return x->r < y->r ? -1 : x->r > y->r;
+}
+
+static int
+bind_cmp(const void *a, const void *b)
+{
+	const struct bind *x = a, *y = b;
+
+	if (x->task != y->task)
+		return x->task < y->task ? -1 : 1;
+	return x->val < y->val ? -1 : x->val > y->val;
+}
+
+/*
+ * The runtime edges by destination, and the binding points with the
+ * stream each binds on (the last runtime edge's, in edge order), each
+ * task flagged in fl.
+ */
+static void
+runtime_lists(struct sim *s)
+{
+	size_t i, j;
+
+	s->rin = xmalloc((s->nrte + 1) * sizeof(*s->rin));
+	s->bind = xmalloc((s->nrte + 1) * sizeof(*s->bind));
+	for (i = 0; i < s->nrte; i++) {
+		const struct rtedge *r = &s->rte[i];
+
+		if (!(s->ekind[r->e] & EK_RT))
+			continue;
+		s->rin[s->nrin].dst = r->dst;
+		s->rin[s->nrin++].r = (uint32_t)i;
+		s->fl[r->dst] |= F_RTIN;
+		if (r->via != r->dst) {
+			s->bind[s->nbind].task = r->via;
+			s->bind[s->nbind++].val = (uint32_t)i;
+		}
+	}
+	qsort(s->rin, s->nrin, sizeof(*s->rin), rin_cmp);
+	qsort(s->bind, s->nbind, sizeof(*s->bind), bind_cmp);
+	/* one entry a binding point, its last edge's stream */
+	for (i = j = 0; i < s->nbind; i++) {
+		if (j > 0 && s->bind[j - 1].task == s->bind[i].task)
+			j--;
+		s->bind[j].task = s->bind[i].task;
+		s->bind[j++].val = s->rte[s->bind[i].val].on;
+		s->fl[s->bind[i].task] |= F_BIND;
+	}
+	s->nbind = j;
+}
+
+/* The first of rin whose destination is x (x has some: F_RTIN). */
+static size_t
+rin_first(const struct sim *s, uint32_t x)
+{
+	size_t lo = 0, hi = s->nrin;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->rin[mid].dst < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Binding point x's entry (x is one: F_BIND). */
+static struct bind *
+bind_of(const struct sim *s, uint32_t x)
+{
+	size_t lo = 0, hi = s->nbind;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->bind[mid].task < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return &s->bind[lo];
 }
 
 /*
@@ -315,17 +402,18 @@ bucket_rt(struct sim *s)
 static int64_t
 bind_runtime(struct sim *s, uint32_t x, int64_t t)
 {
-	uint32_t k;
+	size_t k;
 
-	for (k = s->roff[x]; k < s->roff[x + 1]; k++) {
-		const struct rtedge *r = &s->rte[s->rin[k]];
+	for (k = s->fl[x] & F_RTIN ? rin_first(s, x) : s->nrin;
+	    k < s->nrin && s->rin[k].dst == x; k++) {
+		const struct rtedge *r = &s->rte[s->rin[k].r];
 		const struct sedge *e = &s->e[r->e];
 		uint32_t b;
 
 		if (r->via == x)
 			b = s->last[r->on];
 		else if (s->state[r->via] == 2)
-			b = s->via[r->via];
+			b = bind_of(s, r->via)->val;
 		else
 			b = e->src; /* the binding point has not run: keep the trace's */
 		if (b == KG_NONE || b == x)
@@ -362,26 +450,34 @@ finish(struct sim *s, uint32_t x)
 	uint32_t k;
 
 	s->state[x] = 2;
-	/* Launches: what this call puts on streams is now launched (the
-	 * latest of them, when it puts several on one stream). */
-	for (k = s->loff[x]; k < s->loff[x + 1]; k++) {
-		uint32_t gt = s->e[s->lgpu[k]].dst, q = s->proc[gt];
-
-		if (s->lastby[q] != x || gt > s->last[q]) {
-			s->last[q] = gt;
-			s->lastby[q] = x;
-		}
-	}
-	if (s->via[x] != KG_NONE)
-		s->via[x] = s->last[s->via[x]];
 	for (k = s->soff[x]; k < s->soff[x + 1]; k++) {
 		const struct sedge *e = &s->e[s->succ[k]];
+		uint8_t ek = s->ekind[s->succ[k]];
 		int64_t r = end + e->delay;
 
+		if (ek & EK_RT)
+			continue; /* bound by its destination, in bind_runtime */
+		/* Launches: what this call puts on streams is now launched
+		 * (the latest of them, when it puts several on one stream).
+		 * The order against the other successors does not matter:
+		 * they only become ready, and the heap orders them. */
+		if ((ek & EK_KIND) == KG_E_LAUNCH) {
+			uint32_t q = s->proc[e->dst];
+
+			if (s->lastby[q] != x || e->dst > s->last[q]) {
+				s->last[q] = e->dst;
+				s->lastby[q] = x;
+			}
+		}
 		if (r > s->rs[e->dst])
 			s->rs[e->dst] = r;
 		if (--s->cnt[e->dst] == 0)
 			heap_push(s, s->rs[e->dst], e->dst);
+	}
+	if (s->fl[x] & F_BIND) {
+		struct bind *b = bind_of(s, x);
+
+		b->val = s->last[b->val];
 	}
 	for (k = s->whead[x]; k != KG_NONE; k = s->wn[k].next) {
 		uint32_t w = s->wn[k].task;
@@ -456,42 +552,37 @@ simulate(struct sim *s)
 	size_t n = s->n, i, done = 0;
 	uint32_t k;
 
-	/* one block, zero: rs; cnt, whead, via; soff, loff, roff; state */
-	big_grow(&s->block, &s->bblock, n * (8 + 3 * 4 + 1) + 3 * (n + 2) * 4);
+	/* one block, zero: rs; cnt, whead; soff; state, fl */
+	big_grow(&s->block, &s->bblock, n * (8 + 2 * 4 + 2) + (n + 2) * 4);
 	s->rs = s->block;
 	s->cnt = (uint32_t *)(s->rs + n);
 	s->whead = s->cnt + n;
-	s->via = s->whead + n;
-	s->soff = s->via + n;
-	s->loff = s->soff + n + 2;
-	s->roff = s->loff + n + 2;
-	s->state = (uint8_t *)(s->roff + n + 2);
+	s->soff = s->whead + n;
+	s->state = (uint8_t *)(s->soff + n + 2);
+	s->fl = s->state + n;
 	s->last = xmalloc(s->nproc * sizeof(*s->last));
 	s->lastby = xmalloc(s->nproc * sizeof(*s->lastby));
 	s->busy = xcalloc(s->nproc, sizeof(*s->busy));
-	memset(s->whead, 0xff, 2 * n * sizeof(*s->whead)); /* whead, via: KG_NONE */
+	memset(s->whead, 0xff, n * sizeof(*s->whead)); /* KG_NONE */
 	for (i = 0; i < s->nproc; i++)
 		s->last[i] = s->lastby[i] = KG_NONE;
-	bucket(s, LAUNCH, s->loff, &s->lgpu, &s->blgpu);
+	bucket(s);
 	/* A runtime edge from a task its binding point launched (a blocking
 	 * copy's) is fixed: that task is the one. */
 	for (i = 0; i < s->nrte; i++) {
 		const struct rtedge *r = &s->rte[i];
 
-		for (k = s->loff[r->via]; k < s->loff[r->via + 1]; k++)
-			if (s->e[s->lgpu[k]].dst == s->e[r->e].src) {
+		for (k = s->soff[r->via]; k < s->soff[r->via + 1]; k++) {
+			uint32_t j = s->succ[k];
+
+			if ((s->ekind[j] & EK_KIND) == KG_E_LAUNCH && s->e[j].dst == s->e[r->e].src) {
 				s->ekind[r->e] &= (uint8_t)~EK_RT;
+				s->cnt[r->dst]++;
 				break;
 			}
+		}
 	}
-	bucket(s, FIXED, s->soff, &s->succ, &s->bsucc);
-	bucket_rt(s);
-	for (i = 0; i < s->nrte; i++) {
-		const struct rtedge *r = &s->rte[i];
-
-		if ((s->ekind[r->e] & EK_RT) && r->via != s->e[r->e].dst)
-			s->via[r->via] = r->on;
-	}
+	runtime_lists(s);
 	for (i = 0; i < n; i++)
 		if (s->cnt[i] == 0)
 			heap_push(s, s->pt0[s->proc[i]], (uint32_t)i);
@@ -714,7 +805,7 @@ process(const char *path, struct gout *g, struct sim *s)
 				k = KG_NEDGE_KIND;
 			if ((re->kind == KG_E_SYNC || re->kind == KG_E_EVENT) && re->on < s->nproc &&
 			    re->via < s->n) {
-				struct rtedge r = { (uint32_t)s->ne, re->on, re->via };
+				struct rtedge r = { (uint32_t)s->ne, re->on, re->via, re->dst };
 
 				VEC_PUSH(s->rte, s->nrte, s->caprte, r);
 				k |= EK_RT;

@@ -10,15 +10,15 @@
  * `via` ran", so an edit that adds or moves kernels keeps them right.
  * Original timestamps are never read.
  *
- * State: one section at a time: about 75 bytes a task and 44 an edge for
- * the simulation, and the input records since the last frame boundary
- * (at most a frame, 2 MiB from kgraph's writers; see run_frames).
+ * State: one section at a time: about 39 bytes a task and 21 an edge for
+ * the simulation (struct sim), and the input records since the last
+ * frame boundary (at most a frame, 2 MiB from kgraph's writers; see
+ * run_frames).
  */
 #define _GNU_SOURCE /* mremap */
 #include <sys/mman.h>
 
 #include <getopt.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -277,8 +277,9 @@ sim_release(struct sim *s)
  * by source, in edge order, by a counting sort into soff[n + 2] (zero)
  * and succ. Counts go in soff[src + 2], so that placing at
  * soff[src + 1]++ leaves soff[] the offsets themselves. Fixed edges
- * count cnt[dst]. Runtime edges are there for the binding points'
- * launches (see simulate); finish passes over them.
+ * count cnt[dst]. Runtime edges are in it too, since some turn out fixed
+ * once the launches are known (see simulate); finish passes over those
+ * that stay runtime edges.
  */
 static void
 bucket(struct sim *s)

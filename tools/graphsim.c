@@ -43,10 +43,18 @@ static const char help[] =
 /*
  * An edge as read. Its kind, and whether it is bound while simulating,
  * are in the section's ekind bytes; a runtime edge's `on` and `via` are
- * in its struct rtedge (few edges have them).
+ * in its struct rtedge (few edges have them). A delay of 2^32 - 1 ns
+ * (4.3 s) or more is DL_LONG here, its value in the section's long
+ * delays (by edge index).
  */
 struct sedge {
-	uint32_t src, dst;
+	uint32_t src, dst, dl;
+};
+
+#define DL_LONG UINT32_MAX
+
+struct longdl {
+	uint32_t e;
 	int64_t delay;
 };
 
@@ -102,6 +110,8 @@ struct sim {
 	size_t ne, cape, be, bekind;
 	struct rtedge *rte;
 	size_t nrte, caprte;
+	struct longdl *ldl;
+	size_t nldl, capldl;
 	/* derived; the per-task arrays all in one block */
 	void *block;
 	size_t bblock, bsucc;
@@ -249,7 +259,7 @@ sim_reset(struct sim *s)
 	s->cnt = s->whead = s->last = s->lastby = NULL;
 	s->rs = s->busy = NULL;
 	s->state = s->fl = NULL;
-	s->n = s->ne = s->nrte = s->nwn = s->nheap = 0;
+	s->n = s->ne = s->nrte = s->nldl = s->nwn = s->nheap = 0;
 	s->nproc = 0;
 }
 
@@ -264,6 +274,7 @@ sim_release(struct sim *s)
 	big_free(&s->e, &s->be);
 	big_free(&s->ekind, &s->bekind);
 	free(s->rte);
+	free(s->ldl);
 	free(s->wn);
 	free(s->heap);
 	free(s->hn);
@@ -395,6 +406,25 @@ bind_of(const struct sim *s, uint32_t x)
 	return &s->bind[lo];
 }
 
+/* Edge i's delay. */
+static int64_t
+delay_of(const struct sim *s, uint32_t i)
+{
+	size_t lo = 0, hi = s->nldl;
+
+	if (s->e[i].dl != DL_LONG)
+		return s->e[i].dl;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->ldl[mid].e < i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return s->ldl[lo].delay;
+}
+
 /*
  * Bind task x's runtime dependencies. Returns the time it may start, or
  * -1 when it must wait for a bound task not yet scheduled (it is then on
@@ -409,6 +439,7 @@ bind_runtime(struct sim *s, uint32_t x, int64_t t)
 	    k < s->nrin && s->rin[k].dst == x; k++) {
 		const struct rtedge *r = &s->rte[s->rin[k].r];
 		const struct sedge *e = &s->e[r->e];
+		int64_t dl = delay_of(s, r->e);
 		uint32_t b;
 
 		if (r->via == x)
@@ -420,10 +451,10 @@ bind_runtime(struct sim *s, uint32_t x, int64_t t)
 		if (b == KG_NONE || b == x)
 			continue;
 		if (s->state[b] == 2) {
-			if (s->dend[b] + e->delay > t)
-				t = s->dend[b] + e->delay;
+			if (s->dend[b] + dl > t)
+				t = s->dend[b] + dl;
 		} else {
-			struct wnode w = { x, s->whead[b], e->delay };
+			struct wnode w = { x, s->whead[b], dl };
 
 			VEC_PUSH(s->wn, s->nwn, s->capwn, w);
 			s->whead[b] = (uint32_t)(s->nwn - 1);
@@ -454,7 +485,7 @@ finish(struct sim *s, uint32_t x)
 	for (k = s->soff[x]; k < s->soff[x + 1]; k++) {
 		const struct sedge *e = &s->e[s->succ[k]];
 		uint8_t ek = s->ekind[s->succ[k]];
-		int64_t r = end + e->delay;
+		int64_t r = end + (e->dl != DL_LONG ? e->dl : delay_of(s, s->succ[k]));
 
 		if (ek & EK_RT)
 			continue; /* bound by its destination, in bind_runtime */
@@ -798,7 +829,14 @@ process(const char *path, struct gout *g, struct sim *s)
 			}
 			s->e[s->ne].src = re->src;
 			s->e[s->ne].dst = re->dst;
-			s->e[s->ne].delay = re->delay;
+			if (re->delay < DL_LONG) {
+				s->e[s->ne].dl = (uint32_t)re->delay;
+			} else {
+				struct longdl l = { (uint32_t)s->ne, re->delay };
+
+				s->e[s->ne].dl = DL_LONG;
+				VEC_PUSH(s->ldl, s->nldl, s->capldl, l);
+			}
 			/* Only a runtime call launches: a `launch` edge from any
 			 * other task (kineto2graph's anchor for work launched
 			 * before the window) is a plain dependency. */

@@ -24,15 +24,12 @@ const char *const kg_phase_name[KG_NPHASE] = { "", "fwd", "bwd", "opt", "other" 
 #define FRAME_MAX (2 * 1024 * 1024)
 #define IN_CHUNK (128 * 1024)
 
+static inline int lookup(const char *const *table, int n, const char *s, size_t len);
+
 int
 kg_lookup(const char *const *table, int n, const char *name, size_t len)
 {
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (strlen(table[i]) == len && memcmp(table[i], name, len) == 0)
-			return i;
-	return -1;
+	return lookup(table, n, name, len);
 }
 
 static void
@@ -45,15 +42,25 @@ seterr(char *err, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * Field by field: the reader starts every task from here, and a memset
+ * of the struct first (a string instruction) costs more than the stores.
+ */
 void
 kg_task_init(struct kg_task *t)
 {
-	memset(t, 0, sizeof(*t));
-	t->proc = t->name = t->op = t->shapes = KG_NONE;
+	t->id = 0;
+	t->proc = t->name = KG_NONE;
+	t->kind = 0;
+	t->dur = t->ts = 0;
+	t->odur = t->iter = t->corr = -1;
+	t->op = t->shapes = KG_NONE;
+	t->bytes = 0;
+	t->coll = 0;
+	t->gsize = t->seq = -1;
 	t->pg = t->pgr = t->dtype = KG_NONE;
-	t->iter = t->corr = t->gsize = t->seq = -1;
+	t->phase = 0;
 	t->mb = t->layer = t->stage = -1;
-	t->odur = -1;
 }
 
 void
@@ -442,28 +449,150 @@ kg_write_cov(struct kg_writer *w, const struct kg_cov *c)
 	return record_done(w);
 }
 
+/* The bytes msgpack-c's msgpack_pack_int64 writes for d. */
+static size_t
+i64_len(int64_t d)
+{
+	if (d < -(1LL << 5))
+		return d < -(1LL << 15) ? (d < -(1LL << 31) ? 9 : 5) : (d < -(1 << 7) ? 3 : 2);
+	if (d < (1 << 7))
+		return 1;
+	return d < (1LL << 16) ? (d < (1 << 8) ? 2 : 3) : (d < (1LL << 32) ? 5 : 9);
+}
+
+/* Write d at p as msgpack_pack_int64 would; returns the end. */
+static unsigned char *
+put_i64(unsigned char *p, int64_t d)
+{
+	uint64_t u = (uint64_t)d;
+
+	switch (i64_len(d)) {
+	case 1:
+		p[0] = (unsigned char)u;
+		return p + 1;
+	case 2:
+		p[0] = d < 0 ? 0xd0 : 0xcc;
+		p[1] = (unsigned char)u;
+		return p + 2;
+	case 3:
+		p[0] = d < 0 ? 0xd1 : 0xcd;
+		p[1] = (unsigned char)(u >> 8);
+		p[2] = (unsigned char)u;
+		return p + 3;
+	case 5:
+		p[0] = d < 0 ? 0xd2 : 0xce;
+		p[1] = (unsigned char)(u >> 24);
+		p[2] = (unsigned char)(u >> 16);
+		p[3] = (unsigned char)(u >> 8);
+		p[4] = (unsigned char)u;
+		return p + 5;
+	default:
+		p[0] = d < 0 ? 0xd3 : 0xcf;
+		p[1] = (unsigned char)(u >> 56);
+		p[2] = (unsigned char)(u >> 48);
+		p[3] = (unsigned char)(u >> 40);
+		p[4] = (unsigned char)(u >> 32);
+		p[5] = (unsigned char)(u >> 24);
+		p[6] = (unsigned char)(u >> 16);
+		p[7] = (unsigned char)(u >> 8);
+		p[8] = (unsigned char)u;
+		return p + 9;
+	}
+}
+
+/* Room for n more bytes in the packer's buffer; where they go. */
+static unsigned char *
+sbuf_room(struct kg_writer *w, size_t n)
+{
+	if (w->sbuf.alloc - w->sbuf.size < n) {
+		size_t cap = w->sbuf.alloc > 0 ? w->sbuf.alloc : 8192;
+
+		while (cap - w->sbuf.size < n)
+			cap *= 2;
+		w->sbuf.data = xrealloc(w->sbuf.data, cap);
+		w->sbuf.alloc = cap;
+	}
+	return (unsigned char *)w->sbuf.data + w->sbuf.size;
+}
+
+#define SIM_PIECE (1 << 20) /* a large sim record is compressed a piece at a time */
+#define SIM_BATCH 4096      /* values encoded between checks of the piece's size */
+
+/*
+ * A sim record's arrays, appended to the buffer. A large record (one
+ * that closes its frame, as record_done would) goes to zstd a piece at
+ * a time instead of whole: the same bytes in the same frame, so the same
+ * output (the frame's size is pledged when the record opens it, as a
+ * single call with the whole frame would tell zstd; the last piece is
+ * kept large, so zstd takes its buffered path to the end as it would
+ * have for the whole), without holding tens of MB.
+ * `left` is the bytes of the frame still to be appended, from the
+ * start of a.
+ */
+static int
+sim_values(struct kg_writer *w, const int64_t *a, size_t n, int big, size_t *left)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i = j) {
+		size_t m = n - i < SIM_BATCH ? n - i : SIM_BATCH, before = w->sbuf.size;
+		unsigned char *p = sbuf_room(w, 9 * m);
+
+		for (j = i; j < i + m; j++)
+			p = put_i64(p, a[j]);
+		w->sbuf.size = (size_t)((char *)p - w->sbuf.data);
+		*left -= w->sbuf.size - before;
+		if (big && w->sbuf.size >= SIM_PIECE && *left >= SIM_PIECE / 2 &&
+		    flush(w, ZSTD_e_continue) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int
 kg_write_sim(struct kg_writer *w, size_t n, const int64_t *ss, const int64_t *se)
 {
 	msgpack_packer *pk = &w->pk;
 	int64_t makespan = 0;
-	size_t i;
+	size_t i, body = 0, left;
+	int big;
 
-	for (i = 0; i < n; i++)
+	if (w->failed)
+		return -1;
+	for (i = 0; i < n; i++) {
 		if (se[i] > makespan)
 			makespan = se[i];
+		body += i64_len(ss[i]) + i64_len(se[i]);
+	}
 	msgpack_pack_map(pk, 5);
 	pk_kv_str(pk, "r", "sim");
 	pk_kv_i64(pk, "tasks", (int64_t)n);
 	pk_kv_i64(pk, "makespan", makespan);
 	pk_cstr(pk, "ss");
 	msgpack_pack_array(pk, n);
-	for (i = 0; i < n; i++)
-		msgpack_pack_int64(pk, ss[i]);
-	pk_cstr(pk, "se");
-	msgpack_pack_array(pk, n);
-	for (i = 0; i < n; i++)
-		msgpack_pack_int64(pk, se[i]);
+	/* the arrays, with the "se" key and array head between them */
+	left = body + 3 + (n < 16 ? 1 : n < 65536 ? 3 : 5);
+	big = w->framed + w->sbuf.size + left >= FRAME_MAX;
+	if (big && w->framed == 0) {
+		size_t r = ZSTD_CCtx_setPledgedSrcSize(w->cctx, w->sbuf.size + left);
+
+		if (ZSTD_isError(r)) {
+			seterr(w->err, "zstd: %s", ZSTD_getErrorName(r));
+			w->failed = 1;
+			return -1;
+		}
+	}
+	if (sim_values(w, ss, n, big, &left) < 0)
+		return -1;
+	{
+		size_t before = w->sbuf.size;
+
+		pk_cstr(pk, "se");
+		msgpack_pack_array(pk, n);
+		left -= w->sbuf.size - before;
+	}
+	if (sim_values(w, se, n, big, &left) < 0)
+		return -1;
 	return record_done(w);
 }
 
@@ -576,6 +705,48 @@ kg_rec_release(struct kg_rec *rec)
 	kg_cov_release(&rec->cov);
 }
 
+/* The enums the decoder reads, in the order of kg_reader.ecode. */
+enum { EN_TASK, EN_EDGE, EN_HOW, EN_COLL, EN_PHASE, EN_N };
+
+static const struct {
+	const char *const *name;
+	int n;
+} enums[EN_N] = {
+	{ kg_task_kind_name, KG_NTASK_KIND }, { kg_edge_kind_name, KG_NEDGE_KIND },
+	{ kg_how_name, KG_NHOW }, { kg_coll_name, KG_NCOLL }, { kg_phase_name, KG_NPHASE }
+};
+
+_Static_assert(KG_NTASK_KIND <= 16 && KG_NEDGE_KIND <= 16 && KG_NHOW <= 16 &&
+    KG_NCOLL <= 16 && KG_NPHASE <= 16, "kg_reader.ecode holds 16 names an enum");
+
+/* Up to 8 bytes of s as a number, the way fast_enum loads them. */
+static uint64_t
+code8(const char *s, size_t len)
+{
+	unsigned char b[8] = { 0 };
+	uint64_t c;
+
+	memcpy(b, s, len < 8 ? len : 8);
+	memcpy(&c, b, 8);
+	return c;
+}
+
+static void
+enum_codes(struct kg_reader *r)
+{
+	int i, j;
+
+	for (i = 0; i < EN_N; i++)
+		for (j = 0; j < enums[i].n; j++) {
+			size_t len = strlen(enums[i].name[j]);
+
+			/* a longer name is never matched here: the general
+			 * decoder reads it */
+			r->elen[i][j] = (unsigned char)(len <= 8 ? len : 0xff);
+			r->ecode[i][j] = code8(enums[i].name[j], len);
+		}
+}
+
 int
 kg_reader_init(struct kg_reader *r, FILE *fp)
 {
@@ -587,6 +758,7 @@ kg_reader_init(struct kg_reader *r, FILE *fp)
 		return -1;
 	}
 	r->in = xmalloc(IN_CHUNK);
+	enum_codes(r);
 	return 0;
 }
 
@@ -789,7 +961,7 @@ fielderr(struct dec *d, const char *key, const char *what)
 }
 
 static int
-get_i64(struct dec *d, const char *key, int64_t *v)
+get_i64_slow(struct dec *d, const char *key, int64_t *v)
 {
 	struct mp_val x;
 
@@ -807,7 +979,7 @@ get_i64(struct dec *d, const char *key, int64_t *v)
 }
 
 static int
-get_u32(struct dec *d, const char *key, uint32_t *v)
+get_u32_slow(struct dec *d, const char *key, uint32_t *v)
 {
 	struct mp_val x;
 
@@ -818,6 +990,103 @@ get_u32(struct dec *d, const char *key, uint32_t *v)
 		return 0;
 	}
 	return fielderr(d, key, "an id");
+}
+
+/*
+ * The fast path for tasks and edges, which are nearly all of a stream:
+ * a local cursor over bytes known to hold any key and value the writers
+ * put there (FAST_ROOM), reading only the heads they use. A pair it does
+ * not take (any other head, an unknown key, the buffer's last bytes)
+ * goes to the general loop, which starts again at that pair and says
+ * what is wrong, if anything is.
+ */
+#define FAST_ROOM 16 /* a key of up to 4 bytes (5 with its head), then an integer (9) or 9 bytes of a name */
+#define INT_ROOM 9     /* the longest integer */
+
+/* An integer of up to 63 bits; NULL for any other head. */
+static inline const unsigned char *
+fast_i64(const unsigned char *p, int64_t *v)
+{
+	switch (p[0]) {
+	case 0xcc:
+		*v = p[1];
+		return p + 2;
+	case 0xcd:
+		*v = (int64_t)p[1] << 8 | p[2];
+		return p + 3;
+	case 0xce:
+		*v = (int64_t)p[1] << 24 | (int64_t)p[2] << 16 | (int64_t)p[3] << 8 | p[4];
+		return p + 5;
+	case 0xcf:
+		if (p[1] >= 0x80)
+			return NULL;
+		*v = (int64_t)((uint64_t)p[1] << 56 | (uint64_t)p[2] << 48 | (uint64_t)p[3] << 40 |
+		    (uint64_t)p[4] << 32 | (uint64_t)p[5] << 24 | (uint64_t)p[6] << 16 |
+		    (uint64_t)p[7] << 8 | p[8]);
+		return p + 9;
+	default:
+		if (p[0] < 0x80) {
+			*v = p[0];
+			return p + 1;
+		}
+		if (p[0] >= 0xe0) {
+			*v = (int8_t)p[0];
+			return p + 1;
+		}
+		return NULL;
+	}
+}
+
+/* An id (below KG_NONE); NULL for any other head. */
+static inline const unsigned char *
+fast_id(const unsigned char *p, uint32_t *v)
+{
+	uint32_t x;
+
+	switch (p[0]) {
+	case 0xcc:
+		*v = p[1];
+		return p + 2;
+	case 0xcd:
+		*v = (uint32_t)p[1] << 8 | p[2];
+		return p + 3;
+	case 0xce:
+		x = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
+		if (x == KG_NONE)
+			return NULL;
+		*v = x;
+		return p + 5;
+	default:
+		if (p[0] < 0x80) {
+			*v = p[0];
+			return p + 1;
+		}
+		return NULL;
+	}
+}
+
+static inline int
+get_i64(struct dec *d, const char *key, int64_t *v)
+{
+	const unsigned char *q;
+
+	if (d->c.end - d->c.p >= INT_ROOM && (q = fast_i64(d->c.p, v)) != NULL) {
+		d->c.p = q;
+		return 0;
+	}
+	return get_i64_slow(d, key, v);
+}
+
+static inline int
+get_u32(struct dec *d, const char *key, uint32_t *v)
+{
+	const unsigned char *q;
+
+	if (d->c.end - d->c.p >= INT_ROOM && (q = fast_id(d->c.p, v)) != NULL) {
+		d->c.p = q;
+		return 0;
+	}
+	return get_u32_slow(d, key, v);
 }
 
 static int
@@ -834,6 +1103,24 @@ get_str(struct dec *d, const char *key, const char **s, size_t *len)
 	return 0;
 }
 
+/* Index of the string s[0..len) in table[0..n), or -1. */
+static inline int
+lookup(const char *const *table, int n, const char *s, size_t len)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		const char *t = table[i];
+		size_t j;
+
+		for (j = 0; j < len && t[j] != '\0' && t[j] == s[j]; j++)
+			;
+		if (j == len && t[j] == '\0')
+			return i;
+	}
+	return -1;
+}
+
 static int
 get_enum(struct dec *d, const char *key, const char *const *table, int n, int *v)
 {
@@ -843,7 +1130,7 @@ get_enum(struct dec *d, const char *key, const char *const *table, int n, int *v
 
 	if (get_str(d, key, &s, &len) < 0)
 		return -1;
-	i = kg_lookup(table, n, s, len);
+	i = lookup(table, n, s, len);
 	if (i < 0) {
 		seterr(d->r->err, "record %llu: field %s: unknown value '%.*s'",
 		    (unsigned long long)d->r->nrec + 1, key, (int)(len > 40 ? 40 : len), s);
@@ -855,7 +1142,7 @@ get_enum(struct dec *d, const char *key, const char *const *table, int n, int *v
 
 /* The next key of a map, which must be a string. */
 static int
-get_key(struct dec *d, struct mp_val *k)
+get_key_slow(struct dec *d, struct mp_val *k)
 {
 	if (mp_next(&d->c, k) < 0)
 		return -1;
@@ -865,6 +1152,46 @@ get_key(struct dec *d, struct mp_val *k)
 		return -1;
 	}
 	return 0;
+}
+
+static inline int
+get_key(struct dec *d, struct mp_val *k)
+{
+	const unsigned char *p = d->c.p;
+
+	if (p < d->c.end && (*p & 0xe0) == 0xa0 &&
+	    (size_t)(d->c.end - p) > (size_t)(*p & 0x1f)) {
+		k->type = MP_STR;
+		k->s = (const char *)p + 1;
+		k->n = *p & 0x1f;
+		d->c.p = p + 1 + k->n;
+		return 0;
+	}
+	return get_key_slow(d, k);
+}
+
+/*
+ * A short key as one number, for a switch: its length, then its bytes;
+ * KC_LONG for keys of more than 7 bytes, which no decoder below knows.
+ */
+#define KC_LONG UINT64_MAX
+#define KC1(a) ((uint64_t)1 << 8 | (uint64_t)(a))
+#define KC2(a, b) ((uint64_t)2 << 16 | (uint64_t)(a) << 8 | (uint64_t)(b))
+#define KC3(a, b, c) ((uint64_t)3 << 24 | (uint64_t)(a) << 16 | (uint64_t)(b) << 8 | (uint64_t)(c))
+#define KC4(a, b, c, e) ((uint64_t)4 << 32 | (uint64_t)(a) << 24 | (uint64_t)(b) << 16 | \
+	(uint64_t)(c) << 8 | (uint64_t)(e))
+
+static inline uint64_t
+key_code(const struct mp_val *k)
+{
+	uint64_t c = k->n;
+	uint32_t j;
+
+	if (k->n > 7)
+		return KC_LONG;
+	for (j = 0; j < k->n; j++)
+		c = c << 8 | (unsigned char)k->s[j];
+	return c;
 }
 
 static int
@@ -1116,91 +1443,229 @@ dec_proc(struct dec *d, uint32_t npairs, struct kg_proc *p)
 	return check_str_ref(d, "n", p->name);
 }
 
+/*
+ * A fixstr naming a value of enum `which` (EN_*), matched on its first 8
+ * bytes as one number; NULL for anything else. The 9 bytes from p must
+ * be in hand.
+ */
+static inline const unsigned char *
+fast_enum(const unsigned char *p, const struct kg_reader *r, int which, int *v)
+{
+	size_t len = p[0] & 0x1f;
+	uint64_t c;
+	int i;
+
+	if ((p[0] & 0xe0) != 0xa0 || len > 8)
+		return NULL;
+	memcpy(&c, p + 1, 8);
+	if (len < 8) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+		c &= ~(~(uint64_t)0 >> (8 * len));
+#else
+		c &= ((uint64_t)1 << (8 * len)) - 1;
+#endif
+	}
+	for (i = 0; i < enums[which].n; i++)
+		if (r->ecode[which][i] == c && r->elen[which][i] == len) {
+			*v = i;
+			return p + 1 + len;
+		}
+	return NULL;
+}
+
+/* The key at p (fixstr, 1 to 4 bytes) as a KC code, or 0. */
+static inline uint64_t
+fast_key(const unsigned char *p)
+{
+	switch (p[0]) {
+	case 0xa1:
+		return KC1(p[1]);
+	case 0xa2:
+		return KC2(p[1], p[2]);
+	case 0xa3:
+		return KC3(p[1], p[2], p[3]);
+	case 0xa4:
+		return KC4(p[1], p[2], p[3], p[4]);
+	default:
+		return 0;
+	}
+}
+
+/* One pair of a task record, any key and value; see dec_task. */
 static int
-dec_task(struct dec *d, uint32_t npairs, struct kg_task *t)
+task_pair(struct dec *d, struct kg_task *t, int *have)
+{
+	struct mp_val k, x;
+	int rc;
+
+	if (get_key(d, &k) < 0)
+		return -1;
+	switch (key_code(&k)) {
+	case KC1('p'):
+		rc = get_u32(d, "p", &t->proc), *have |= 1;
+		break;
+	case KC1('k'):
+		rc = get_enum(d, "k", kg_task_kind_name, KG_NTASK_KIND, &t->kind), *have |= 2;
+		break;
+	case KC1('n'):
+		rc = get_u32(d, "n", &t->name), *have |= 4;
+		break;
+	case KC1('d'):
+		rc = get_i64(d, "d", &t->dur), *have |= 8;
+		break;
+	case KC2('i', 'd'):
+		rc = get_u32(d, "id", &t->id);
+		break;
+	case KC2('t', 's'):
+		rc = get_i64(d, "ts", &t->ts), *have |= 16;
+		break;
+	case KC2('i', 't'):
+		rc = get_i64(d, "it", &t->iter), *have |= 32;
+		break;
+	case KC2('o', 'd'):
+		rc = get_i64(d, "od", &t->odur);
+		break;
+	case KC2('o', 'p'):
+		rc = get_u32(d, "op", &t->op);
+		break;
+	case KC2('s', 'h'):
+		rc = get_u32(d, "sh", &t->shapes);
+		break;
+	case KC2('b', 'y'):
+		rc = mp_next(&d->c, &x);
+		if (rc == 0 && x.type != MP_UINT)
+			return fielderr(d, "by", "an integer");
+		t->bytes = x.u;
+		break;
+	case KC2('g', 's'):
+		rc = get_i64(d, "gs", &t->gsize);
+		break;
+	case KC2('p', 'g'):
+		rc = get_u32(d, "pg", &t->pg);
+		break;
+	case KC2('d', 't'):
+		rc = get_u32(d, "dt", &t->dtype);
+		break;
+	case KC2('p', 'h'):
+		rc = get_enum(d, "ph", kg_phase_name, KG_NPHASE, &t->phase);
+		break;
+	case KC2('m', 'b'):
+		rc = get_i64(d, "mb", &t->mb);
+		break;
+	case KC2('l', 'y'):
+		rc = get_i64(d, "ly", &t->layer);
+		break;
+	case KC2('s', 't'):
+		rc = get_i64(d, "st", &t->stage);
+		break;
+	case KC4('c', 'o', 'r', 'r'):
+		rc = get_i64(d, "corr", &t->corr);
+		break;
+	case KC4('c', 'o', 'l', 'l'):
+		rc = get_enum(d, "coll", kg_coll_name, KG_NCOLL, &t->coll);
+		break;
+	case KC3('p', 'g', 'r'):
+		rc = get_u32(d, "pgr", &t->pgr);
+		break;
+	case KC3('s', 'e', 'q'):
+		rc = get_i64(d, "seq", &t->seq);
+		break;
+	default:
+		rc = mp_skip(&d->c);
+	}
+	return rc;
+}
+
+static int
+dec_task(struct dec *d, uint32_t npairs, struct kg_task *restrict t)
 {
 	struct kg_reader *r = d->r;
-	struct mp_val k, x;
+	const unsigned char *p = d->c.p, *end = d->c.end, *q;
 	uint32_t i;
 	int have = 0;
 
 	kg_task_init(t);
 	t->id = KG_NONE;
-	for (i = 0; i < npairs; i++) {
-		int rc = 0;
-
-		if (get_key(d, &k) < 0)
-			return -1;
-		switch (k.n) {
-		case 1:
-			switch (k.s[0]) {
-			case 'p':
-				rc = get_u32(d, "p", &t->proc), have |= 1;
+	for (i = 0; i < npairs; i++, p = q) {
+		if (end - p >= FAST_ROOM) {
+			q = p + 1 + (p[0] & 0x1f);
+			switch (fast_key(p)) {
+			case KC1('p'):
+				q = fast_id(q, &t->proc), have |= 1;
 				break;
-			case 'k':
-				rc = get_enum(d, "k", kg_task_kind_name, KG_NTASK_KIND, &t->kind), have |= 2;
+			case KC1('k'):
+				q = fast_enum(q, r, EN_TASK, &t->kind);
+				have |= 2;
 				break;
-			case 'n':
-				rc = get_u32(d, "n", &t->name), have |= 4;
+			case KC1('n'):
+				q = fast_id(q, &t->name), have |= 4;
 				break;
-			case 'd':
-				rc = get_i64(d, "d", &t->dur), have |= 8;
+			case KC1('d'):
+				q = fast_i64(q, &t->dur), have |= 8;
+				break;
+			case KC2('i', 'd'):
+				q = fast_id(q, &t->id);
+				break;
+			case KC2('t', 's'):
+				q = fast_i64(q, &t->ts), have |= 16;
+				break;
+			case KC2('i', 't'):
+				q = fast_i64(q, &t->iter), have |= 32;
+				break;
+			case KC2('o', 'd'):
+				q = fast_i64(q, &t->odur);
+				break;
+			case KC2('o', 'p'):
+				q = fast_id(q, &t->op);
+				break;
+			case KC2('s', 'h'):
+				q = fast_id(q, &t->shapes);
+				break;
+			case KC2('g', 's'):
+				q = fast_i64(q, &t->gsize);
+				break;
+			case KC2('p', 'g'):
+				q = fast_id(q, &t->pg);
+				break;
+			case KC2('d', 't'):
+				q = fast_id(q, &t->dtype);
+				break;
+			case KC2('p', 'h'):
+				q = fast_enum(q, r, EN_PHASE, &t->phase);
+				break;
+			case KC2('m', 'b'):
+				q = fast_i64(q, &t->mb);
+				break;
+			case KC2('l', 'y'):
+				q = fast_i64(q, &t->layer);
+				break;
+			case KC2('s', 't'):
+				q = fast_i64(q, &t->stage);
+				break;
+			case KC4('c', 'o', 'r', 'r'):
+				q = fast_i64(q, &t->corr);
+				break;
+			case KC4('c', 'o', 'l', 'l'):
+				q = fast_enum(q, r, EN_COLL, &t->coll);
+				break;
+			case KC3('p', 'g', 'r'):
+				q = fast_id(q, &t->pgr);
+				break;
+			case KC3('s', 'e', 'q'):
+				q = fast_i64(q, &t->seq);
 				break;
 			default:
-				rc = mp_skip(&d->c);
+				q = NULL;
 			}
-			break;
-		case 2:
-			if (MP_IS(&k, "id"))
-				rc = get_u32(d, "id", &t->id);
-			else if (MP_IS(&k, "ts"))
-				rc = get_i64(d, "ts", &t->ts), have |= 16;
-			else if (MP_IS(&k, "it"))
-				rc = get_i64(d, "it", &t->iter), have |= 32;
-			else if (MP_IS(&k, "od"))
-				rc = get_i64(d, "od", &t->odur);
-			else if (MP_IS(&k, "op"))
-				rc = get_u32(d, "op", &t->op);
-			else if (MP_IS(&k, "sh"))
-				rc = get_u32(d, "sh", &t->shapes);
-			else if (MP_IS(&k, "by")) {
-				rc = mp_next(&d->c, &x);
-				if (rc == 0 && x.type != MP_UINT)
-					return fielderr(d, "by", "an integer");
-				t->bytes = x.u;
-			} else if (MP_IS(&k, "gs"))
-				rc = get_i64(d, "gs", &t->gsize);
-			else if (MP_IS(&k, "pg"))
-				rc = get_u32(d, "pg", &t->pg);
-			else if (MP_IS(&k, "dt"))
-				rc = get_u32(d, "dt", &t->dtype);
-			else if (MP_IS(&k, "ph"))
-				rc = get_enum(d, "ph", kg_phase_name, KG_NPHASE, &t->phase);
-			else if (MP_IS(&k, "mb"))
-				rc = get_i64(d, "mb", &t->mb);
-			else if (MP_IS(&k, "ly"))
-				rc = get_i64(d, "ly", &t->layer);
-			else if (MP_IS(&k, "st"))
-				rc = get_i64(d, "st", &t->stage);
-			else
-				rc = mp_skip(&d->c);
-			break;
-		default:
-			if (MP_IS(&k, "corr"))
-				rc = get_i64(d, "corr", &t->corr);
-			else if (MP_IS(&k, "coll"))
-				rc = get_enum(d, "coll", kg_coll_name, KG_NCOLL, &t->coll);
-			else if (MP_IS(&k, "pgr"))
-				rc = get_u32(d, "pgr", &t->pgr);
-			else if (MP_IS(&k, "seq"))
-				rc = get_i64(d, "seq", &t->seq);
-			else
-				rc = mp_skip(&d->c);
-			break;
+			if (q != NULL)
+				continue;
 		}
-		if (rc < 0)
+		d->c.p = p;
+		if (task_pair(d, t, &have) < 0)
 			return -1;
+		q = d->c.p;
 	}
+	d->c.p = p;
 	if (t->id == KG_NONE)
 		return missing(d, "id");
 	if (!(have & 1))
@@ -1239,40 +1704,85 @@ dec_task(struct dec *d, uint32_t npairs, struct kg_task *t)
 	return 0;
 }
 
+/* One pair of an edge record, any key and value; see dec_task. */
 static int
-dec_edge(struct dec *d, uint32_t npairs, struct kg_edge *e)
+edge_pair(struct dec *d, struct kg_edge *e, int *have)
 {
 	struct mp_val k;
+
+	if (get_key(d, &k) < 0)
+		return -1;
+	switch (key_code(&k)) {
+	case KC3('s', 'r', 'c'):
+		return *have |= 1, get_u32(d, "src", &e->src);
+	case KC3('d', 's', 't'):
+		return *have |= 2, get_u32(d, "dst", &e->dst);
+	case KC1('k'):
+		return *have |= 4, get_enum(d, "k", kg_edge_kind_name, KG_NEDGE_KIND, &e->kind);
+	case KC2('d', 'l'):
+		return get_i64(d, "dl", &e->delay);
+	case KC3('h', 'o', 'w'):
+		return get_enum(d, "how", kg_how_name, KG_NHOW, &e->how);
+	case KC2('o', 'n'):
+		return get_u32(d, "on", &e->on);
+	case KC3('v', 'i', 'a'):
+		return get_u32(d, "via", &e->via);
+	case KC2('a', 't'):
+		return get_u32(d, "at", &e->at);
+	default:
+		return mp_skip(&d->c);
+	}
+}
+
+static int
+dec_edge(struct dec *d, uint32_t npairs, struct kg_edge *restrict e)
+{
+	const unsigned char *p = d->c.p, *end = d->c.end, *q;
 	uint32_t i;
 	int have = 0;
 
 	kg_edge_init(e);
-	for (i = 0; i < npairs; i++) {
-		int rc;
-
-		if (get_key(d, &k) < 0)
+	for (i = 0; i < npairs; i++, p = q) {
+		if (end - p >= FAST_ROOM) {
+			q = p + 1 + (p[0] & 0x1f);
+			switch (fast_key(p)) {
+			case KC3('s', 'r', 'c'):
+				q = fast_id(q, &e->src), have |= 1;
+				break;
+			case KC3('d', 's', 't'):
+				q = fast_id(q, &e->dst), have |= 2;
+				break;
+			case KC1('k'):
+				q = fast_enum(q, d->r, EN_EDGE, &e->kind);
+				have |= 4;
+				break;
+			case KC2('d', 'l'):
+				q = fast_i64(q, &e->delay);
+				break;
+			case KC3('h', 'o', 'w'):
+				q = fast_enum(q, d->r, EN_HOW, &e->how);
+				break;
+			case KC2('o', 'n'):
+				q = fast_id(q, &e->on);
+				break;
+			case KC3('v', 'i', 'a'):
+				q = fast_id(q, &e->via);
+				break;
+			case KC2('a', 't'):
+				q = fast_id(q, &e->at);
+				break;
+			default:
+				q = NULL;
+			}
+			if (q != NULL)
+				continue;
+		}
+		d->c.p = p;
+		if (edge_pair(d, e, &have) < 0)
 			return -1;
-		if (MP_IS(&k, "src"))
-			rc = get_u32(d, "src", &e->src), have |= 1;
-		else if (MP_IS(&k, "dst"))
-			rc = get_u32(d, "dst", &e->dst), have |= 2;
-		else if (MP_IS(&k, "k"))
-			rc = get_enum(d, "k", kg_edge_kind_name, KG_NEDGE_KIND, &e->kind), have |= 4;
-		else if (MP_IS(&k, "dl"))
-			rc = get_i64(d, "dl", &e->delay);
-		else if (MP_IS(&k, "how"))
-			rc = get_enum(d, "how", kg_how_name, KG_NHOW, &e->how);
-		else if (MP_IS(&k, "on"))
-			rc = get_u32(d, "on", &e->on);
-		else if (MP_IS(&k, "via"))
-			rc = get_u32(d, "via", &e->via);
-		else if (MP_IS(&k, "at"))
-			rc = get_u32(d, "at", &e->at);
-		else
-			rc = mp_skip(&d->c);
-		if (rc < 0)
-			return -1;
+		q = d->c.p;
 	}
+	d->c.p = p;
 	if (!(have & 1))
 		return missing(d, "src");
 	if (!(have & 2))
@@ -1452,7 +1962,17 @@ dec_type(struct dec *d, const char **type, size_t *tlen, uint32_t *npairs)
 	struct mp_val m, k;
 	struct mp save;
 	uint32_t i;
+	const unsigned char *p = d->c.p;
 
+	/* The usual shape: a fixmap whose first key is "r", a fixstr value. */
+	if (d->c.end - p >= 4 && (p[0] & 0xf0) == 0x80 && p[0] != 0x80 && p[1] == 0xa1 &&
+	    p[2] == 'r' && (p[3] & 0xe0) == 0xa0 && d->c.end - p >= 4 + (p[3] & 0x1f)) {
+		*type = (const char *)p + 4;
+		*tlen = p[3] & 0x1f;
+		*npairs = (uint32_t)(p[0] & 0x0f) - 1;
+		d->c.p = p + 4 + *tlen;
+		return 0;
+	}
 	if (mp_next(&d->c, &m) < 0)
 		return -1;
 	if (m.type != MP_MAP) {
@@ -1496,6 +2016,13 @@ dec_record(struct dec *d, struct kg_rec *rec)
 	if (dec_type(d, &type, &tlen, &n) < 0)
 		return -1;
 #define TYPEIS(lit) (tlen == sizeof(lit) - 1 && memcmp(type, lit, tlen) == 0)
+	/* the common records first: most of a stream is tasks and edges */
+	if (r->in_section && tlen == 4) {
+		if (memcmp(type, "task", 4) == 0)
+			return dec_task(d, n, &rec->task) < 0 ? -1 : KG_R_TASK;
+		if (memcmp(type, "edge", 4) == 0)
+			return dec_edge(d, n, &rec->edge) < 0 ? -1 : KG_R_EDGE;
+	}
 	if (TYPEIS("header")) {
 		if (r->in_section) {
 			seterr(r->err, "truncated graph stream (section ends without its end record)");

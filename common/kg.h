@@ -236,6 +236,11 @@ struct kg_reader {
 	size_t zlen, zcap, ztaken;
 	struct kg_zframe *fr;
 	size_t nfr, capfr;
+	/* For the decoder: the names of each enum (kind of task, of edge,
+	 * how, coll, phase) as numbers made of their first 8 bytes, and
+	 * their lengths; kg_reader_init sets them. */
+	uint64_t ecode[5][16];
+	unsigned char elen[5][16];
 	char err[256];
 };
 

@@ -10,10 +10,14 @@
  * `via` ran", so an edit that adds or moves kernels keeps them right.
  * Original timestamps are never read.
  *
- * State: one section at a time: about 75 bytes a task and 44 an edge for
- * the simulation, and the input records since the last frame boundary
- * (at most a frame, 2 MiB from kgraph's writers; see run_frames).
+ * State: one section at a time: about 39 bytes a task and 17 an edge for
+ * the simulation (struct sim), and the input records since the last
+ * frame boundary (at most a frame, 2 MiB from kgraph's writers; see
+ * run_frames).
  */
+#define _GNU_SOURCE /* mremap */
+#include <sys/mman.h>
+
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,11 +40,42 @@ static const char help[] =
 
 #define PRODUCER "graphsim " KG_VERSION
 
+/*
+ * An edge as read. Its kind, and whether it is bound while simulating,
+ * are in the section's ekind bytes; a runtime edge's `on` and `via` are
+ * in its struct rtedge (few edges have them). A delay of 2^32 - 1 ns
+ * (4.3 s) or more is DL_LONG here, its value in the section's long
+ * delays (by edge index).
+ */
 struct sedge {
-	uint32_t src, dst, on, via;
+	uint32_t src, dst, dl;
+};
+
+#define DL_LONG UINT32_MAX
+
+struct longdl {
+	uint32_t e;
 	int64_t delay;
-	uint8_t kind;
-	uint8_t rt; /* bound while simulating */
+};
+
+#define EK_KIND 0x7f /* ekind: enum kg_edge_kind, or KG_NEDGE_KIND for a plain one */
+#define EK_RT 0x80   /* ekind: a runtime edge, bound while simulating */
+
+struct rtedge {
+	uint32_t e, on, via, dst;
+};
+
+/*
+ * Sorted lists of what few tasks have. A runtime in-edge: its
+ * destination and rte index. A binding point: the task, and the stream
+ * it binds on until it ends, then the task it captured there.
+ */
+struct rin {
+	uint32_t dst, r;
+};
+
+struct bind {
+	uint32_t task, val;
 };
 
 struct wnode {
@@ -53,23 +88,42 @@ struct heapent {
 	uint32_t id;
 };
 
+/*
+ * A section's simulation. Some per-task arrays hold one thing and then
+ * another, which halves what they take: `dend` a task's duration until
+ * it is placed, then its end; `rs` when it may start, then when it
+ * starts; `cnt` its fixed dependencies not yet ended, then (none left)
+ * the runtime ones it still waits for. What few tasks have (runtime
+ * in-edges, being a binding point) is in sorted lists, found by binary
+ * search where a flag says there is something to find.
+ */
 struct sim {
-	/* tasks */
-	size_t n, cap;
-	uint32_t *proc;
-	int64_t *dur;
+	/* tasks, as read (big arrays: capacities in bytes) */
+	size_t n, cap;            /* cap: tasks all of them hold */
+	uint32_t *proc, *name;
+	int64_t *dend;
 	uint8_t *kind;
-	/* edges */
+	size_t bproc, bname, bdend, bkind;
+	/* edges, as read */
 	struct sedge *e;
-	size_t ne, cape;
-	/* derived */
-	uint32_t *soff, *succ;    /* fixed successors: edge indices */
-	uint32_t *roff, *rin;     /* runtime in-edges by destination */
-	uint32_t *loff, *lgpu;    /* tasks each task launches */
-	uint32_t *indeg, *pending, *capt, *whead;
-	int64_t *ready, *start, *end;
-	uint8_t *state, *isvia;   /* state: 0 waiting, 1 bound, 2 done */
-	uint32_t *via_on;
+	uint8_t *ekind;
+	size_t ne, cape, be, bekind;
+	struct rtedge *rte;
+	size_t nrte, caprte;
+	struct longdl *ldl;
+	size_t nldl, capldl;
+	/* derived; the per-task arrays all in one block */
+	void *block;
+	size_t bblock, bsucc;
+	uint32_t *soff, *succ;    /* successors by a fixed or runtime edge: edge indices */
+	struct rin *rin;          /* runtime edges by destination */
+	size_t nrin;
+	struct bind *bind;        /* binding points, by task */
+	size_t nbind;
+	uint32_t *cnt, *whead;
+	int64_t *rs;
+	uint8_t *state;           /* 0 waiting, 1 bound, 2 done, 3 at its rendezvous */
+	uint8_t *fl;              /* F_* */
 	size_t nproc, cappt0;
 	int64_t *pt0;             /* per proc: when its rank's graph begins (job sections) */
 	int64_t *rank, *rt0;      /* the header's ranks and their starts */
@@ -82,7 +136,7 @@ struct sim {
 	struct heapent *heap;
 	size_t nheap, capheap;
 	/* rendezvous groups (tasks joined by rank edges) */
-	uint32_t *grp;            /* per task: group, or KG_NONE */
+	uint32_t *grp;            /* per task: group, or KG_NONE; NULL when none */
 	uint32_t *goff, *gmem;    /* members by group */
 	uint32_t *garr;           /* per group: members arrived */
 	int64_t *gmax;            /* per group: latest arrival */
@@ -92,13 +146,65 @@ struct sim {
 };
 
 #define HELD INT64_MAX /* busy[p]: a collective waits there for its peers */
+#define F_RTIN 1 /* fl: the task has runtime in-edges (in rin) */
+#define F_BIND 2 /* fl: the task is a binding point (in bind) */
+
+/*
+ * The section's large arrays are mapped whole, a power of two times 64
+ * KiB, and grown by mremap (pages moved, not copied); from 2 MiB on
+ * they ask for transparent huge pages. Each array is touched once or
+ * twice: with 4 KiB pages, faulting them in was a large part of
+ * graphsim's time on a large graph.
+ */
+#define BIG_MIN ((size_t)64 << 10)
+#define BIG_HUGE ((size_t)2 << 20)
+
+/* *pp, a big array of *capp bytes (0 and NULL: none yet), made to hold
+ * at least need bytes; new bytes are zero. */
+static void
+big_grow(void *pp, size_t *capp, size_t need)
+{
+	void **p = pp, *q;
+	size_t cap = *capp > 0 ? *capp : BIG_MIN;
+
+	if (need <= *capp)
+		return;
+	while (cap < need)
+		cap *= 2;
+	if (*p == NULL)
+		q = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	else
+		q = mremap(*p, *capp, cap, MREMAP_MAYMOVE);
+	if (q == MAP_FAILED) {
+		errmsg("out of memory (%zu bytes)", cap);
+		abort();
+	}
+#ifdef MADV_HUGEPAGE
+	if (cap >= BIG_HUGE)
+		madvise(q, cap, MADV_HUGEPAGE); /* advice: its failure is no error */
+#endif
+	*p = q;
+	*capp = cap;
+}
+
+static void
+big_free(void *pp, size_t *capp)
+{
+	void **p = pp;
+
+	if (*p != NULL)
+		munmap(*p, *capp);
+	*p = NULL;
+	*capp = 0;
+}
 
 static void
 heap_push(struct sim *s, int64_t t, uint32_t id)
 {
 	size_t i;
 
-	grow(&s->heap, &s->capheap, s->nheap + 1, sizeof(*s->heap));
+	if (s->nheap == s->capheap)
+		grow(&s->heap, &s->capheap, s->nheap + 1, sizeof(*s->heap));
 	i = s->nheap++;
 	while (i > 0) {
 		size_t p = (i - 1) / 2;
@@ -139,20 +245,21 @@ heap_pop(struct sim *s)
 static void
 sim_reset(struct sim *s)
 {
-	free(s->soff), free(s->succ), free(s->roff), free(s->rin);
-	free(s->loff), free(s->lgpu), free(s->indeg), free(s->pending);
-	free(s->capt), free(s->whead), free(s->ready), free(s->start);
-	free(s->end), free(s->state), free(s->isvia), free(s->via_on);
-	free(s->last), free(s->lastby), free(s->busy);
+	big_free(&s->block, &s->bblock);
+	big_free(&s->succ, &s->bsucc);
+	free(s->rin), free(s->bind), free(s->last), free(s->lastby), free(s->busy);
 	free(s->grp), free(s->goff), free(s->gmem), free(s->garr), free(s->gmax), free(s->held);
 	s->grp = s->goff = s->gmem = s->garr = s->held = NULL;
 	s->gmax = NULL;
 	s->nhn = 0;
-	s->soff = s->succ = s->roff = s->rin = s->loff = s->lgpu = NULL;
-	s->indeg = s->pending = s->capt = s->whead = s->via_on = s->last = s->lastby = NULL;
-	s->ready = s->start = s->end = s->busy = NULL;
-	s->state = s->isvia = NULL;
-	s->n = s->ne = s->nwn = s->nheap = 0;
+	s->soff = NULL;
+	s->rin = NULL;
+	s->bind = NULL;
+	s->nrin = s->nbind = 0;
+	s->cnt = s->whead = s->last = s->lastby = NULL;
+	s->rs = s->busy = NULL;
+	s->state = s->fl = NULL;
+	s->n = s->ne = s->nrte = s->nldl = s->nwn = s->nheap = 0;
 	s->nproc = 0;
 }
 
@@ -160,10 +267,14 @@ static void
 sim_release(struct sim *s)
 {
 	sim_reset(s);
-	free(s->proc);
-	free(s->dur);
-	free(s->kind);
-	free(s->e);
+	big_free(&s->proc, &s->bproc);
+	big_free(&s->name, &s->bname);
+	big_free(&s->dend, &s->bdend);
+	big_free(&s->kind, &s->bkind);
+	big_free(&s->e, &s->be);
+	big_free(&s->ekind, &s->bekind);
+	free(s->rte);
+	free(s->ldl);
 	free(s->wn);
 	free(s->heap);
 	free(s->hn);
@@ -172,33 +283,147 @@ sim_release(struct sim *s)
 	free(s->rt0);
 }
 
-/* Counting sort of edge indices by a key into off[0..n] and idx. */
+/*
+ * The successors of every task by a fixed or runtime edge: edge indices
+ * by source, in edge order, by a counting sort into soff[n + 2] (zero)
+ * and succ. Counts go in soff[src + 2], so that placing at
+ * soff[src + 1]++ leaves soff[] the offsets themselves. Fixed edges
+ * count cnt[dst]. Runtime edges are in it too, since some turn out fixed
+ * once the launches are known (see simulate); finish passes over those
+ * that stay runtime edges.
+ */
 static void
-bucket(size_t n, size_t ne, const struct sedge *e, int by_dst, int (*keep)(const struct sedge *),
-    uint32_t **offp, uint32_t **idxp)
+bucket(struct sim *s)
 {
-	uint32_t *off = xcalloc(n + 1, sizeof(*off)), *pos, *idx;
-	size_t i, m = 0;
+	size_t n = s->n, i;
+	uint32_t *off = s->soff;
 
-	for (i = 0; i < ne; i++)
-		if (keep(&e[i]))
-			off[(by_dst ? e[i].dst : e[i].src) + 1]++, m++;
-	for (i = 0; i < n; i++)
-		off[i + 1] += off[i];
-	idx = xmalloc((m + 1) * sizeof(*idx));
-	pos = xmalloc((n + 1) * sizeof(*pos));
-	memcpy(pos, off, (n + 1) * sizeof(*pos));
-	for (i = 0; i < ne; i++)
-		if (keep(&e[i]))
-			idx[pos[by_dst ? e[i].dst : e[i].src]++] = (uint32_t)i;
-	free(pos);
-	*offp = off;
-	*idxp = idx;
+	for (i = 0; i < s->ne; i++)
+		if ((s->ekind[i] & EK_KIND) != KG_E_RANK) {
+			off[s->e[i].src + 2]++;
+			if (!(s->ekind[i] & EK_RT))
+				s->cnt[s->e[i].dst]++;
+		}
+	for (i = 2; i < n + 2; i++)
+		off[i] += off[i - 1];
+	big_grow(&s->succ, &s->bsucc, (off[n + 1] + 1) * sizeof(*s->succ));
+	for (i = 0; i < s->ne; i++)
+		if ((s->ekind[i] & EK_KIND) != KG_E_RANK)
+			s->succ[off[s->e[i].src + 1]++] = (uint32_t)i;
 }
 
-static int is_fixed(const struct sedge *e) { return !e->rt && e->kind != KG_E_RANK; }
-static int is_rt(const struct sedge *e) { return e->rt; }
-static int is_launch(const struct sedge *e) { return e->kind == KG_E_LAUNCH; }
+/* Both lists sort by task, then edge order (bind's val is still an rte
+ * index then). */
+static int
+rin_cmp(const void *a, const void *b)
+{
+	const struct rin *x = a, *y = b;
+
+	if (x->dst != y->dst)
+		return x->dst < y->dst ? -1 : 1;
+	return x->r < y->r ? -1 : x->r > y->r;
+}
+
+static int
+bind_cmp(const void *a, const void *b)
+{
+	const struct bind *x = a, *y = b;
+
+	if (x->task != y->task)
+		return x->task < y->task ? -1 : 1;
+	return x->val < y->val ? -1 : x->val > y->val;
+}
+
+/*
+ * The runtime edges by destination, and the binding points with the
+ * stream each binds on (the last runtime edge's, in edge order), each
+ * task flagged in fl.
+ */
+static void
+runtime_lists(struct sim *s)
+{
+	size_t i, j;
+
+	s->rin = xmalloc((s->nrte + 1) * sizeof(*s->rin));
+	s->bind = xmalloc((s->nrte + 1) * sizeof(*s->bind));
+	for (i = 0; i < s->nrte; i++) {
+		const struct rtedge *r = &s->rte[i];
+
+		if (!(s->ekind[r->e] & EK_RT))
+			continue;
+		s->rin[s->nrin].dst = r->dst;
+		s->rin[s->nrin++].r = (uint32_t)i;
+		s->fl[r->dst] |= F_RTIN;
+		if (r->via != r->dst) {
+			s->bind[s->nbind].task = r->via;
+			s->bind[s->nbind++].val = (uint32_t)i;
+		}
+	}
+	qsort(s->rin, s->nrin, sizeof(*s->rin), rin_cmp);
+	qsort(s->bind, s->nbind, sizeof(*s->bind), bind_cmp);
+	/* one entry a binding point, its last edge's stream */
+	for (i = j = 0; i < s->nbind; i++) {
+		if (j > 0 && s->bind[j - 1].task == s->bind[i].task)
+			j--;
+		s->bind[j].task = s->bind[i].task;
+		s->bind[j++].val = s->rte[s->bind[i].val].on;
+		s->fl[s->bind[i].task] |= F_BIND;
+	}
+	s->nbind = j;
+}
+
+/* The first of rin whose destination is x (x has some: F_RTIN). */
+static size_t
+rin_first(const struct sim *s, uint32_t x)
+{
+	size_t lo = 0, hi = s->nrin;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->rin[mid].dst < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Binding point x's entry (x is one: F_BIND). */
+static struct bind *
+bind_of(const struct sim *s, uint32_t x)
+{
+	size_t lo = 0, hi = s->nbind;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->bind[mid].task < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return &s->bind[lo];
+}
+
+/* Edge i's delay. */
+static int64_t
+delay_of(const struct sim *s, uint32_t i)
+{
+	size_t lo = 0, hi = s->nldl;
+
+	if (s->e[i].dl != DL_LONG)
+		return s->e[i].dl;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->ldl[mid].e < i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return s->ldl[lo].delay;
+}
 
 /*
  * Bind task x's runtime dependencies. Returns the time it may start, or
@@ -208,36 +433,39 @@ static int is_launch(const struct sedge *e) { return e->kind == KG_E_LAUNCH; }
 static int64_t
 bind_runtime(struct sim *s, uint32_t x, int64_t t)
 {
-	uint32_t k;
+	size_t k;
 
-	for (k = s->roff[x]; k < s->roff[x + 1]; k++) {
-		const struct sedge *e = &s->e[s->rin[k]];
+	for (k = s->fl[x] & F_RTIN ? rin_first(s, x) : s->nrin;
+	    k < s->nrin && s->rin[k].dst == x; k++) {
+		const struct rtedge *r = &s->rte[s->rin[k].r];
+		const struct sedge *e = &s->e[r->e];
+		int64_t dl = delay_of(s, r->e);
 		uint32_t b;
 
-		if (e->via == x)
-			b = e->on < s->nproc ? s->last[e->on] : KG_NONE;
-		else if (s->state[e->via] == 2)
-			b = s->capt[e->via];
+		if (r->via == x)
+			b = s->last[r->on];
+		else if (s->state[r->via] == 2)
+			b = bind_of(s, r->via)->val;
 		else
 			b = e->src; /* the binding point has not run: keep the trace's */
 		if (b == KG_NONE || b == x)
 			continue;
 		if (s->state[b] == 2) {
-			if (s->end[b] + e->delay > t)
-				t = s->end[b] + e->delay;
+			if (s->dend[b] + dl > t)
+				t = s->dend[b] + dl;
 		} else {
-			struct wnode w = { x, s->whead[b], e->delay };
+			struct wnode w = { x, s->whead[b], dl };
 
 			VEC_PUSH(s->wn, s->nwn, s->capwn, w);
 			s->whead[b] = (uint32_t)(s->nwn - 1);
-			s->pending[x]++;
+			s->cnt[x]++;
 		}
 	}
-	if (s->pending[x]) {
+	if (s->cnt[x]) {
 		/* Keep what the placed sources demand for when it is pushed
 		 * again by the last pending one. */
-		if (t > s->ready[x])
-			s->ready[x] = t;
+		if (t > s->rs[x])
+			s->rs[x] = t;
 		return -1;
 	}
 	return t;
@@ -250,38 +478,47 @@ bind_runtime(struct sim *s, uint32_t x, int64_t t)
 static void
 finish(struct sim *s, uint32_t x)
 {
+	int64_t end = s->dend[x];
 	uint32_t k;
 
 	s->state[x] = 2;
-	/* Launches: what this call puts on streams is now launched (the
-	 * latest of them, when it puts several on one stream). */
-	for (k = s->loff[x]; k < s->loff[x + 1]; k++) {
-		uint32_t gt = s->e[s->lgpu[k]].dst, q = s->proc[gt];
-
-		if (s->lastby[q] != x || gt > s->last[q]) {
-			s->last[q] = gt;
-			s->lastby[q] = x;
-		}
-	}
-	if (s->isvia[x] && s->via_on[x] < s->nproc)
-		s->capt[x] = s->last[s->via_on[x]];
 	for (k = s->soff[x]; k < s->soff[x + 1]; k++) {
 		const struct sedge *e = &s->e[s->succ[k]];
-		int64_t r = s->end[x] + e->delay;
+		uint8_t ek = s->ekind[s->succ[k]];
+		int64_t r = end + (e->dl != DL_LONG ? e->dl : delay_of(s, s->succ[k]));
 
-		if (r > s->ready[e->dst])
-			s->ready[e->dst] = r;
-		if (--s->indeg[e->dst] == 0)
-			heap_push(s, s->ready[e->dst], e->dst);
+		if (ek & EK_RT)
+			continue; /* bound by its destination, in bind_runtime */
+		/* Launches: what this call puts on streams is now launched
+		 * (the latest of them, when it puts several on one stream).
+		 * The order against the other successors does not matter:
+		 * they only become ready, and the heap orders them. */
+		if ((ek & EK_KIND) == KG_E_LAUNCH) {
+			uint32_t q = s->proc[e->dst];
+
+			if (s->lastby[q] != x || e->dst > s->last[q]) {
+				s->last[q] = e->dst;
+				s->lastby[q] = x;
+			}
+		}
+		if (r > s->rs[e->dst])
+			s->rs[e->dst] = r;
+		if (--s->cnt[e->dst] == 0)
+			heap_push(s, s->rs[e->dst], e->dst);
+	}
+	if (s->fl[x] & F_BIND) {
+		struct bind *b = bind_of(s, x);
+
+		b->val = s->last[b->val];
 	}
 	for (k = s->whead[x]; k != KG_NONE; k = s->wn[k].next) {
 		uint32_t w = s->wn[k].task;
-		int64_t r = s->end[x] + s->wn[k].delay;
+		int64_t r = end + s->wn[k].delay;
 
-		if (r > s->ready[w])
-			s->ready[w] = r;
-		if (--s->pending[w] == 0)
-			heap_push(s, s->ready[w], w);
+		if (r > s->rs[w])
+			s->rs[w] = r;
+		if (--s->cnt[w] == 0)
+			heap_push(s, s->rs[w], w);
 	}
 }
 
@@ -292,17 +529,11 @@ groups(struct sim *s)
 	size_t n = s->n, i, ng = 0;
 	uint32_t *up = NULL, *pos;
 
-	s->grp = xmalloc((n + 1) * sizeof(*s->grp));
-	s->held = xmalloc((s->nproc + 1) * sizeof(*s->held));
-	for (i = 0; i < s->nproc; i++)
-		s->held[i] = KG_NONE;
-	for (i = 0; i < n; i++)
-		s->grp[i] = KG_NONE;
 	for (i = 0; i < s->ne; i++) {
 		const struct sedge *e = &s->e[i];
 		uint32_t a;
 
-		if (e->kind != KG_E_RANK || e->src == e->dst)
+		if ((s->ekind[i] & EK_KIND) != KG_E_RANK || e->src == e->dst)
 			continue;
 		if (up == NULL) {
 			up = xmalloc((n + 1) * sizeof(*up));
@@ -311,10 +542,14 @@ groups(struct sim *s)
 		}
 		uf_union(up, e->src, e->dst);
 	}
-	if (up == NULL) {
-		s->goff = xcalloc(1, sizeof(*s->goff));
-		return;
-	}
+	if (up == NULL)
+		return; /* no groups: grp stays NULL */
+	s->grp = xmalloc((n + 1) * sizeof(*s->grp));
+	s->held = xmalloc((s->nproc + 1) * sizeof(*s->held));
+	for (i = 0; i < s->nproc; i++)
+		s->held[i] = KG_NONE;
+	for (i = 0; i < n; i++)
+		s->grp[i] = KG_NONE;
 	/* number the groups (sets of two or more) in task order */
 	for (i = 0; i < n; i++) {
 		uint32_t r = uf_find(up, (uint32_t)i);
@@ -349,47 +584,39 @@ simulate(struct sim *s)
 	size_t n = s->n, i, done = 0;
 	uint32_t k;
 
-	s->indeg = xcalloc(n, sizeof(*s->indeg));
-	s->pending = xcalloc(n, sizeof(*s->pending));
-	s->capt = xmalloc(n * sizeof(*s->capt));
-	s->whead = xmalloc(n * sizeof(*s->whead));
-	s->ready = xcalloc(n, sizeof(*s->ready));
-	s->start = xcalloc(n, sizeof(*s->start));
-	s->end = xcalloc(n, sizeof(*s->end));
-	s->state = xcalloc(n, 1);
-	s->isvia = xcalloc(n, 1);
-	s->via_on = xmalloc(n * sizeof(*s->via_on));
+	/* one block, zero: rs; cnt, whead; soff; state, fl */
+	big_grow(&s->block, &s->bblock, n * (8 + 2 * 4 + 2) + (n + 2) * 4);
+	s->rs = s->block;
+	s->cnt = (uint32_t *)(s->rs + n);
+	s->whead = s->cnt + n;
+	s->soff = s->whead + n;
+	s->state = (uint8_t *)(s->soff + n + 2);
+	s->fl = s->state + n;
 	s->last = xmalloc(s->nproc * sizeof(*s->last));
 	s->lastby = xmalloc(s->nproc * sizeof(*s->lastby));
 	s->busy = xcalloc(s->nproc, sizeof(*s->busy));
-	for (i = 0; i < n; i++)
-		s->capt[i] = s->whead[i] = s->via_on[i] = KG_NONE;
+	memset(s->whead, 0xff, n * sizeof(*s->whead)); /* KG_NONE */
 	for (i = 0; i < s->nproc; i++)
 		s->last[i] = s->lastby[i] = KG_NONE;
-	bucket(n, s->ne, s->e, 0, is_launch, &s->loff, &s->lgpu);
-	for (i = 0; i < s->ne; i++) {
-		struct sedge *e = &s->e[i];
+	bucket(s);
+	/* A runtime edge from a task its binding point launched (a blocking
+	 * copy's) is fixed: that task is the one. */
+	for (i = 0; i < s->nrte; i++) {
+		const struct rtedge *r = &s->rte[i];
 
-		/* A runtime edge from a task its binding point launched (a
-		 * blocking copy's) is fixed: that task is the one. */
-		for (k = e->rt ? s->loff[e->via] : 0; e->rt && k < s->loff[e->via + 1]; k++)
-			if (s->e[s->lgpu[k]].dst == e->src)
-				e->rt = 0;
-	}
-	bucket(n, s->ne, s->e, 0, is_fixed, &s->soff, &s->succ);
-	bucket(n, s->ne, s->e, 1, is_rt, &s->roff, &s->rin);
-	for (i = 0; i < s->ne; i++) {
-		const struct sedge *e = &s->e[i];
+		for (k = s->soff[r->via]; k < s->soff[r->via + 1]; k++) {
+			uint32_t j = s->succ[k];
 
-		if (is_fixed(e))
-			s->indeg[e->dst]++;
-		else if (e->rt && e->via != e->dst) {
-			s->isvia[e->via] = 1;
-			s->via_on[e->via] = e->on;
+			if ((s->ekind[j] & EK_KIND) == KG_E_LAUNCH && s->e[j].dst == s->e[r->e].src) {
+				s->ekind[r->e] &= (uint8_t)~EK_RT;
+				s->cnt[r->dst]++;
+				break;
+			}
 		}
 	}
+	runtime_lists(s);
 	for (i = 0; i < n; i++)
-		if (s->indeg[i] == 0)
+		if (s->cnt[i] == 0)
 			heap_push(s, s->pt0[s->proc[i]], (uint32_t)i);
 	groups(s);
 	while (s->nheap > 0) {
@@ -417,11 +644,11 @@ simulate(struct sim *s)
 		}
 		if (s->busy[p] > t)
 			t = s->busy[p];
-		s->start[x] = t;
-		g = s->grp[x];
+		s->rs[x] = t;
+		g = s->grp != NULL ? s->grp[x] : KG_NONE;
 		if (g == KG_NONE) {
-			s->end[x] = t + s->dur[x];
-			s->busy[p] = s->end[x];
+			s->dend[x] += t;
+			s->busy[p] = s->dend[x];
 			finish(s, x);
 			done++;
 			continue;
@@ -437,10 +664,10 @@ simulate(struct sim *s)
 		for (k = s->goff[g]; k < s->goff[g + 1]; k++) {
 			uint32_t m = s->gmem[k], q = s->proc[m], w;
 
-			s->end[m] = s->gmax[g] + s->dur[m];
-			s->busy[q] = s->end[m];
+			s->dend[m] += s->gmax[g];
+			s->busy[q] = s->dend[m];
 			for (w = s->held[q]; w != KG_NONE; w = s->hn[w].next)
-				heap_push(s, s->end[m], s->hn[w].task);
+				heap_push(s, s->dend[m], s->hn[w].task);
 			s->held[q] = KG_NONE;
 		}
 		for (k = s->goff[g]; k < s->goff[g + 1]; k++) {
@@ -520,8 +747,6 @@ static int
 process(const char *path, struct gout *g, struct sim *s)
 {
 	struct gin in;
-	uint32_t *names = NULL;
-	size_t capnames = 0;
 	int t, rc = 0, section = 0, dirty = 0;
 
 	if (gin_open(&in, path) < 0)
@@ -566,53 +791,72 @@ process(const char *path, struct gout *g, struct sim *s)
 					s->pt0[s->nproc] = s->rt0[i];
 			s->nproc++;
 		} else if (t == KG_R_TASK) {
-			size_t c = s->cap;
-
-			/* One capacity for the three arrays: grow them together. */
 			if (s->n + 1 > s->cap) {
-				grow(&s->proc, &c, s->n + 1, sizeof(*s->proc));
-				c = s->cap;
-				grow(&s->dur, &c, s->n + 1, sizeof(*s->dur));
-				c = s->cap;
-				grow(&s->kind, &c, s->n + 1, 1);
-				s->cap = c;
+				/* grown together: cap is what all of them hold */
+				big_grow(&s->proc, &s->bproc, (s->n + 1) * sizeof(*s->proc));
+				big_grow(&s->name, &s->bname, (s->n + 1) * sizeof(*s->name));
+				big_grow(&s->dend, &s->bdend, (s->n + 1) * sizeof(*s->dend));
+				big_grow(&s->kind, &s->bkind, s->n + 1);
+				s->cap = s->bdend / sizeof(*s->dend);
+				if (s->cap > s->bproc / sizeof(*s->proc))
+					s->cap = s->bproc / sizeof(*s->proc);
+				if (s->cap > s->bname / sizeof(*s->name))
+					s->cap = s->bname / sizeof(*s->name);
+				if (s->cap > s->bkind)
+					s->cap = s->bkind;
 			}
-			grow(&names, &capnames, s->n + 1, sizeof(*names));
 			s->kind[s->n] = (uint8_t)in.rec.task.kind;
 			s->proc[s->n] = in.rec.task.proc;
-			s->dur[s->n] = in.rec.task.dur;
-			names[s->n] = in.rec.task.name;
+			s->dend[s->n] = in.rec.task.dur;
+			s->name[s->n] = in.rec.task.name;
 			s->n++;
 		} else if (t == KG_R_EDGE) {
-			struct sedge e;
+			const struct kg_edge *re = &in.rec.edge;
+			uint8_t k = (uint8_t)re->kind;
 
-			if (in.rec.edge.src >= s->n || in.rec.edge.dst >= s->n) {
+			if (re->src >= s->n || re->dst >= s->n) {
 				errmsg("%s: record %llu: edge to an unknown task", in.name,
 				    (unsigned long long)in.r.nrec);
 				rc = 1;
 				break;
 			}
-			e.src = in.rec.edge.src;
-			e.dst = in.rec.edge.dst;
-			e.delay = in.rec.edge.delay;
-			e.kind = (uint8_t)in.rec.edge.kind;
+			if (s->ne + 1 > s->cape) {
+				big_grow(&s->e, &s->be, (s->ne + 1) * sizeof(*s->e));
+				big_grow(&s->ekind, &s->bekind, s->ne + 1);
+				s->cape = s->be / sizeof(*s->e);
+				if (s->cape > s->bekind)
+					s->cape = s->bekind;
+			}
+			s->e[s->ne].src = re->src;
+			s->e[s->ne].dst = re->dst;
+			if (re->delay < DL_LONG) {
+				s->e[s->ne].dl = (uint32_t)re->delay;
+			} else {
+				struct longdl l = { (uint32_t)s->ne, re->delay };
+
+				s->e[s->ne].dl = DL_LONG;
+				VEC_PUSH(s->ldl, s->nldl, s->capldl, l);
+			}
 			/* Only a runtime call launches: a `launch` edge from any
 			 * other task (kineto2graph's anchor for work launched
 			 * before the window) is a plain dependency. */
-			if (e.kind == KG_E_LAUNCH && s->kind[e.src] != KG_RT)
-				e.kind = KG_NEDGE_KIND;
-			e.on = in.rec.edge.on < s->nproc ? in.rec.edge.on : KG_NONE;
-			e.via = in.rec.edge.via < s->n ? in.rec.edge.via : KG_NONE;
-			e.rt = (in.rec.edge.kind == KG_E_SYNC || in.rec.edge.kind == KG_E_EVENT) &&
-			    e.on != KG_NONE && e.via != KG_NONE;
-			VEC_PUSH(s->e, s->ne, s->cape, e);
+			if (k == KG_E_LAUNCH && s->kind[re->src] != KG_RT)
+				k = KG_NEDGE_KIND;
+			if ((re->kind == KG_E_SYNC || re->kind == KG_E_EVENT) && re->on < s->nproc &&
+			    re->via < s->n) {
+				struct rtedge r = { (uint32_t)s->ne, re->on, re->via, re->dst };
+
+				VEC_PUSH(s->rte, s->nrte, s->caprte, r);
+				k |= EK_RT;
+			}
+			s->ekind[s->ne++] = k;
 		} else if (t == KG_R_END) {
 			if (simulate(s) < 0) {
-				report_stuck(in.name, section, s, &in.r, names);
+				report_stuck(in.name, section, s, &in.r, s->name);
 				rc = 1;
 				break;
 			}
-			rc = kg_write_sim(&g->w, s->n, s->start, s->end);
+			rc = kg_write_sim(&g->w, s->n, s->rs, s->dend);
 			if (rc == 0)
 				rc = kg_write_end(&g->w);
 			section++;
@@ -629,7 +873,7 @@ process(const char *path, struct gout *g, struct sim *s)
 			rc = run_flush(&g->w, &in.r, end);
 			dirty = 1;
 		}
-		if (rc == 0)
+		if (rc == 0 && in.r.nfr > 0) /* whole frames decompressed, some may end here */
 			rc = run_frames(&dirty, &g->w, &in.r, end);
 	}
 	if (rc < 0) {
@@ -638,7 +882,6 @@ process(const char *path, struct gout *g, struct sim *s)
 	}
 	if (t < 0 && rc == 0)
 		rc = 1;
-	free(names);
 	gin_close(&in);
 	return rc;
 }

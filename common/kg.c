@@ -529,8 +529,19 @@ sbuf_room(struct kg_writer *w, size_t n)
  * `left` is the bytes of the frame still to be appended, from the
  * start of a.
  */
+/* A sim record's value j: the start's step from the one before (b NULL), or a's
+ * end less its start b[j] (formats/graph-stream.md, `sim`). */
+static int64_t
+sim_at(const int64_t *a, const int64_t *b, size_t j)
+{
+	if (b != NULL)
+		return a[j] - b[j];
+	return j > 0 ? a[j] - a[j - 1] : a[0];
+}
+
 static int
-sim_values(struct kg_writer *w, const int64_t *a, size_t n, int big, size_t *left)
+sim_values(struct kg_writer *w, const int64_t *a, const int64_t *b, size_t n, int big,
+    size_t *left)
 {
 	size_t i, j;
 
@@ -539,7 +550,7 @@ sim_values(struct kg_writer *w, const int64_t *a, size_t n, int big, size_t *lef
 		unsigned char *p = sbuf_room(w, 9 * m);
 
 		for (j = i; j < i + m; j++)
-			p = put_i64(p, a[j]);
+			p = put_i64(p, sim_at(a, b, j));
 		w->sbuf.size = (size_t)((char *)p - w->sbuf.data);
 		*left -= w->sbuf.size - before;
 		if (big && w->sbuf.size >= SIM_PIECE && *left >= SIM_PIECE / 2 &&
@@ -562,15 +573,15 @@ kg_write_sim(struct kg_writer *w, size_t n, const int64_t *ss, const int64_t *se
 	for (i = 0; i < n; i++) {
 		if (se[i] > makespan)
 			makespan = se[i];
-		body += i64_len(ss[i]) + i64_len(se[i]);
+		body += i64_len(sim_at(ss, NULL, i)) + i64_len(sim_at(se, ss, i));
 	}
 	msgpack_pack_map(pk, 5);
 	pk_kv_str(pk, "r", "sim");
 	pk_kv_i64(pk, "tasks", (int64_t)n);
 	pk_kv_i64(pk, "makespan", makespan);
-	pk_cstr(pk, "ss");
+	pk_cstr(pk, "ssd");
 	msgpack_pack_array(pk, n);
-	/* the arrays, with the "se" key and array head between them */
+	/* the arrays, with the "sd" key and array head between them */
 	left = body + 3 + (n < 16 ? 1 : n < 65536 ? 3 : 5);
 	big = w->framed + w->sbuf.size + left >= FRAME_MAX;
 	if (big && w->framed == 0) {
@@ -582,16 +593,16 @@ kg_write_sim(struct kg_writer *w, size_t n, const int64_t *ss, const int64_t *se
 			return -1;
 		}
 	}
-	if (sim_values(w, ss, n, big, &left) < 0)
+	if (sim_values(w, ss, NULL, n, big, &left) < 0)
 		return -1;
 	{
 		size_t before = w->sbuf.size;
 
-		pk_cstr(pk, "se");
+		pk_cstr(pk, "sd");
 		msgpack_pack_array(pk, n);
 		left -= w->sbuf.size - before;
 	}
-	if (sim_values(w, se, n, big, &left) < 0)
+	if (sim_values(w, se, ss, n, big, &left) < 0)
 		return -1;
 	return record_done(w);
 }
@@ -1872,9 +1883,9 @@ dec_sim(struct dec *d, uint32_t npairs, struct kg_sim *s)
 	struct kg_reader *r = d->r;
 	struct mp_val k;
 	uint32_t i;
-	size_t nss = 0, nse = 0;
+	size_t nss = 0, nse = 0, j;
 	int64_t *ss = NULL, *se = NULL, v;
-	int have = 0;
+	int have = 0, steps = 0, lens = 0;
 
 	memset(s, 0, sizeof(*s));
 	for (i = 0; i < npairs; i++) {
@@ -1890,6 +1901,10 @@ dec_sim(struct dec *d, uint32_t npairs, struct kg_sim *s)
 			rc = dec_sim_times(d, "ss", &ss, &nss);
 		else if (MP_IS(&k, "se"))
 			rc = dec_sim_times(d, "se", &se, &nse);
+		else if (MP_IS(&k, "ssd"))
+			rc = dec_sim_times(d, "ssd", &ss, &nss), steps = 1;
+		else if (MP_IS(&k, "sd"))
+			rc = dec_sim_times(d, "sd", &se, &nse), lens = 1;
 		else
 			rc = mp_skip(&d->c);
 		if (rc < 0)
@@ -1900,12 +1915,27 @@ dec_sim(struct dec *d, uint32_t npairs, struct kg_sim *s)
 	if (!(have & 2))
 		return missing(d, "makespan");
 	if ((ss == NULL) != (se == NULL))
-		return missing(d, ss == NULL ? "ss" : "se");
+		return missing(d, ss == NULL ? (lens ? "ssd" : "ss") : (steps ? "sd" : "se"));
+	if (ss != NULL && steps != lens) {
+		seterr(r->err, "record %llu: sim record with %s and %s (1.3 writes ssd and sd, "
+		    "earlier ss and se)", (unsigned long long)r->nrec + 1,
+		    steps ? "ssd" : "ss", lens ? "sd" : "se");
+		return -1;
+	}
 	if (ss != NULL && (nss != nse || nss != r->ntasks || s->tasks != r->ntasks)) {
 		seterr(r->err, "record %llu: sim record for %llu tasks (ss %zu, se %zu) in a section of %llu",
 		    (unsigned long long)r->nrec + 1, (unsigned long long)s->tasks,
 		    nss, nse, (unsigned long long)r->ntasks);
 		return -1;
+	}
+	if (ss != NULL && steps) {
+		/* steps to starts, lengths to ends */
+		for (j = 0; j < nss; j++) {
+			/* unsigned: a corrupt step wraps, it does not overflow */
+			if (j > 0)
+				ss[j] = (int64_t)((uint64_t)ss[j] + (uint64_t)ss[j - 1]);
+			se[j] = (int64_t)((uint64_t)se[j] + (uint64_t)ss[j]);
+		}
 	}
 	s->ss = ss;
 	s->se = se;

@@ -24,7 +24,7 @@
 
 #define KG_FORMAT "kgraph"
 #define KG_MAJOR 1
-#define KG_MINOR 2
+#define KG_MINOR 3
 #define KG_NONE UINT32_MAX /* absent string / proc / task reference */
 
 enum kg_proc_kind { KG_THREAD, KG_STREAM };
@@ -154,7 +154,9 @@ int kg_write_edge(struct kg_writer *w, const struct kg_edge *e);
 int kg_write_cov(struct kg_writer *w, const struct kg_cov *c);
 /*
  * The `sim` record graphsim adds to a section: the simulated start and
- * end of each of its n tasks (by id), and the makespan.
+ * end of each of its n tasks (by id), written as steps and lengths
+ * (`ssd`, `sd`), and the makespan. The reader gives them back as starts
+ * and ends, whichever form it read.
  */
 int kg_write_sim(struct kg_writer *w, size_t n, const int64_t *ss, const int64_t *se);
 /* Close the section: the `end` record with the counts since the header. */

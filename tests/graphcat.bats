@@ -243,3 +243,31 @@ HDR='{"r":"header","format":"kgraph","major":1,"minor":1,"producer":"t","unit":"
 	run -1 --separate-stderr graphcat sim.kg
 	[ "$stderr" = "graphcat: sim.kg: record 5: sim record for 1 tasks (ss 2, se 2) in a section of 1" ]
 }
+
+@test "graphcat: a sim record's steps and lengths (1.3) print as starts and ends, like 1.2's" {
+	# three tasks: starts 100, 110, 105 (steps 100, 10, -5), lengths
+	# 10, 10, 20 (ends 110, 120, 125)
+	head3='{"r":"header","format":"kgraph","major":1,"minor":3,"producer":"t","unit":"ns"}
+{"r":"str","id":0,"s":"k"}
+{"r":"proc","id":0,"k":"stream","pid":0,"tid":7}
+{"r":"task","id":0,"p":0,"k":"kern","n":0,"d":10,"ts":0,"it":-1}
+{"r":"task","id":1,"p":0,"k":"kern","n":0,"d":10,"ts":0,"it":-1}
+{"r":"task","id":2,"p":0,"k":"kern","n":0,"d":20,"ts":0,"it":-1}'
+	end='{"r":"end","tasks":3,"edges":0,"procs":1,"strs":1}'
+	printf '%s\n%s\n%s\n' "$head3" '{"r":"sim","tasks":3,"makespan":125,"ssd":[100,10,-5],"sd":[10,10,20]}' "$end" | mkstream > new.kg
+	printf '%s\n%s\n%s\n' "$head3" '{"r":"sim","tasks":3,"makespan":125,"ss":[100,110,105],"se":[110,120,125]}' "$end" | mkstream > old.kg
+	want='{"r":"sim","tasks":3,"makespan":125,"ss":[100,110,105],"se":[110,120,125]}'
+	[ "$(graphcat new.kg | grep '"sim"')" = "$want" ]
+	[ "$(graphcat old.kg | grep '"sim"')" = "$want" ]
+	# one of a pair alone, or the forms mixed, is refused
+	printf '%s\n%s\n%s\n' "$head3" '{"r":"sim","tasks":3,"makespan":125,"ssd":[100,10,-5],"se":[110,120,125]}' "$end" | mkstream > mixed.kg
+	run -1 --separate-stderr graphcat mixed.kg
+	[ "$stderr" = "graphcat: mixed.kg: record 7: sim record with ssd and se (1.3 writes ssd and sd, earlier ss and se)" ]
+	printf '%s\n%s\n%s\n' "$head3" '{"r":"sim","tasks":3,"makespan":125,"ssd":[100,10,-5]}' "$end" | mkstream > alone.kg
+	run -1 --separate-stderr graphcat alone.kg
+	[[ $stderr == *"sd"* ]]
+	# graphsim writes steps and lengths
+	printf '%s\n%s\n' "$head3" "$end" | mkstream > bare.kg
+	graphsim bare.kg | zstd -dc | grep -a -q '"*ssd'
+	[ "$(graphsim bare.kg | graphcat | grep '"sim"')" = '{"r":"sim","tasks":3,"makespan":40,"ss":[0,10,20],"se":[10,20,40]}' ]
+}

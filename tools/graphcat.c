@@ -153,6 +153,26 @@ put_val(struct mp *c, const struct kg_reader *r, int type)
 	}
 }
 
+/*
+ * A sim record with times: printed with them as starts and ends (`ss`,
+ * `se`), whichever form the stream holds them in (1.3 writes steps and
+ * lengths, formats/graph-stream.md).
+ */
+static void
+put_sim(const struct kg_sim *s)
+{
+	size_t i;
+
+	printf("{\"r\":\"sim\",\"tasks\":%llu,\"makespan\":%lld,\"ss\":[",
+	    (unsigned long long)s->tasks, (long long)s->makespan);
+	for (i = 0; i < s->n; i++)
+		printf(i ? ",%lld" : "%lld", (long long)s->ss[i]);
+	fputs("],\"se\":[", stdout);
+	for (i = 0; i < s->n; i++)
+		printf(i ? ",%lld" : "%lld", (long long)s->se[i]);
+	fputs("]}", stdout);
+}
+
 static int
 cat(const char *path, int resolve)
 {
@@ -165,8 +185,12 @@ cat(const char *path, int resolve)
 	while ((t = gin_read(&in)) > 0) {
 		if (resolve && t == KG_R_STR)
 			continue;
-		mp_init(&c, in.rec.bytes, in.rec.nbytes);
-		put_val(&c, resolve ? &in.r : NULL, t);
+		if (t == KG_R_SIM && in.rec.sim.ss != NULL) {
+			put_sim(&in.rec.sim);
+		} else {
+			mp_init(&c, in.rec.bytes, in.rec.nbytes);
+			put_val(&c, resolve ? &in.r : NULL, t);
+		}
 		putchar('\n');
 	}
 	gin_close(&in);

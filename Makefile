@@ -75,15 +75,15 @@ deps:
 	@sh scripts/deps.sh
 
 # The README's first command: what a newcomer runs on a fresh machine. An
-# 8-rank job (tp 2, pp 2, dp 2) from tracegen, replayed and broken down.
-# The tiny preset: the default one (small) makes graphsim find a cycle
-# until kineto2graph keeps the GPU time after event waits (rule 6) and
-# hands off per backward call (rule 5).
+# 8-rank job (tp 2, pp 2, dp 2) from tracegen, replayed and broken down,
+# then a few what-ifs predicted from it (scripts/whatif-demo).
 demo: deps
 	@$(MAKE) --no-print-directory all
 	rm -rf build/demo
 	bin/tracegen --preset small -d build/demo
-	bin/kineto2graph build/demo/*.json.gz | bin/graph-deps --merge | bin/graphsim | bin/graphstat --top 3
+	bin/kineto2graph build/demo/*.json.gz | bin/graph-deps --merge > build/demo/job.kg
+	bin/graphsim build/demo/job.kg | bin/graphstat --top 3
+	@scripts/whatif-demo build/demo/job.kg
 
 install: all
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
@@ -99,7 +99,7 @@ lint:
 	@for f in $(COMMON_SRC) $(wildcard common/*.h tools/*.c tools/*.h tools/*/*.c tools/*/*.h); do \
 		clang-format --dry-run $$f 2>&1 | grep -q . && echo "clang-format: $$f: would change"; \
 	done; true
-	shellcheck -x scripts/deps.sh tests/run .ci/run bench/ingest bench/json-parsers/run bench/tracegen \
+	shellcheck -x scripts/deps.sh scripts/whatif-demo tests/run .ci/run bench/ingest bench/json-parsers/run bench/tracegen \
 	    bench/simulate bench/accuracy bench/job-scale bench/whatif-accuracy bench/whatif-speed pipelines/step pipelines/base
 	for m in $(MANS); do mandoc -Tlint -W warning $$m; done
 

@@ -14,11 +14,14 @@
  * for it). A GPU task goes with the call that launched it, the autograd
  * thread's tasks with the backward step that handed them over.
  *
- * build.c writes each new rank's program from those pieces, by the new
- * schedule: pieces are copied with their own edges; program order, the
+ * schedule.c lays out each new rank's program: its stage's templates and
+ * layers, the steps of the new schedule, the sends and receives between
+ * them (made anew where the job traced none). build.c writes it from the
+ * pieces: pieces are copied with their own edges; program order, the
  * hand-offs and the waits that cross pieces are linked again where the
- * pieces now stand; collectives meet again by what they are (rank edges
- * keyed by group, iteration, unit and place, see struct ckey).
+ * pieces now stand. meet.c has the collectives meet again by what they
+ * are (rank edges keyed by group, iteration, unit and place, see struct
+ * ckey), re-times those whose link changed, and the gradients.
  */
 #ifndef PP_H
 #define PP_H
@@ -111,7 +114,112 @@ int64_t job_rank(const struct job *J, int64_t t, int64_t d, int64_t s);
 int64_t job_task_rank(const struct job *J, uint32_t u);
 int64_t job_proc_rank(const struct job *J, uint32_t p);
 
-/* build.c */
+
+#define OPMAX 1024 /* operations of a kind an iteration, kept as templates */
+
+/* What a collective meets: ranks edges join the tasks with equal keys. */
+struct ckey {
+	uint32_t group;         /* str id of the new group's ranks text */
+	int32_t it, mb, j, k;   /* iteration, micro-batch, new layer, its order */
+	uint8_t unit, part, op;
+	int64_t role;           /* its processor's role */
+	uint32_t task;          /* the new task */
+	int64_t rank;
+};
+
+/* An edge waiting for the next task on a processor. */
+struct pend {
+	uint32_t proc;
+	struct kg_edge e;
+};
+
+struct nproc {
+	int64_t role;
+	uint32_t id;
+};
+
+struct build {
+	struct job *J;
+	/* the result */
+	struct kg_task *t;
+	uint32_t *tmpl;         /* by new task: its template */
+	uint32_t *snap;         /* by new task: the last task on its `via` stream then */
+	size_t nt, capt, captmpl, capsnap;
+	struct kg_edge *e;
+	size_t ne, cape;
+	struct kg_proc *proc;
+	size_t np, capp;
+	struct ckey *key;
+	size_t nkey, capkey;
+	char **xstr;
+	size_t nxstr, capxstr;
+	/* templates */
+	int64_t *role;          /* by template proc */
+	uint32_t *viaon;        /* by template task: the stream a runtime edge binds it on */
+	uint32_t *inst;         /* by template task: its copy in the piece being written */
+	uint32_t *atoff, *atl;  /* by template task: the edges whose waiting call (`at`) it is */
+	uint32_t **ops;         /* by template rank, op kind and iteration: piece indices */
+	uint32_t **nops;        /* how many */
+	int32_t opk[NOP];       /* in the iteration being written, operations of each kind so far */
+	/* the rank being written */
+	int64_t rank, stage;
+	struct nproc *rp;
+	size_t nrp, caprp;
+	uint32_t *last;         /* by new proc: its last task */
+	size_t caplast;
+	int64_t *instrank;      /* by template task: the new rank inst[] holds its copy for */
+	struct pend *pd;
+	size_t npd, cappd;
+	uint32_t bfirst, blast; /* a backward step's first and last task on a backward thread */
+	uint32_t compute;       /* the new rank's compute stream (the layers' kernels) */
+	int64_t role_max;       /* the largest stream id traced: made streams go past it */
+	int failed;             /* a message was printed */
+	/* counts */
+	size_t lost;            /* edges with nothing to join */
+	uint8_t seen[KG_NCOLL * COMM_NLINK]; /* borrowed fits warned of */
+};
+
+/* Where a piece's copy goes: its step, micro-batch, new layer, and its collectives so far. */
+struct ctx {
+	int32_t it, mb;
+	int64_t j;              /* new layer (global), -1 */
+	int32_t jl;             /* new layer in the stage, -1 */
+	uint8_t unit, part, op;
+	int32_t k[64];          /* collectives so far by processor role slot */
+};
+
+/* A new stage: its templates and its layers. */
+struct stagecfg {
+	int64_t prim;           /* the template rank for layers, prologue, epilogue */
+	/* template ranks whose parts outside the layers come along, by
+	 * [unit F or B][before or after the layers] */
+	int64_t ends[2][2][2];
+	int nends[2][2];
+	int64_t n2, lo2;        /* the new stage's layers */
+	int64_t nsrc;           /* the primary's */
+};
+
+/* build.c: the new job, its tasks and edges, piece by piece */
 int job_build(struct job *J, struct kg_writer *w, const char *producer);
+uint32_t role_proc(struct build *B, int64_t role, const struct kg_proc *like);
+uint32_t new_proc(struct build *B, uint32_t tp);
+uint32_t add_task(struct build *B, struct kg_task *t, uint32_t u);
+void add_edge(struct build *B, const struct kg_edge *tmpl, uint32_t src, uint32_t dst,
+    uint32_t via, uint32_t at);
+void emit(struct build *B, const struct piece *pc, struct ctx *c);
+
+/* schedule.c: a new rank's program */
+const struct piece *find(const struct job *J, int64_t k, int32_t it, int unit, int32_t mb,
+    int part, int32_t a);
+void stage_cfg(const struct build *B, int64_t tt, int64_t d, int64_t s, struct stagecfg *sc);
+uint32_t compute_stream(struct build *B, const struct stagecfg *sc);
+void schedule(struct build *B, const struct stagecfg *sc, int32_t it, int64_t M);
+
+/* meet.c: collectives */
+uint32_t intern_text(struct build *B, const char *s);
+void coll_key(struct build *B, uint32_t nt, uint32_t u, const struct ctx *c, int32_t ord);
+int gradients(struct build *B, size_t from, const struct stagecfg *sc);
+int relink(struct build *B);
+size_t meetings(struct build *B);
 
 #endif

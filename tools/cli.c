@@ -255,3 +255,22 @@ gin_close(struct gin *g)
 	if (g->fp != stdin)
 		fclose(g->fp);
 }
+
+int
+cli_links(int link, const char *arg, struct comm_given *g, const char *usage)
+{
+	char err[256];
+
+	if (link >= 0) {
+		if (comm_given_parse(arg, g, link) < 0) {
+			errmsg("invalid --net '%s' (GBPS,US)", arg);
+			usage_exit(usage);
+		}
+		return 0;
+	}
+	if (comm_given_load(arg, g, err, sizeof(err)) < 0) {
+		errmsg("%s: %s", arg, err);
+		return 1;
+	}
+	return 0;
+}

@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 
+#include "comm.h"
 #include "kg.h"
 
 #define KG_VERSION "0.1"
@@ -71,6 +72,13 @@ struct gin {
 int gin_open(struct gin *g, const char *path);
 int gin_read(struct gin *g);
 void gin_close(struct gin *g);
+
+/*
+ * The what-if tools' links: --net GBPS,US (link 1, the network) or
+ * --topology FILE (link -1, a file) into g. A bad --net is a usage error
+ * (exit 2); a bad file returns 1 after `tool: FILE: reason`; else 0.
+ */
+int cli_links(int link, const char *arg, struct comm_given *g, const char *usage);
 
 /* Close stdout checking for write errors (text tools); 0 or 1. */
 int close_stdout(void);

@@ -129,20 +129,10 @@ main(int argc, char **argv)
 			gpn_set = 1;
 			break;
 		case 'N':
-			if (comm_given_parse(optarg, &o.given, COMM_INTER) < 0) {
-				errmsg("invalid --net '%s' (GBPS,US)", optarg);
-				usage_exit(usage);
-			}
-			break;
-		case 'T': {
-			char err[256];
-
-			if (comm_given_load(optarg, &o.given, err, sizeof(err)) < 0) {
-				errmsg("%s: %s", optarg, err);
+		case 'T':
+			if (cli_links(c == 'N' ? COMM_INTER : -1, optarg, &o.given, usage) != 0)
 				return 1;
-			}
 			break;
-		}
 		case 'A':
 			if (parse_i64(optarg, 1, INT64_C(1) << 50, &o.act) < 0) {
 				errmsg("invalid --activation-bytes '%s'", optarg);

@@ -67,3 +67,31 @@ elem_size(const char *dt)
 		return 8;
 	return 0;
 }
+
+void
+param_count_init(struct param_count *pc)
+{
+	pc->op = pc->sh = KG_NONE;
+	pc->sum = 0;
+}
+
+void
+param_count_add(struct param_count *pc, const struct kg_reader *r, const struct kg_task *t)
+{
+	if (t->kind != KG_RT || t->op == KG_NONE || t->shapes == KG_NONE ||
+	    strstr(kg_str(r, t->name), "Launch") == NULL)
+		return;
+	if (t->op != pc->op || t->shapes != pc->sh)
+		pc->sum += op_params(kg_str(r, t->op), kg_str(r, t->shapes));
+	pc->op = t->op, pc->sh = t->shapes;
+}
+
+int64_t
+layer_source(int64_t j, int64_t n, int64_t nn)
+{
+	if (nn >= n)
+		return j * n / nn;
+	if (nn == 1)
+		return 0;
+	return (2 * j * (n - 1) + (nn - 1)) / (2 * (nn - 1));
+}

@@ -1,12 +1,15 @@
 /*
  * params: what the what-if tools count parameters with: the weight and
  * bias operands of the operators that hold them, from the Input Dims
- * text kineto2graph keeps, and the size of a gradient's element type.
+ * text kineto2graph keeps, and the size of a gradient's element type;
+ * and which traced layer a new one copies.
  */
 #ifndef KG_PARAMS_H
 #define KG_PARAMS_H
 
 #include <stdint.h>
+
+#include "kg.h"
 
 /*
  * Parameters an operator holds, from its name and its Input Dims text
@@ -18,5 +21,24 @@
 int64_t op_params(const char *op, const char *dims);
 /* Bytes of an element of type name dt ("Float", "BFloat16"); 0 unknown. */
 int elem_size(const char *dt);
+
+/*
+ * Parameters of the operators a run of calls launches, fed one task at a
+ * time in order: kernel launch calls whose operator has Input Dims count
+ * (op_params), an operator launching kernels in a row once.
+ */
+struct param_count {
+	uint32_t op, sh;
+	int64_t sum;
+};
+void param_count_init(struct param_count *pc);
+void param_count_add(struct param_count *pc, const struct kg_reader *r, const struct kg_task *t);
+
+/*
+ * Which of a stage's n traced layers its new layer j of nn copies: growing,
+ * floor(j n / nn) (every layer once or more, in order); shrinking,
+ * round(j (n - 1) / (nn - 1)) (the first and the last kept).
+ */
+int64_t layer_source(int64_t j, int64_t n, int64_t nn);
 
 #endif

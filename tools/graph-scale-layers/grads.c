@@ -23,27 +23,20 @@ layer_params(const struct ctx *c, const struct stage *s)
 {
 	const struct graph *g = c->g;
 	size_t i;
-	int64_t sum = 0;
 
 	for (i = 0; i < c->nrun; i++) {
 		const struct run *x = &c->rn[i];
-		uint32_t k, q, lop = KG_NONE, lsh = KG_NONE;
+		struct param_count cnt;
+		uint32_t k, q;
 
 		if (x->layer != s->lo || g->task[x->first].phase != KG_PH_FWD ||
 		    g->proc[g->task[x->first].proc].kind != KG_THREAD ||
 		    rank_index(c, graph_rank(g, x->first)) != s->rank0)
 			continue;
-		for (k = 0, q = c->pidx[x->first]; k < x->len; k++, q++) {
-			const struct kg_task *t = &g->task[c->porder[q]];
-
-			if (t->kind != KG_RT || t->op == KG_NONE || t->shapes == KG_NONE ||
-			    strstr(kg_str(c->r, t->name), "Launch") == NULL)
-				continue;
-			if (t->op != lop || t->shapes != lsh)
-				sum += op_params(kg_str(c->r, t->op), kg_str(c->r, t->shapes));
-			lop = t->op, lsh = t->shapes;
-		}
-		return sum;
+		param_count_init(&cnt);
+		for (k = 0, q = c->pidx[x->first]; k < x->len; k++, q++)
+			param_count_add(&cnt, c->r, &g->task[c->porder[q]]);
+		return cnt.sum;
 	}
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "params.h"
 #include "sl.h"
 #include "util.h"
 
@@ -134,12 +135,7 @@ find_stages(struct ctx *c)
 		s->cnt = xcalloc((size_t)s->n, sizeof(*s->cnt));
 		s->firstj = xcalloc((size_t)s->n, sizeof(*s->firstj));
 		for (j = s->nn - 1; j >= 0; j--) {
-			if (s->nn >= s->n)
-				a = j * s->n / s->nn;
-			else if (s->nn == 1)
-				a = 0;
-			else
-				a = (2 * j * (s->n - 1) + (s->nn - 1)) / (2 * (s->nn - 1));
+			a = layer_source(j, s->n, s->nn);
 			s->cnt[a]++;
 			s->firstj[a] = j;
 		}

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "params.h"
 #include "pp.h"
 #include "util.h"
 
@@ -28,13 +29,7 @@ find(const struct job *J, int64_t k, int32_t it, int unit, int32_t mb, int part,
 static int32_t
 src_layer(const struct stagecfg *sc, int64_t j)
 {
-	int64_t n = sc->nsrc, nn = sc->n2;
-
-	if (nn >= n)
-		return (int32_t)(j * n / nn);
-	if (nn == 1)
-		return 0;
-	return (int32_t)((2 * j * (n - 1) + (nn - 1)) / (2 * (nn - 1)));
+	return (int32_t)layer_source(j, sc->nsrc, sc->n2);
 }
 
 static void

@@ -637,30 +637,30 @@ first_numel(const char *dims)
 	return any ? n : 0;
 }
 
-/* Parameters of rank 0's first forward step's part before or after the layers. */
+/*
+ * Parameters of rank 0's first forward step's piece: its part before or
+ * after the layers, or its first layer; the main thread's launches.
+ */
 static int64_t
-part_params(const struct job *J, int part)
+part_params(const struct job *J, int part, int32_t a)
 {
 	const struct graph *g = J->g;
 	struct place pl;
 	const struct piece *pc;
-	uint32_t i, lop = KG_NONE, lsh = KG_NONE;
-	int64_t sum = 0;
+	struct param_count cnt;
+	uint32_t i;
 
 	memset(&pl, 0, sizeof(pl));
-	pl.unit = U_F, pl.part = (uint8_t)part, pl.a = -1, pl.mb = 0, pl.it = 0;
+	pl.unit = U_F, pl.part = (uint8_t)part, pl.a = a, pl.mb = 0, pl.it = 0;
 	pc = job_piece(J, 0, &pl);
+	param_count_init(&cnt);
 	for (i = 0; pc != NULL && i < pc->n; i++) {
 		const struct kg_task *t = &g->task[J->pt[pc->first + i]];
 
-		if (t->kind != KG_RT || t->op == KG_NONE || t->shapes == KG_NONE ||
-		    strstr(kg_str(J->r, t->name), "Launch") == NULL)
-			continue;
-		if (t->op != lop || t->shapes != lsh)
-			sum += op_params(kg_str(J->r, t->op), kg_str(J->r, t->shapes));
-		lop = t->op, lsh = t->shapes;
+		if (t->proc == J->tr[0].main)
+			param_count_add(&cnt, J->r, t);
 	}
-	return sum;
+	return cnt.sum;
 }
 
 /*
@@ -676,7 +676,6 @@ params(struct job *J)
 	struct place pl;
 	const struct piece *pc;
 	size_t i, ni = g->h.niters > 0 ? g->h.niters : 1;
-	uint32_t lop = KG_NONE, lsh = KG_NONE;
 
 	for (i = 0; i < g->ntask; i++) {
 		const struct kg_task *t = &g->task[i];
@@ -688,19 +687,10 @@ params(struct job *J)
 		if (J->e == 0 && t->dtype != KG_NONE)
 			J->e = elem_size(kg_str(J->r, t->dtype));
 	}
+	J->P = part_params(J, P_LAYER, 0);
 	memset(&pl, 0, sizeof(pl));
 	pl.unit = U_F, pl.part = P_LAYER, pl.a = 0, pl.mb = 0, pl.it = 0;
 	pc = job_piece(J, 0, &pl);
-	for (i = 0; pc != NULL && i < pc->n; i++) {
-		const struct kg_task *t = &g->task[J->pt[pc->first + i]];
-
-		if (t->kind != KG_RT || t->proc != J->tr[0].main || t->op == KG_NONE ||
-		    t->shapes == KG_NONE || strstr(kg_str(J->r, t->name), "Launch") == NULL)
-			continue;
-		if (t->op != lop || t->shapes != lsh)
-			J->P += op_params(kg_str(J->r, t->op), kg_str(J->r, t->shapes));
-		lop = t->op, lsh = t->shapes;
-	}
 	/* made sends: what the first layer takes in, its launch calls' time */
 	if (J->synth) {
 		int64_t nl = 0, sum = 0;
@@ -723,8 +713,8 @@ params(struct job *J)
 			    J->index, (long long)J->tr[0].lo);
 			return 1;
 		}
-		J->hpre = part_params(J, P_PRE);
-		J->hpost = part_params(J, P_POST);
+		J->hpre = part_params(J, P_PRE, -1);
+		J->hpost = part_params(J, P_POST, -1);
 	}
 	if (J->pg.dp >= 2 && J->P <= 0) {
 		errmsg("%s: section %d: layer %lld launches no operator with weight shapes "

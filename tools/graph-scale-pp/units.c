@@ -518,6 +518,7 @@ gpu_places(struct job *J, const uint32_t *ids, size_t n)
 }
 
 static const struct job *sort_job;
+static const int64_t *sort_issued; /* by task, for task_cmp */
 
 static int
 place_cmp(const struct place *x, const struct place *y)
@@ -562,7 +563,7 @@ task_cmp(const void *a, const void *b)
 		return rx < ry ? -1 : 1;
 	if ((c = place_cmp(&J->pl[x], &J->pl[y])) != 0)
 		return c;
-	ix = issued(J, x), iy = issued(J, y);
+	ix = sort_issued[x], iy = sort_issued[y];
 	if (ix != iy)
 		return ix < iy ? -1 : 1;
 	return x < y ? -1 : x > y;
@@ -573,13 +574,19 @@ make_pieces(struct job *J)
 {
 	const struct graph *g = J->g;
 	size_t n = g->ntask, i, cap = 0;
+	int64_t *iss;
 
 	J->pt = xmalloc((n + 1) * sizeof(*J->pt));
 	J->piece = xmalloc((n + 1) * sizeof(*J->piece));
 	for (i = 0; i < n; i++)
 		J->pt[i] = (uint32_t)i;
+	iss = xmalloc((n + 1) * sizeof(*iss));
+	for (i = 0; i < n; i++)
+		iss[i] = issued(J, (uint32_t)i);
 	sort_job = J;
+	sort_issued = iss;
 	qsort(J->pt, n, sizeof(*J->pt), task_cmp);
+	free(iss);
 	for (i = 0; i < n; i++) {
 		uint32_t u = J->pt[i];
 		uint32_t rk = (uint32_t)job_task_rank(J, u);

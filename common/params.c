@@ -5,6 +5,19 @@
 
 #include "params.h"
 
+/* One parameter operand: counted when present. */
+static int64_t
+operand(int present, int64_t numel, int *tensors, int64_t *largest)
+{
+	if (!present)
+		return 0;
+	if (tensors != NULL)
+		(*tensors)++;
+	if (largest != NULL && numel > *largest)
+		*largest = numel;
+	return numel;
+}
+
 /*
  * Parameters an operator holds, from its name and its Input Dims text
  * ("[[4096,1024],[1024,1536]]"): the weight and bias operands of the
@@ -12,6 +25,12 @@
  */
 int64_t
 op_params(const char *op, const char *dims)
+{
+	return op_params_n(op, dims, NULL, NULL);
+}
+
+int64_t
+op_params_n(const char *op, const char *dims, int *tensors, int64_t *largest)
 {
 	int64_t numel[8], last[8], v = 0;
 	int ndim[8], depth = 0, k = -1, num = 0, bad[8];
@@ -37,19 +56,26 @@ op_params(const char *op, const char *dims)
 	if (k >= 8)
 		k = 7;
 #define T(i, d) ((i) <= k && !bad[i] && ndim[i] == (d))
+	if (tensors != NULL)
+		*tensors = 0;
+	if (largest != NULL)
+		*largest = 0;
 	if (strcmp(op, "aten::mm") == 0)
-		return T(1, 2) ? numel[1] : 0;
+		return operand(T(1, 2), numel[1], tensors, largest);
 	if (strcmp(op, "aten::addmm") == 0)
-		return (T(2, 2) ? numel[2] : 0) + (T(0, 1) ? numel[0] : 0);
+		return operand(T(2, 2), numel[2], tensors, largest) +
+		    operand(T(0, 1), numel[0], tensors, largest);
 	if (strcmp(op, "aten::linear") == 0)
-		return (T(1, 2) ? numel[1] : 0) + (T(2, 1) ? numel[2] : 0);
+		return operand(T(1, 2), numel[1], tensors, largest) +
+		    operand(T(2, 1), numel[2], tensors, largest);
 	if (strcmp(op, "aten::embedding") == 0)
-		return T(0, 2) ? numel[0] : 0;
+		return operand(T(0, 2), numel[0], tensors, largest);
 	if (strcmp(op, "aten::layer_norm") == 0 || strcmp(op, "aten::native_layer_norm") == 0)
-		return (T(2, 1) ? numel[2] : 0) + (T(3, 1) ? numel[3] : 0);
+		return operand(T(2, 1), numel[2], tensors, largest) +
+		    operand(T(3, 1), numel[3], tensors, largest);
 	if ((strcmp(op, "aten::add") == 0 || strcmp(op, "aten::add_") == 0) && T(1, 1) &&
 	    0 <= k && !bad[0] && ndim[0] >= 2 && last[0] == numel[1])
-		return numel[1];
+		return operand(1, numel[1], tensors, largest);
 #undef T
 	return 0;
 }
@@ -73,6 +99,7 @@ param_count_init(struct param_count *pc)
 {
 	pc->op = pc->sh = KG_NONE;
 	pc->sum = 0;
+	pc->tensors = 0;
 }
 
 void
@@ -81,8 +108,12 @@ param_count_add(struct param_count *pc, const struct kg_reader *r, const struct 
 	if (t->kind != KG_RT || t->op == KG_NONE || t->shapes == KG_NONE ||
 	    strstr(kg_str(r, t->name), "Launch") == NULL)
 		return;
-	if (t->op != pc->op || t->shapes != pc->sh)
-		pc->sum += op_params(kg_str(r, t->op), kg_str(r, t->shapes));
+	if (t->op != pc->op || t->shapes != pc->sh) {
+		int n;
+
+		pc->sum += op_params_n(kg_str(r, t->op), kg_str(r, t->shapes), &n, NULL);
+		pc->tensors += n;
+	}
 	pc->op = t->op, pc->sh = t->shapes;
 }
 

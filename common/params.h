@@ -19,6 +19,9 @@
  * last dimension (a bias); 0 for other operators.
  */
 int64_t op_params(const char *op, const char *dims);
+/* The same, with the count of parameter operands (tensors) and the
+ * largest one's elements, where not NULL. */
+int64_t op_params_n(const char *op, const char *dims, int *tensors, int64_t *largest);
 /* Bytes of an element of type name dt ("Float", "BFloat16"); 0 unknown. */
 int elem_size(const char *dt);
 
@@ -29,7 +32,8 @@ int elem_size(const char *dt);
  */
 struct param_count {
 	uint32_t op, sh;
-	int64_t sum;
+	int64_t sum;      /* parameters */
+	int64_t tensors;  /* parameter tensors (weights, biases) */
 };
 void param_count_init(struct param_count *pc);
 void param_count_add(struct param_count *pc, const struct kg_reader *r, const struct kg_task *t);

@@ -15,7 +15,8 @@
 #include "util.h"
 
 static const char usage[] =
-    "kineto2graph [-qv] [-o FILE] [--iteration N|all] [--rank R] [--level N] [FILE ...]";
+    "kineto2graph [-qv] [-o FILE] [--iteration N|all] [--rank R] [--layer-ops REGEX] "
+    "[--level N] [FILE ...]";
 
 static const char help[] =
     "Convert PyTorch profiler (Kineto) traces, plain or gzip, into a graph stream.\n"
@@ -23,6 +24,7 @@ static const char help[] =
     "  -o, --output FILE      write the stream to FILE instead of stdout\n"
     "      --iteration N|all  keep ProfilerStep#N only, or every iteration (default)\n"
     "      --rank R           the rank, for traces that do not record one\n"
+    "      --layer-ops REGEX  find layers among the forward ops REGEX matches\n"
     "      --level N          zstd level, 1 to 19 (default 3)\n"
     "  -v, --verbose          print dependency coverage counts on stderr\n"
     "  -q, --quiet            no warnings\n"
@@ -130,6 +132,7 @@ main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "iteration", required_argument, NULL, 'I' },
 		{ "rank", required_argument, NULL, 'R' },
+		{ "layer-ops", required_argument, NULL, 'Y' },
 		{ "level", required_argument, NULL, 'L' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -138,7 +141,8 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct opts o;
-	int c;
+	regex_t re;
+	int c, rc;
 	int64_t v;
 
 	cli_init("kineto2graph");
@@ -162,6 +166,18 @@ main(int argc, char **argv)
 				errmsg("invalid iteration '%s' (a step number or 'all')", optarg);
 				usage_exit(usage);
 			}
+			break;
+		case 'Y':
+			if (o.b.layer_ops != NULL)
+				regfree(&re);
+			if ((rc = regcomp(&re, optarg, REG_EXTENDED | REG_NOSUB)) != 0) {
+				char why[128];
+
+				regerror(rc, &re, why, sizeof(why));
+				errmsg("invalid --layer-ops '%s': %s", optarg, why);
+				usage_exit(usage);
+			}
+			o.b.layer_ops = &re;
 			break;
 		case 'R':
 			if (parse_i64(optarg, 0, INT32_MAX, &v) < 0) {
@@ -198,5 +214,8 @@ main(int argc, char **argv)
 		errmsg("--rank names the rank of one trace, not of %d", argc);
 		usage_exit(usage);
 	}
-	return run(&o, argc, argv);
+	rc = run(&o, argc, argv);
+	if (o.b.layer_ops != NULL)
+		regfree(&re);
+	return rc;
 }

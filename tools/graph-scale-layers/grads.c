@@ -16,14 +16,15 @@
 /*
  * A layer's parameters on stage s: what the launches of its first
  * forward run on a thread count (an operator launching two kernels in a
- * row counted once).
+ * row counted once). Its parameter tensors in *tensors.
  */
 static int64_t
-layer_params(const struct ctx *c, const struct stage *s)
+layer_params(const struct ctx *c, const struct stage *s, int64_t *tensors)
 {
 	const struct graph *g = c->g;
 	size_t i;
 
+	*tensors = 0;
 	for (i = 0; i < c->nrun; i++) {
 		const struct run *x = &c->rn[i];
 		struct param_count cnt;
@@ -36,9 +37,151 @@ layer_params(const struct ctx *c, const struct stage *s)
 		param_count_init(&cnt);
 		for (k = 0, q = c->pidx[x->first]; k < x->len; k++, q++)
 			param_count_add(&cnt, c->r, &g->task[c->porder[q]]);
+		*tensors = cnt.tensors;
 		return cnt.sum;
 	}
 	return 0;
+}
+
+/*
+ * The parameters of stage s outside its layers (embeddings, a final norm,
+ * the LM head): what the forward launches of its rank0 outside every
+ * layer count, in the first micro-batch of the first iteration. An
+ * operand as large as an embedding table already counted is that table
+ * used again (an LM head tied to the embedding, as in GPT-2 and
+ * Megatron's default) and is not counted twice.
+ */
+static int64_t
+other_params(const struct ctx *c, const struct stage *s, int64_t *tensors)
+{
+	const struct graph *g = c->g;
+	int64_t it = INT64_MAX, mb = INT64_MAX, sum = 0, tables[8];
+	uint32_t op = KG_NONE, sh = KG_NONE;
+	size_t i, ntab = 0, k;
+
+	*tensors = 0;
+	for (i = 0; i < g->ntask; i++) {
+		const struct kg_task *t = &g->task[i];
+
+		if (t->phase == KG_PH_FWD && t->iter >= 0 &&
+		    rank_index(c, graph_rank(g, (uint32_t)i)) == s->rank0 &&
+		    (t->iter < it || (t->iter == it && t->mb < mb)))
+			it = t->iter, mb = t->mb;
+	}
+	for (i = 0; i < g->ntask; i++) {
+		const struct kg_task *t = &g->task[c->porder[i]];
+		const char *name;
+		int64_t p, big;
+		int n;
+
+		if (t->phase != KG_PH_FWD || t->layer >= 0 || t->iter != it || t->mb != mb ||
+		    t->kind != KG_RT || t->op == KG_NONE || t->shapes == KG_NONE ||
+		    g->proc[t->proc].kind != KG_THREAD ||
+		    rank_index(c, graph_rank(g, t->id)) != s->rank0 ||
+		    strstr(kg_str(c->r, t->name), "Launch") == NULL)
+			continue;
+		if (t->op == op && t->shapes == sh)
+			continue; /* one operator launching in a row */
+		op = t->op, sh = t->shapes;
+		name = kg_str(c->r, t->op);
+		p = op_params_n(name, kg_str(c->r, t->shapes), &n, &big);
+		if (p == 0)
+			continue;
+		if (strcmp(name, "aten::embedding") == 0) {
+			if (ntab < sizeof(tables) / sizeof(tables[0]))
+				tables[ntab++] = big;
+		} else {
+			for (k = 0; k < ntab && tables[k] != big; k++)
+				;
+			if (k < ntab)
+				p -= big, n--; /* tied to the table */
+		}
+		sum += p, *tensors += n;
+	}
+	return sum;
+}
+
+/*
+ * The optimizer step's host work on each thread: from the optimizer
+ * phase's first CPU op or runtime call of an iteration up to its first
+ * synchronizing call. Where it shows loops over the parameter tensors
+ * (a run of one op, called in a row at least once a tensor: PyTorch's
+ * foreach optimizers update each tensor's step count, read it back,
+ * group the tensors; zero_grad clears each), all of it is per-tensor
+ * work: its durations and the gaps into its tasks take the stage's ratio
+ * of parameter tensors. A fused step (one launch for all tensors) shows
+ * no such loop and is left as it is; so is what follows the
+ * synchronization (the host waiting, the profiler's step).
+ */
+static void
+scale_step_host(struct ctx *c)
+{
+	const struct graph *g = c->g;
+	uint32_t *win = xcalloc(c->nt + 1, sizeof(*win)); /* window + 1, 0 none */
+	uint8_t *loop = NULL;
+	size_t nwin = 0, capwin = 0, i, *cur = xmalloc((g->nproc + 1) * sizeof(*cur));
+	int64_t *iter = xmalloc((g->nproc + 1) * sizeof(*iter)), *run = NULL, *longest = NULL;
+	uint32_t *last = xmalloc((g->nproc + 1) * sizeof(*last));
+	size_t caprun = 0, caplong = 0;
+
+	for (i = 0; i < g->nproc; i++)
+		iter[i] = INT64_MIN, cur[i] = SIZE_MAX, last[i] = KG_NONE;
+	for (i = 0; i < c->nt; i++) {
+		const struct kg_task *t = &c->t[i];
+		size_t w;
+
+		if (g->proc[t->proc].kind != KG_THREAD || t->phase != KG_PH_OPT ||
+		    (t->kind != KG_CPU && t->kind != KG_RT))
+			continue;
+		if (t->iter != iter[t->proc]) {
+			uint8_t z = 0;
+			int64_t zero = 0;
+
+			iter[t->proc] = t->iter;
+			cur[t->proc] = nwin;
+			VEC_PUSH(loop, nwin, capwin, z);
+			grow(&run, &caprun, nwin, sizeof(*run));
+			grow(&longest, &caplong, nwin, sizeof(*longest));
+			run[nwin - 1] = longest[nwin - 1] = zero;
+			last[t->proc] = KG_NONE;
+		}
+		w = cur[t->proc];
+		if (w == SIZE_MAX)
+			continue; /* past the synchronization */
+		if (t->kind == KG_RT && strstr(kg_str(c->r, t->name), "Synchronize") != NULL) {
+			cur[t->proc] = SIZE_MAX;
+			continue;
+		}
+		win[i] = (uint32_t)w + 1;
+		run[w] = t->kind == KG_CPU && last[t->proc] != KG_NONE &&
+		    c->t[last[t->proc]].name == t->name ? run[w] + 1 : 1;
+		last[t->proc] = (uint32_t)i;
+		if (run[w] > longest[w])
+			longest[w] = run[w];
+	}
+	for (i = 0; i < c->nt; i++) {
+		const struct stage *s;
+
+		if (win[i] == 0)
+			continue;
+		s = &c->st[c->rstage[rank_index(c, graph_rank(g, c->src[i]))]];
+		if (s->tratio == 1 || s->tensors <= 1 || longest[win[i] - 1] < s->tensors) {
+			win[i] = 0;
+			continue;
+		}
+		c->t[i].dur = llround((double)c->t[i].dur * s->tratio);
+	}
+	for (i = 0; i < c->ne; i++) {
+		struct kg_edge *e = &c->e[i];
+
+		if (e->kind == KG_E_THREAD && e->dst < c->nt && win[e->dst] != 0) {
+			const struct stage *s =
+			    &c->st[c->rstage[rank_index(c, graph_rank(g, c->src[e->dst]))]];
+
+			e->delay = llround((double)e->delay * s->tratio);
+		}
+	}
+	free(win), free(loop), free(cur), free(iter), free(run), free(longest), free(last);
 }
 
 /*
@@ -69,11 +212,11 @@ gradients(struct ctx *c)
 	pgroups_classify(&pg, ct, grp, n);
 	for (k = 0; k < c->nst; k++) {
 		struct stage *s = &c->st[k];
-		int64_t P;
+		int64_t P, O, PT, OT;
 		double B = 0, H;
 		int e = 0;
 
-		s->ratio = 1;
+		s->ratio = s->tratio = 1;
 		for (i = 0; i < n; i++) {
 			const struct kg_task *t = ct[i];
 
@@ -85,15 +228,23 @@ gradients(struct ctx *c)
 			if (e == 0)
 				e = elem_size(t->dtype == KG_NONE ? NULL : kg_str(c->r, t->dtype));
 		}
-		P = B > 0 ? layer_params(c, s) : 0;
+		P = layer_params(c, s, &PT);
+		O = other_params(c, s, &OT);
+		s->tensors = OT + s->n * PT;
+		s->tratio = PT > 0 ? (double)(OT + s->nn * PT) / (double)s->tensors : 1;
 		if (B == 0) {
 			/* no data-parallel gradients: the optimizer's work
-			 * follows the layers alone */
+			 * follows the stage's parameters, counted */
+			if (P > 0) {
+				s->ratio = ((double)O + (double)s->nn * (double)P) /
+				    ((double)O + (double)s->n * (double)P);
+				continue;
+			}
 			s->ratio = (double)s->nn / (double)s->n;
-			if (pg.dp < 0 && k == 0 && s->nn != s->n)
-				warnmsg("%s: section %d: no data-parallel group: the optimizer is "
-				    "scaled as if the layers held all the parameters", c->name,
-				    c->index);
+			if (k == 0 && s->nn != s->n)
+				warnmsg("%s: section %d: no data-parallel group and no operator "
+				    "with weight shapes: the optimizer is scaled as if the layers "
+				    "held all the parameters", c->name, c->index);
 			continue;
 		}
 		if (P <= 0) {
@@ -153,6 +304,7 @@ gradients(struct ctx *c)
 		}
 	}
 	free(cg);
+	scale_step_host(c);
 	rc = 0;
 out:
 	pgroups_release(&pg);

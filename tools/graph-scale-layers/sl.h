@@ -47,6 +47,8 @@ struct stage {
 	int64_t *firstj;  /* and the first new layer (- nlo) they make */
 	uint32_t rank0;   /* a rank of the stage, for counting parameters */
 	double ratio;     /* gradient bytes after / before */
+	int64_t tensors;  /* parameter tensors before */
+	double tratio;    /* parameter tensors after / before */
 };
 
 struct ctx {

@@ -1588,7 +1588,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		tags_backward(&g.tags, g.iter[g.runs[i].first], t->ev[g.runs[i].first].proc,
 		    t->ev[g.runs[i].first].ts, end_of(&t->ev[g.runs[i].last]));
 	tags_ready(&g.tags);
-	tags_infer(&g.tags, t, cpu, ncpu, g.encl, g.iter, h.rank);
+	tags_infer(&g.tags, t, cpu, ncpu, g.encl, g.iter, h.rank, o->layer_ops);
 	for (i = 0; i < g.ntask; i++) {
 		struct kg_task k;
 
@@ -1690,16 +1690,21 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 			"tag_phase", "tag_phase_inferred", "tag_mb", "tag_layer",
 			"tag_mb_inferred", "tag_layer_inferred", "tag_stage_inferred",
 			"tag_stage_unknown", "tag_mb_unmatched", "tag_layer_norepeat",
-			"tag_layer_noseq"
+			"tag_layer_noseq", "tag_layer_steps", "tag_layer_repeats",
+			"tag_layer_unit_ops", "tag_layer_modules"
 		};
-		int64_t n[11];
+		int64_t n[15];
 
 		memcpy(n, tagcount, sizeof(tagcount));
 		n[7] = g.tags.stage < 0 ? (int64_t)g.ntask : 0;
 		n[8] = g.tags.mb_unmatched;
 		n[9] = g.tags.ly_norepeat;
 		n[10] = g.tags.ly_noseq;
-		for (i = 0; i < 11; i++)
+		n[11] = g.tags.ly_steps;
+		n[12] = g.tags.ly_reps;
+		n[13] = g.tags.ly_unit;
+		n[14] = g.tags.ly_module != KG_NONE ? g.tags.ly_steps : 0;
+		for (i = 0; i < 15; i++)
 			if (n[i] != 0)
 				kg_cov_add(cov, tagname[i], n[i]);
 	}

@@ -814,6 +814,33 @@ comm_op_size(struct trace *t, struct cur *c)
 	c->cm_any = 1;
 }
 
+/*
+ * An "nn.Module: CLASS_N" call on a CPU thread, kept aside; 0 when it is
+ * not one (no instance number, no time, no thread).
+ */
+static int
+module_call(struct trace *t, const struct cur *c)
+{
+	struct modspan m;
+	const char *n = c->name + 11;
+	size_t len = c->namelen - 11, k = len;
+	int32_t v = 0, mul = 1;
+
+	while (k > 0 && n[k - 1] >= '0' && n[k - 1] <= '9' && mul < 100000000)
+		v += (n[k - 1] - '0') * mul, mul *= 10, k--;
+	if (k == len || k < 2 || n[k - 1] != '_' || !(c->have & BIT(E_TS)) ||
+	    !(c->have & BIT(E_DUR)) || c->pid_str || c->tid_str ||
+	    !(c->have & BIT(E_PID)) || !(c->have & BIT(E_TID)))
+		return 0;
+	m.ts = c->ts;
+	m.end = c->ts + c->dur;
+	m.proc = trace_proc(t, c->pid, c->tid, 0);
+	m.cls = intern_get(&t->str, n, k - 1);
+	m.inst = v;
+	VEC_PUSH(t->mod, t->nmod, t->capmod, m);
+	return 1;
+}
+
 #define CATIS(lit) (c->catlen == sizeof(lit) - 1 && memcmp(c->cat, lit, c->catlen) == 0)
 
 /* The event is complete: classify it, keep it or count it as skipped. */
@@ -866,6 +893,9 @@ keep_event(struct jp *p)
 		cls = EV_SET;
 	else if (CATIS("cuda_sync"))
 		cls = EV_SYNC;
+	else if (CATIS("python_function") && c->namelen > 11 &&
+	    memcmp(c->name, "nn.Module: ", 11) == 0 && module_call(t, c))
+		return;
 	else {
 		skip_count(p, "skip:", c->catlen ? c->cat : "(none)", c->catlen ? c->catlen : 6);
 		return;
@@ -1157,6 +1187,7 @@ trace_release(struct trace *t)
 	free(t->sync);
 	free(t->bytes);
 	free(t->proc);
+	free(t->mod);
 	kg_cov_release(&t->cov);
 	memset(t, 0, sizeof(*t));
 }

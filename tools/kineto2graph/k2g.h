@@ -8,6 +8,7 @@
 #ifndef K2G_H
 #define K2G_H
 
+#include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -65,6 +66,17 @@ struct tproc {
 	uint32_t name; /* thread name from metadata, KG_NONE */
 };
 
+/*
+ * An nn.Module call, from a python_function event named "nn.Module: CLASS_N"
+ * (PyTorch's with_stack / with_modules): what layers are found with.
+ */
+struct modspan {
+	int64_t ts, end;
+	uint32_t proc;         /* its thread */
+	uint32_t cls;          /* interned CLASS */
+	int32_t inst;          /* N */
+};
+
 struct trace {
 	const char *file;      /* for messages */
 	struct intern str;
@@ -78,6 +90,8 @@ struct trace {
 	size_t nbytes, capbytes;
 	struct tproc *proc;
 	size_t nproc, capproc;
+	struct modspan *mod;   /* nn.Module calls, in the order read */
+	size_t nmod, capmod;
 	/* Metadata from the top level. */
 	int64_t base_ns;       /* baseTimeNanoseconds, 0 if absent */
 	int64_t rank, world;   /* -1 if absent */
@@ -102,6 +116,7 @@ struct build_opts {
 	int all_iters;   /* keep every ProfilerStep iteration */
 	int64_t iter;    /* else only this one */
 	int64_t rank;    /* --rank, used when the trace has none; -1 */
+	const regex_t *layer_ops; /* --layer-ops: the ops layers are found among */
 	const char *producer;
 };
 
@@ -157,6 +172,11 @@ struct tagger {
 	int64_t mb_unmatched;  /* iterations whose forward steps and backward
 	                          calls differ in number */
 	int64_t ly_norepeat;   /* forward steps without a repeating unit */
+	int64_t ly_steps;      /* forward steps cut into layers */
+	int64_t ly_reps, ly_unit; /* the most layers a step had, and the most
+	                          top-level ops a layer's unit had (0 when
+	                          the layers came from module calls) */
+	uint32_t ly_module;    /* the module class taken as the layer, KG_NONE */
 	int64_t ly_noseq;      /* backward calls no sequence number maps */
 };
 
@@ -178,7 +198,7 @@ void tags_ready(struct tagger *tg);
  * (-1 unknown).
  */
 void tags_infer(struct tagger *tg, const struct trace *t, const uint32_t *cpu, size_t ncpu,
-    const uint32_t *encl, const int32_t *iter, int64_t rank);
+    const uint32_t *encl, const int32_t *iter, int64_t rank, const regex_t *layer_ops);
 
 /* What tags_at found: from a range, or inferred. */
 enum {

@@ -432,7 +432,18 @@ struct infer {
 	size_t capopix;
 	struct seqiv *stiv, *lyiv;
 	size_t nstiv, capstiv, nlyiv, caplyiv;
+	const struct modspan *lay; /* the layer class's calls on the main thread, by start */
+	size_t nlay;
+	const regex_t *re;     /* --layer-ops */
+	uint8_t *match;        /* by name id: 0 not tried, 1 matches, 2 does not */
+	struct seg *lp;        /* a step's layers: items [lo, hi) each */
+	size_t nlp, caplp;
 };
+
+/* Fewer top-level ops than this repeating is no evidence of a layer (a
+ * pair of ops called in a loop, a per-parameter hook): a transformer
+ * block has a dozen. */
+#define MIN_LAYER_OPS 3
 
 /*
  * Append to in->it the top-level events of thread proc from position pos
@@ -547,8 +558,17 @@ op_names(struct infer *in, size_t lo, size_t hi)
 	size_t n = 0, i;
 
 	for (i = lo; i < hi; i++) {
+		uint32_t nm = in->it[i].name;
+
 		if (!in->it[i].op)
 			continue;
+		if (in->re != NULL) {
+			if (in->match[nm] == 0)
+				in->match[nm] = regexec(in->re, in->t->str.str[nm], 0, NULL, 0) == 0 ?
+				    1 : 2;
+			if (in->match[nm] != 1)
+				continue;
+		}
 		grow(&in->names, &in->capnames, n + 1, sizeof(*in->names));
 		grow(&in->opix, &in->capopix, n + 1, sizeof(*in->opix));
 		in->names[n] = in->it[i].name;
@@ -658,6 +678,78 @@ cmp_seqiv(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
+/*
+ * The layers of forward step s (items [s->lo, s->hi), whose nops ops are
+ * in->names, in->opix) into in->lp: the calls of the layer module class
+ * in it where the trace has them, else the repetitions of the unit that
+ * repeats most of the step's top-level ops (of those --layer-ops
+ * matches), when that is evidence of a block: at least MIN_LAYER_OPS
+ * ops (2 among --layer-ops' ops), repeated over half of the step, and no
+ * shorter unit repeated over half of it. 0, or -1 (counted) when the
+ * step shows no layers.
+ */
+static int
+step_layers(struct infer *in, const struct seg *s, size_t nops)
+{
+	struct tagger *tg = in->tg;
+	size_t at = 0, reps = 0, p, k, q;
+
+	in->nlp = 0;
+	if (in->nlay > 0) {
+		int64_t a = in->it[s->lo].ts, z = items_end(in, s->lo, s->hi);
+
+		for (k = 0; k < in->nlay; k++) {
+			const struct modspan *m = &in->lay[k];
+			struct seg x = { SIZE_MAX, 0 };
+
+			if (m->end <= a || m->ts >= z)
+				continue;
+			for (q = s->lo; q < s->hi; q++)
+				if (in->it[q].ts >= m->ts && in->it[q].ts < m->end) {
+					if (x.lo == SIZE_MAX)
+						x.lo = q;
+					x.hi = q + 1;
+				}
+			if (x.lo != SIZE_MAX)
+				VEC_PUSH(in->lp, in->nlp, in->caplp, x);
+		}
+		if (in->nlp < 2) {
+			tg->ly_norepeat++;
+			return -1;
+		}
+		tg->ly_steps++;
+		if ((int64_t)in->nlp > tg->ly_reps)
+			tg->ly_reps = (int64_t)in->nlp;
+		return 0;
+	}
+	p = nops <= MAX_STEP_OPS ? find_period(in->names, nops, &at, &reps) : 0;
+	/* a unit that is itself mostly a shorter one repeated (a CNN's
+	 * stages of like blocks) is no layer either */
+	if (p > 0 && reps * p * 2 >= nops) {
+		size_t at2 = 0, reps2 = 0, p2 = find_period(in->names + at, p, &at2, &reps2);
+
+		if (p2 > 0 && reps2 * p2 * 2 >= p)
+			p = 0;
+	}
+	if (p < (in->re != NULL ? 2 : MIN_LAYER_OPS) || reps * p * 2 < nops) {
+		tg->ly_norepeat++;
+		return -1;
+	}
+	for (k = 0; k < reps; k++) {
+		struct seg x;
+
+		x.lo = in->opix[at + k * p];
+		x.hi = in->opix[at + (k + 1) * p - 1] + 1;
+		VEC_PUSH(in->lp, in->nlp, in->caplp, x);
+	}
+	tg->ly_steps++;
+	if ((int64_t)reps > tg->ly_reps)
+		tg->ly_reps = (int64_t)reps;
+	if ((int64_t)p > tg->ly_unit)
+		tg->ly_unit = (int64_t)p;
+	return 0;
+}
+
 /* A backward call: items [lo, hi) of in->it, on thread proc. */
 struct call {
 	size_t lo, hi;
@@ -754,7 +846,7 @@ infer_iter(struct infer *in, uint32_t main, int32_t it, size_t rlo, size_t rhi, 
 	in->nstiv = in->nlyiv = 0;
 	for (i = 0; i < in->nseg; i++) {
 		const struct seg *s = &in->seg[i];
-		size_t nops = op_names(in, s->lo, s->hi), at = 0, reps = 0, p, k;
+		size_t nops = op_names(in, s->lo, s->hi), reps, k;
 		struct seqiv iv = { NO_CORR, 0, (int32_t)i };
 
 		if (valid)
@@ -769,23 +861,13 @@ infer_iter(struct infer *in, uint32_t main, int32_t it, size_t rlo, size_t rhi, 
 			}
 		if (iv.lo != NO_CORR)
 			VEC_PUSH(in->stiv, in->nstiv, in->capstiv, iv);
-		p = nops <= MAX_STEP_OPS ? find_period(in->names, nops, &at, &reps) : 0;
-		/* a unit that is itself mostly a shorter one repeated (a CNN's
-		 * stages of like blocks) is no layer either */
-		if (p > 0 && reps * p * 2 >= nops) {
-			size_t at2 = 0, reps2 = 0, p2 = find_period(in->names + at, p, &at2, &reps2);
-
-			if (p2 > 0 && reps2 * p2 * 2 >= p)
-				p = 0;
-		}
-		if (p == 0 || reps * p * 2 < nops) {
-			tg->ly_norepeat++;
+		if (step_layers(in, s, nops) < 0)
 			continue;
-		}
 		if (tg->stage < 0)
 			continue; /* no global layer number without the stage */
+		reps = in->nlp;
 		for (k = 0; k < reps; k++) {
-			size_t a = in->opix[at + k * p], z = in->opix[at + (k + 1) * p - 1] + 1, q;
+			size_t a = in->lp[k].lo, z = in->lp[k].hi, q;
 			int32_t ly = tg->stage * (int32_t)reps + (int32_t)k;
 			struct seqiv lv = { NO_CORR, 0, ly };
 
@@ -853,15 +935,83 @@ infer_iter(struct infer *in, uint32_t main, int32_t it, size_t rlo, size_t rhi, 
 	free(calls);
 }
 
+static int
+cmp_mod(const void *a, const void *b)
+{
+	const struct modspan *x = a, *y = b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/*
+ * The layer module class of the main thread's nn.Module calls: of the
+ * classes called as two or more instances, the one whose calls take the
+ * most time (the blocks, not their parts, which take less, nor the
+ * model, called as one instance). Its calls into *out (by start, owned
+ * by the caller), their count returned; 0 and KG_NONE when none.
+ */
+static size_t
+layer_module(const struct trace *t, uint32_t main, uint32_t *cls, struct modspan **out)
+{
+	struct cand {
+		uint32_t cls;
+		int32_t inst0;
+		int many;
+		int64_t time;
+	} *c = NULL;
+	size_t nc = 0, capc = 0, i, k, n = 0, best = SIZE_MAX;
+
+	*cls = KG_NONE;
+	*out = NULL;
+	for (i = 0; i < t->nmod; i++) {
+		const struct modspan *m = &t->mod[i];
+
+		if (m->proc != main)
+			continue;
+		for (k = 0; k < nc && c[k].cls != m->cls; k++)
+			;
+		if (k == nc) {
+			struct cand x = { m->cls, m->inst, 0, 0 };
+
+			VEC_PUSH(c, nc, capc, x);
+		}
+		if (m->inst != c[k].inst0)
+			c[k].many = 1;
+		c[k].time += m->end - m->ts;
+	}
+	for (k = 0; k < nc; k++)
+		if (c[k].many && (best == SIZE_MAX || c[k].time > c[best].time))
+			best = k;
+	if (best != SIZE_MAX) {
+		*cls = c[best].cls;
+		*out = xmalloc(t->nmod * sizeof(**out));
+		for (i = 0; i < t->nmod; i++)
+			if (t->mod[i].proc == main && t->mod[i].cls == *cls)
+				(*out)[n++] = t->mod[i];
+		qsort(*out, n, sizeof(**out), cmp_mod);
+	}
+	free(c);
+	return n;
+}
+
 void
 tags_infer(struct tagger *tg, const struct trace *t, const uint32_t *cpu, size_t ncpu,
-    const uint32_t *encl, const int32_t *iter, int64_t rank)
+    const uint32_t *encl, const int32_t *iter, int64_t rank, const regex_t *layer_ops)
 {
 	struct infer in;
+	struct modspan *lay = NULL;
 	size_t pos, rlo, rhi, blo, bhi;
 
 	tg->stage = find_stage(t, rank);
 	memset(&in, 0, sizeof(in));
+	tg->ly_module = KG_NONE;
+	if (layer_ops != NULL) {
+		in.re = layer_ops;
+		in.match = xcalloc(t->str.n + 1, 1);
+	} else if (tg->main != KG_NONE) {
+		in.nlay = layer_module(t, tg->main, &tg->ly_module, &lay);
+		in.lay = lay;
+	}
 	in.tg = tg;
 	in.t = t;
 	in.cpu = cpu;
@@ -893,6 +1043,9 @@ tags_infer(struct tagger *tg, const struct trace *t, const uint32_t *cpu, size_t
 	free(in.opix);
 	free(in.stiv);
 	free(in.lyiv);
+	free(in.lp);
+	free(in.match);
+	free(lay);
 	spans_index(&tg->inf, tg->nproc);
 }
 

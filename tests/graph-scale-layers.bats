@@ -183,7 +183,7 @@ simulated() {
 @test "graph-scale-layers: a graph without layer tags, or too few layers for its stages, stops it" {
 	mkrank | graphcat | sed 's/,"ly":[0-9]*//' | mkstream > rank.kg
 	run -1 --separate-stderr graph-scale-layers 4 rank.kg
-	[ "$stderr" = 'graph-scale-layers: rank.kg: section 0: no task has a layer tag: kineto2graph takes them from record_function ranges named like "layer_3" or "layers.3"' ]
+	[ "$stderr" = 'graph-scale-layers: rank.kg: section 0: no task has a layer tag: kineto2graph found no repeated block in the forward pass; name the layers with record_function ranges ("layer_3"), record nn.Module calls (with_stack=True) or give kineto2graph --layer-ops REGEX' ]
 	run -1 bash -c 'graph-scale-layers 4 rank.kg | graphcat'
 	tracegen --preset tiny --ranks 0,4 -d two
 	kineto2graph -q two/*.json.gz | graph-deps --merge -q > two.kg 2>/dev/null || skip "merge of two ranks refused"

@@ -464,6 +464,73 @@ tag_lines() {
 		.[]' | sort
 }
 
+@test "kineto2graph: layers come from the program's nn.Module calls where the trace has them" {
+	# tags_module.json: tags_infer.json without the pipeline (no receive:
+	# stage 0) whose second block runs relu, not gelu, so no unit of ops
+	# repeats; python_function events name the modules: GPT_0 around each
+	# forward step (one instance: no layer class), Block_0 (ts +8 to +37)
+	# around layer_norm, linear, gelu and Block_1 (+38 to +67) around
+	# layer_norm, linear, relu, Linear_0 and Linear_1 inside them (two
+	# instances, less time than the blocks). Each step's Block_k is layer
+	# k; backward nodes take their forward op's layer by sequence number,
+	# AccumulateGrad the node's before it; aten::to and the loss are in no
+	# layer. A python_function that is no module call stays skipped.
+	k2g tags_module
+	run -0 tasks tags_module.kg 'true' '\(.n) \(.ph // "-") \(.mb // "-") \(.ly // "-")'
+	[ "${lines[0]}" = "aten::to fwd 0 -" ]
+	[ "$(printf '%s\n' "${lines[@]:1:7}" | tr '\n' ';')" = "aten::layer_norm fwd 0 0;aten::linear fwd 0 0;aten::gelu fwd 0 0;aten::layer_norm fwd 0 1;aten::linear fwd 0 1;aten::relu fwd 0 1;aten::loss fwd 0 -;" ]
+	[ "$(printf '%s\n' "${lines[@]:8:9}" | tr '\n' ';')" = "LossBackward0 bwd 0 -;ReluBackward0 bwd 0 1;LinearBackward0 bwd 0 1;NativeLayerNormBackward0 bwd 0 1;torch::autograd::AccumulateGrad bwd 0 1;GeluBackward0 bwd 0 0;LinearBackward0 bwd 0 0;NativeLayerNormBackward0 bwd 0 0;torch::autograd::AccumulateGrad bwd 0 0;" ]
+	[ "$(cov tag_layer_modules tags_module.kg)" = 2 ]
+	[ "$(cov tag_layer_steps tags_module.kg)" = 2 ]
+	[ "$(cov tag_layer_repeats tags_module.kg)" = 2 ]
+	[ "$(cov skip:python_function tags_module.kg)" = 2 ]
+	# the same trace without the module calls: no repeated unit, no layer
+	jq -c '{traceEvents: [.traceEvents[] | select(.cat != "python_function")]}' \
+	    "$RULES/tags_module.json" > nomod.json
+	kineto2graph -o nomod.kg nomod.json
+	[ "$(tasks nomod.kg '.ly != null' '\(.n)')" = "" ]
+	[ "$(cov tag_layer_norepeat nomod.kg)" = 2 ]
+	[ "$(cov tag_layer_steps nomod.kg)" = 0 ]
+}
+
+@test "kineto2graph: --layer-ops finds layers among the ops it matches; a bad expression is a usage error" {
+	# Among layer_norm and linear the unit (layer_norm, linear) repeats
+	# twice a step; gelu goes with the layer before it, and the last
+	# layer takes as many ops after its last match as the one before
+	# (relu): the layers the module calls give in the test above.
+	jq -c '{traceEvents: [.traceEvents[] | select(.cat != "python_function")]}' \
+	    "$RULES/tags_module.json" > nomod.json
+	run -0 --separate-stderr kineto2graph --layer-ops 'layer_norm|linear' -o re.kg nomod.json
+	run -0 tasks re.kg '.ph == "fwd" and .mb == 0' '\(.n) \(.ly // "-")'
+	[ "$(echo "$output" | tr '\n' ';')" = "aten::to -;aten::layer_norm 0;aten::linear 0;aten::gelu 0;aten::layer_norm 1;aten::linear 1;aten::relu 1;aten::loss -;" ]
+	[ "$(cov tag_layer_unit_ops re.kg)" = 2 ]
+	run -2 --separate-stderr kineto2graph --layer-ops '(' nomod.json
+	[ "${stderr_lines[0]%%:*}" = kineto2graph ]
+	case "${stderr_lines[0]}" in "kineto2graph: invalid --layer-ops '(': "*) ;; *) false ;; esac
+}
+
+@test "kineto2graph: the H100 GPT traces' layers are the model's, found as a repeated block; a compiled model shows none" {
+	# ../shared/gpu/traces: no record_function range names a layer; each
+	# .meta.json gives the model's layer count and the profiler recorded
+	# three steps of one micro-batch (active=3 in record.py).
+	need_gpu
+	for n in 4 8 16; do
+		kineto2graph -q -o "l$n.kg" "$GPU/gpt_L${n}_H1024.json.gz"
+		[ "$(jq .layers "$GPU/gpt_L${n}_H1024.meta.json")" = "$n" ]
+		[ "$(cov tag_layer_repeats "l$n.kg")" = "$n" ]
+		[ "$(cov tag_layer_steps "l$n.kg")" = 3 ]
+		[ "$(tasks "l$n.kg" '.ly != null' '\(.ly)' | sort -un | tr '\n' ' ')" = "$(seq -s ' ' 0 $((n - 1))) " ]
+	done
+	# torch.compile: the forward is a compiled graph's few calls, no block
+	kineto2graph -q -o c.kg "$GPU/gpt_L8_H1024_compile.json.gz"
+	[ "$(cov tag_layer_steps c.kg)" = 0 ]
+	[ "$(cov tag_layer_norepeat c.kg)" = 3 ]
+	run -1 --separate-stderr graph-scale-layers 16 c.kg
+	[ "$stderr" = 'graph-scale-layers: c.kg: section 0: no task has a layer tag: kineto2graph found no repeated block in the forward pass; name the layers with record_function ranges ("layer_3"), record nn.Module calls (with_stack=True) or give kineto2graph --layer-ops REGEX' ]
+	run -1 --separate-stderr graph-scale-pp 2 c.kg
+	[ "${stderr_lines[0]}" = 'graph-scale-pp: c.kg: section 0: rank 0 has no task with a layer tag: kineto2graph found no repeated block in the forward pass; name the layers with record_function ranges ("layer_3"), record nn.Module calls (with_stack=True) or give kineto2graph --layer-ops REGEX' ]
+}
+
 @test "kineto2graph: without ranges, a tracegen job's tasks get the micro-batch and layer its ranges give, and the stage of its layout" {
 	# tiny: tp 2, pp 2, dp 2 (ranks 0-3 stage 0, 4-7 stage 1), 4 layers,
 	# 4 micro-batches, 1F1B; and with one stage, GPipe (forward steps and

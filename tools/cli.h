@@ -15,6 +15,11 @@
 
 #define KG_VERSION "0.1"
 
+/* What the what-if tools say when a graph has no layer tags. */
+#define NO_LAYERS "kineto2graph found no repeated block in the forward pass; name the " \
+	"layers with record_function ranges (\"layer_3\"), record nn.Module calls " \
+	"(with_stack=True) or give kineto2graph --layer-ops REGEX"
+
 extern const char *progname;
 extern int quiet; /* -q: no warnings */
 

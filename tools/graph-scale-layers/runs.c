@@ -74,9 +74,8 @@ find_stages(struct ctx *c)
 			hi[r] = t->layer;
 	}
 	if (nb == 0) {
-		errmsg("%s: section %d: no task has a layer tag: kineto2graph takes them from "
-		    "record_function ranges named like \"layer_3\" or \"layers.3\"", c->name,
-		    c->index);
+		errmsg("%s: section %d: no task has a layer tag: %s", c->name, c->index,
+		    NO_LAYERS);
 		goto fail;
 	}
 	c->rstage = xmalloc((k + 1) * sizeof(*c->rstage));

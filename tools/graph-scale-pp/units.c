@@ -184,9 +184,8 @@ layout(struct job *J)
 		J->tr[r].rank = r;
 		J->tr[r].main = KG_NONE;
 		if (hi[r] < 0) {
-			errmsg("%s: section %d: rank %lld has no task with a layer tag: "
-			    "kineto2graph takes them from record_function ranges named like "
-			    "\"layer_3\"", J->name, J->index, (long long)r);
+			errmsg("%s: section %d: rank %lld has no task with a layer tag: %s", J->name,
+			    J->index, (long long)r, NO_LAYERS);
 			goto outl;
 		}
 		if (lo[r] != lo[r0] || hi[r] != hi[r0] ||

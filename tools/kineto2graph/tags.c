@@ -742,6 +742,18 @@ step_layers(struct infer *in, const struct seg *s, size_t nops)
 		x.hi = in->opix[at + (k + 1) * p - 1] + 1;
 		VEC_PUSH(in->lp, in->nlp, in->caplp, x);
 	}
+	if (in->re != NULL) {
+		/* ops --layer-ops passed over go with the layer before them;
+		 * the last layer takes as many after its last match as the
+		 * one before it had */
+		size_t tail = in->lp[reps - 1].lo - in->lp[reps - 2].hi;
+
+		for (k = 0; k + 1 < reps; k++)
+			in->lp[k].hi = in->lp[k + 1].lo;
+		in->lp[reps - 1].hi += tail;
+		if (in->lp[reps - 1].hi > s->hi)
+			in->lp[reps - 1].hi = s->hi;
+	}
 	tg->ly_steps++;
 	if ((int64_t)reps > tg->ly_reps)
 		tg->ly_reps = (int64_t)reps;

@@ -493,6 +493,22 @@ tag_lines() {
 	[ "$(cov tag_layer_steps nomod.kg)" = 0 ]
 }
 
+@test "kineto2graph: layers come from the ops' Module Hierarchy where the trace has it" {
+	# tags_modh.json: tags_module.json without the python_function events;
+	# each forward op names its modules instead, as TorchScript models
+	# record them: "top(GPT)::forward" around every op, and
+	# ".blocks.0(Block)::forward" (or 1) inside for the ops that
+	# Block_0 (Block_1) held there, ".fc(Linear)::forward" (no instance
+	# number: no layer class) inside for the linears. The same layers as
+	# from the calls.
+	k2g tags_modh
+	k2g tags_module
+	diff <(tasks tags_modh.kg 'true' '\(.n) \(.ph // "-") \(.mb // "-") \(.ly // "-")') \
+	    <(tasks tags_module.kg 'true' '\(.n) \(.ph // "-") \(.mb // "-") \(.ly // "-")')
+	[ "$(cov tag_layer_modules tags_modh.kg)" = 2 ]
+	[ "$(tasks tags_modh.kg '.ly == 1 and .ph == "fwd"' '\(.n)' | sort -u | tr '\n' ' ')" = "aten::layer_norm aten::linear aten::relu " ]
+}
+
 @test "kineto2graph: --layer-ops finds layers among the ops it matches; a bad expression is a usage error" {
 	# Among layer_norm and linear the unit (layer_norm, linear) repeats
 	# twice a step; gelu goes with the layer before it, and the last

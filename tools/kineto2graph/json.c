@@ -41,7 +41,7 @@ enum key {
 	E_PH, E_CAT, E_NAME, E_PID, E_TID, E_TS, E_DUR, E_ARGS,
 	A_CORR, A_STREAM, A_DEVICE, A_BYTES, A_DIMS, A_COLL, A_INNEL, A_OUTNEL,
 	A_GSIZE, A_DTYPE, A_PGNAME, A_PGRANKS, A_SEQ, A_SYNCKIND, A_WSTREAM,
-	A_WCORR, A_NAME, A_ITYPE, A_SEQNR,
+	A_WCORR, A_NAME, A_ITYPE, A_SEQNR, A_MODH,
 	T_EVENTS, T_BASE, T_DIST,
 	D_RANK, D_WORLD
 };
@@ -81,6 +81,7 @@ struct cur {
 	char *cap; /* captured compact JSON (Input Dims, Process Group Ranks) */
 	size_t caplen, capcap;
 	uint32_t dims, pgranks, itypes;
+	uint32_t modh;         /* interned "Module Hierarchy", KG_NONE */
 	char *aname; /* args.name (metadata events) */
 	size_t anamelen, anamecap;
 };
@@ -215,6 +216,10 @@ args_key(const char *s, size_t len)
 	case 'C':
 		if (KEQ("Collective name"))
 			return A_COLL;
+		break;
+	case 'M':
+		if (KEQ("Module Hierarchy"))
+			return A_MODH;
 		break;
 	case 'O':
 		if (KEQ("Out msg nelems"))
@@ -402,7 +407,7 @@ cur_reset(struct cur *c)
 	c->cm_any = 0;
 	c->synckind = -1;
 	c->wstream = c->wcorr = -1;
-	c->dims = c->pgranks = c->itypes = KG_NONE;
+	c->dims = c->pgranks = c->itypes = c->modh = KG_NONE;
 	c->anamelen = 0;
 }
 
@@ -503,8 +508,9 @@ on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr)
 	case A_PGRANKS:
 	case A_DIMS:
 	case A_ITYPE:
+	case A_MODH:
 		if (isstr <= 0) {
-			if (k == A_DIMS || k == A_PGRANKS || k == A_ITYPE)
+			if (k == A_DIMS || k == A_PGRANKS || k == A_ITYPE || k == A_MODH)
 				return 1; /* null or a bare number: nothing to keep */
 			return fail(p, "field %s: expected a string", keyname(k));
 		}
@@ -526,6 +532,9 @@ on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr)
 			break;
 		case A_ITYPE:
 			break; /* a bare string: not the list PyTorch writes */
+		case A_MODH:
+			c->modh = intern_get(&p->t->str, (const char *)s, len);
+			break;
 		case A_SYNCKIND:
 #define SK(lit) (len == sizeof(lit) - 1 && memcmp(s, lit, len) == 0)
 			c->synckind = SK("Stream Sync") ? SYNC_STREAM :
@@ -837,8 +846,52 @@ module_call(struct trace *t, const struct cur *c)
 	m.proc = trace_proc(t, c->pid, c->tid, 0);
 	m.cls = intern_get(&t->str, n, k - 1);
 	m.inst = v;
+	m.path = 0;
 	VEC_PUSH(t->mod, t->nmod, t->capmod, m);
 	return 1;
+}
+
+/*
+ * An op's "Module Hierarchy" (PyTorch's with_modules, TorchScript
+ * models: "top(GPT)::forward.layers.0(Block)::forward.attn(Attention)"):
+ * each module in it that has an instance number ("0(Block)", "h_3(Block)")
+ * is called around the op. Its span (kept with the nn.Module calls) grows
+ * to hold the op, or a new one starts where the last of its class on the
+ * thread was another instance.
+ */
+static void
+module_path(struct trace *t, const struct ev *e, const char *h)
+{
+	const char *p = h;
+
+	while ((p = strchr(p, '(')) != NULL) {
+		const char *q = p, *cls = p + 1, *end = strchr(cls, ')');
+		int32_t v = 0, mul = 1;
+		uint32_t id;
+		size_t i;
+
+		p++;
+		if (end == NULL || end == cls)
+			break;
+		while (q > h && q[-1] >= '0' && q[-1] <= '9' && mul < 100000000)
+			v += (q[-1] - '0') * mul, mul *= 10, q--;
+		if (mul == 1)
+			continue; /* no instance number */
+		id = intern_get(&t->str, cls, (size_t)(end - cls));
+		for (i = t->nmod; i-- > 0;)
+			if (t->mod[i].proc == e->proc && t->mod[i].cls == id)
+				break;
+		if (i != SIZE_MAX && t->mod[i].inst == v && t->mod[i].path) {
+			if (e->ts + e->dur > t->mod[i].end)
+				t->mod[i].end = e->ts + e->dur;
+		} else {
+			struct modspan m;
+
+			m.ts = e->ts, m.end = e->ts + e->dur;
+			m.proc = e->proc, m.cls = id, m.inst = v, m.path = 1;
+			VEC_PUSH(t->mod, t->nmod, t->capmod, m);
+		}
+	}
 }
 
 #define CATIS(lit) (c->catlen == sizeof(lit) - 1 && memcmp(c->cat, lit, c->catlen) == 0)
@@ -970,6 +1023,8 @@ keep_event(struct jp *p)
 		if (cls == EV_RT && c->corr < 0)
 			kg_cov_add(&t->cov, "missing:correlation", 1);
 	}
+	if (cls == EV_OP && c->modh != KG_NONE)
+		module_path(t, &e, t->str.str[c->modh]);
 	if (cls == EV_OP && !c->cm_any)
 		comm_op_size(t, c);
 	if (c->cm_any && (cls == EV_OP || cls == EV_KERN)) {

@@ -68,13 +68,16 @@ struct tproc {
 
 /*
  * An nn.Module call, from a python_function event named "nn.Module: CLASS_N"
- * (PyTorch's with_stack / with_modules): what layers are found with.
+ * (PyTorch's with_stack / with_modules), or the ops a module's instance
+ * ran, from their "Module Hierarchy" (TorchScript models): what layers
+ * are found with.
  */
 struct modspan {
 	int64_t ts, end;
 	uint32_t proc;         /* its thread */
 	uint32_t cls;          /* interned CLASS */
 	int32_t inst;          /* N */
+	int path;              /* from ops' Module Hierarchy, not a call */
 };
 
 struct trace {

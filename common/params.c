@@ -100,6 +100,8 @@ param_count_init(struct param_count *pc)
 	pc->op = pc->sh = KG_NONE;
 	pc->sum = 0;
 	pc->tensors = 0;
+	pc->tied = 0;
+	pc->ntable = 0;
 }
 
 void
@@ -109,9 +111,21 @@ param_count_add(struct param_count *pc, const struct kg_reader *r, const struct 
 	    strstr(kg_str(r, t->name), "Launch") == NULL)
 		return;
 	if (t->op != pc->op || t->shapes != pc->sh) {
-		int n;
+		const char *op = kg_str(r, t->op);
+		int64_t p, big;
+		int n, k;
 
-		pc->sum += op_params_n(kg_str(r, t->op), kg_str(r, t->shapes), &n, NULL);
+		p = op_params_n(op, kg_str(r, t->shapes), &n, &big);
+		if (pc->tied && p > 0 && strcmp(op, "aten::embedding") == 0) {
+			if (pc->ntable < (int)(sizeof(pc->table) / sizeof(pc->table[0])))
+				pc->table[pc->ntable++] = big;
+		} else if (pc->tied && p > 0) {
+			for (k = 0; k < pc->ntable && pc->table[k] != big; k++)
+				;
+			if (k < pc->ntable)
+				p -= big, n--;
+		}
+		pc->sum += p;
 		pc->tensors += n;
 	}
 	pc->op = t->op, pc->sh = t->shapes;

@@ -34,6 +34,11 @@ struct param_count {
 	uint32_t op, sh;
 	int64_t sum;      /* parameters */
 	int64_t tensors;  /* parameter tensors (weights, biases) */
+	int tied;         /* set by the caller: an operand as large as an
+	                     embedding table counted before is that table used
+	                     again (an LM head tied to the embedding) */
+	int64_t table[8];
+	int ntable;
 };
 void param_count_init(struct param_count *pc);
 void param_count_add(struct param_count *pc, const struct kg_reader *r, const struct kg_task *t);

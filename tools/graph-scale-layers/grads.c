@@ -55,11 +55,10 @@ static int64_t
 other_params(const struct ctx *c, const struct stage *s, int64_t *tensors)
 {
 	const struct graph *g = c->g;
-	int64_t it = INT64_MAX, mb = INT64_MAX, sum = 0, tables[8];
-	uint32_t op = KG_NONE, sh = KG_NONE;
-	size_t i, ntab = 0, k;
+	int64_t it = INT64_MAX, mb = INT64_MAX;
+	struct param_count cnt;
+	size_t i;
 
-	*tensors = 0;
 	for (i = 0; i < g->ntask; i++) {
 		const struct kg_task *t = &g->task[i];
 
@@ -68,37 +67,18 @@ other_params(const struct ctx *c, const struct stage *s, int64_t *tensors)
 		    (t->iter < it || (t->iter == it && t->mb < mb)))
 			it = t->iter, mb = t->mb;
 	}
+	param_count_init(&cnt);
+	cnt.tied = 1;
 	for (i = 0; i < g->ntask; i++) {
 		const struct kg_task *t = &g->task[c->porder[i]];
-		const char *name;
-		int64_t p, big;
-		int n;
 
-		if (t->phase != KG_PH_FWD || t->layer >= 0 || t->iter != it || t->mb != mb ||
-		    t->kind != KG_RT || t->op == KG_NONE || t->shapes == KG_NONE ||
-		    g->proc[t->proc].kind != KG_THREAD ||
-		    rank_index(c, graph_rank(g, t->id)) != s->rank0 ||
-		    strstr(kg_str(c->r, t->name), "Launch") == NULL)
-			continue;
-		if (t->op == op && t->shapes == sh)
-			continue; /* one operator launching in a row */
-		op = t->op, sh = t->shapes;
-		name = kg_str(c->r, t->op);
-		p = op_params_n(name, kg_str(c->r, t->shapes), &n, &big);
-		if (p == 0)
-			continue;
-		if (strcmp(name, "aten::embedding") == 0) {
-			if (ntab < sizeof(tables) / sizeof(tables[0]))
-				tables[ntab++] = big;
-		} else {
-			for (k = 0; k < ntab && tables[k] != big; k++)
-				;
-			if (k < ntab)
-				p -= big, n--; /* tied to the table */
-		}
-		sum += p, *tensors += n;
+		if (t->phase == KG_PH_FWD && t->layer < 0 && t->iter == it && t->mb == mb &&
+		    g->proc[t->proc].kind == KG_THREAD &&
+		    rank_index(c, graph_rank(g, t->id)) == s->rank0)
+			param_count_add(&cnt, c->r, t);
 	}
-	return sum;
+	*tensors = cnt.tensors;
+	return cnt.sum;
 }
 
 /*
@@ -118,11 +98,11 @@ scale_step_host(struct ctx *c)
 {
 	const struct graph *g = c->g;
 	uint32_t *win = xcalloc(c->nt + 1, sizeof(*win)); /* window + 1, 0 none */
-	uint8_t *loop = NULL;
-	size_t nwin = 0, capwin = 0, i, *cur = xmalloc((g->nproc + 1) * sizeof(*cur));
-	int64_t *iter = xmalloc((g->nproc + 1) * sizeof(*iter)), *run = NULL, *longest = NULL;
 	uint32_t *last = xmalloc((g->nproc + 1) * sizeof(*last));
-	size_t caprun = 0, caplong = 0;
+	size_t *cur = xmalloc((g->nproc + 1) * sizeof(*cur));
+	int64_t *iter = xmalloc((g->nproc + 1) * sizeof(*iter));
+	int64_t *run = NULL, *longest = NULL; /* by window: the run so far, the longest */
+	size_t nwin = 0, caprun = 0, caplong = 0, i;
 
 	for (i = 0; i < g->nproc; i++)
 		iter[i] = INT64_MIN, cur[i] = SIZE_MAX, last[i] = KG_NONE;
@@ -134,15 +114,11 @@ scale_step_host(struct ctx *c)
 		    (t->kind != KG_CPU && t->kind != KG_RT))
 			continue;
 		if (t->iter != iter[t->proc]) {
-			uint8_t z = 0;
-			int64_t zero = 0;
-
 			iter[t->proc] = t->iter;
-			cur[t->proc] = nwin;
-			VEC_PUSH(loop, nwin, capwin, z);
+			cur[t->proc] = nwin++;
 			grow(&run, &caprun, nwin, sizeof(*run));
 			grow(&longest, &caplong, nwin, sizeof(*longest));
-			run[nwin - 1] = longest[nwin - 1] = zero;
+			run[nwin - 1] = longest[nwin - 1] = 0;
 			last[t->proc] = KG_NONE;
 		}
 		w = cur[t->proc];
@@ -181,7 +157,7 @@ scale_step_host(struct ctx *c)
 			e->delay = llround((double)e->delay * s->tratio);
 		}
 	}
-	free(win), free(loop), free(cur), free(iter), free(run), free(longest), free(last);
+	free(win), free(last), free(cur), free(iter), free(run), free(longest);
 }
 
 /*

@@ -61,6 +61,8 @@ kg_task_init(struct kg_task *t)
 	t->pg = t->pgr = t->dtype = KG_NONE;
 	t->phase = 0;
 	t->mb = t->layer = t->stage = -1;
+	t->mpeak = t->mrpeak = -1;
+	t->mnet = 0;
 }
 
 void
@@ -359,6 +361,8 @@ kg_write_task(struct kg_writer *w, const struct kg_task *t)
 	n += t->mb >= 0;
 	n += t->layer >= 0;
 	n += t->stage >= 0;
+	n += t->mpeak >= 0 ? 2 : 0;
+	n += t->mrpeak >= 0;
 	msgpack_pack_map(pk, n);
 	pk_kv_str(pk, "r", "task");
 	pk_kv_i64(pk, "id", t->id);
@@ -400,6 +404,12 @@ kg_write_task(struct kg_writer *w, const struct kg_task *t)
 		pk_kv_i64(pk, "ly", t->layer);
 	if (t->stage >= 0)
 		pk_kv_i64(pk, "st", t->stage);
+	if (t->mpeak >= 0) {
+		pk_kv_i64(pk, "ma", t->mpeak);
+		pk_kv_i64(pk, "mn", t->mnet);
+	}
+	if (t->mrpeak >= 0)
+		pk_kv_i64(pk, "mr", t->mrpeak);
 	w->ntasks++;
 	return record_done(w);
 }
@@ -1580,6 +1590,15 @@ task_pair(struct dec *d, struct kg_task *t, int *have)
 		break;
 	case KC3('s', 'e', 'q'):
 		rc = get_i64(d, "seq", &t->seq);
+		break;
+	case KC2('m', 'a'):
+		rc = get_i64(d, "ma", &t->mpeak);
+		break;
+	case KC2('m', 'r'):
+		rc = get_i64(d, "mr", &t->mrpeak);
+		break;
+	case KC2('m', 'n'):
+		rc = get_i64(d, "mn", &t->mnet);
 		break;
 	default:
 		rc = mp_skip(&d->c);

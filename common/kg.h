@@ -24,7 +24,7 @@
 
 #define KG_FORMAT "kgraph"
 #define KG_MAJOR 1
-#define KG_MINOR 3
+#define KG_MINOR 4
 #define KG_NONE UINT32_MAX /* absent string / proc / task reference */
 
 enum kg_proc_kind { KG_THREAD, KG_STREAM };
@@ -94,6 +94,10 @@ struct kg_task {
 	uint32_t pg, pgr, dtype;
 	int phase; /* enum kg_phase */
 	int64_t mb, layer, stage;
+	/* GPU allocator events made by the task (profile_memory): the most
+	 * bytes allocated and reserved after one of them, -1 if it made
+	 * none; the bytes it allocated less those it freed */
+	int64_t mpeak, mrpeak, mnet;
 };
 
 struct kg_edge {

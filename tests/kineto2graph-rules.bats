@@ -698,3 +698,43 @@ aten::float_b 29502 2000" ]
 	[ "$output" = "aten::float_a -> cudaLaunchKernel#301 dl=1375 on=- via=- at=-
 cudaLaunchKernel#301 -> aten::float_b dl=14377 on=- via=- at=-" ]
 }
+
+@test "kineto2graph: rule 8, each GPU allocator event goes with the task its thread ran last, which keeps the most allocated and reserved and the net bytes" {
+	# memory.json: [memory] events with the allocator's totals after each.
+	# At 1002, before the thread's first task (aten::a at 1010): given to
+	# none. aten::a (1010-1030): +100 (1100), +2000 (3100, reserved
+	# 8192), -2000 (1100): most 3100, net 100, reserved 8192; a host
+	# event (Device Type 0) at 1018 is skipped. At 1065, after aten::b
+	# (1040-1060) ended and before aten::c: aten::b's, +500 (1600).
+	# aten::c: -600 (1000): most 1000, net -600.
+	k2g memory
+	run -0 tasks memory.kg 'true' '\(.n) \(.ma // "-") \(.mn // "-") \(.mr // "-")'
+	[ "$output" = "aten::a 3100 100 8192
+aten::b 1600 500 8192
+aten::c 1000 -600 8192" ]
+	[ "$(cov mem_events memory.kg)" = 5 ]
+	[ "$(cov mem_unattached memory.kg)" = 1 ]
+	[ "$(cov skip:cpu_instant_event memory.kg)" = 1 ]
+	# a trace without allocator events: no task carries any
+	k2g thread
+	[ "$(tasks thread.kg '.ma != null or .mn != null or .mr != null' '\(.n)')" = "" ]
+}
+
+@test "kineto2graph: on the H100 traces recorded with profile_memory, the most allocated and reserved its tasks keep are the peaks torch.cuda measured" {
+	# ../shared/gpu/traces/*_mem: peak_allocated_bytes and
+	# peak_reserved_bytes in the .meta.json are torch.cuda's over the
+	# unprofiled steps; the traced steps reach the same peaks (within 1%).
+	need_gpu
+	n=0
+	for f in "$GPU"/*_mem.json.gz; do
+		m=${f%.json.gz}.meta.json
+		kineto2graph -q -o t.kg "$f"
+		graphcat t.kg | jq -s --slurpfile m "$m" -e '
+			[.[] | select(.r == "task" and .ma != null)] as $t |
+			($t | map(.ma) | max) as $a | ($t | map(.mr) | max) as $r |
+			(($a - $m[0].peak_allocated_bytes) | fabs) <= 0.01 * $m[0].peak_allocated_bytes and
+			(($r - $m[0].peak_reserved_bytes) | fabs) <= 0.01 * $m[0].peak_reserved_bytes'
+		n=$((n + 1))
+	done
+	[ "$n" -ge 5 ]
+}

@@ -1354,6 +1354,73 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 	return tagged;
 }
 
+/* Each task's allocator events (by task index): see mem_attach. */
+struct memtask {
+	int64_t *peak, *rpeak, *net;
+	int64_t attached, unattached;
+};
+
+static int
+cmp_memev(const void *a, const void *b)
+{
+	const struct memev *x = a, *y = b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/*
+ * Rule 8: an allocator event goes with the CPU task its thread was
+ * running when it happened, or had run last (the task that started last
+ * at or before it on that thread); one before any task of its thread,
+ * or on a thread without tasks, goes with none and is counted. A task
+ * keeps the most bytes allocated and reserved after its events, and the
+ * bytes they allocated less those they freed.
+ */
+static void
+mem_attach(struct gb *g, struct memtask *m)
+{
+	struct trace *t = g->t;
+	uint32_t *last;
+	size_t i, j = 0;
+
+	memset(m, 0, sizeof(*m));
+	if (t->nmem == 0)
+		return;
+	qsort(t->mem, t->nmem, sizeof(*t->mem), cmp_memev);
+	m->peak = xmalloc((g->ntask + 1) * sizeof(*m->peak));
+	m->rpeak = xmalloc((g->ntask + 1) * sizeof(*m->rpeak));
+	m->net = xcalloc(g->ntask + 1, sizeof(*m->net));
+	last = xmalloc((t->nproc + 1) * sizeof(*last));
+	for (i = 0; i < g->ntask; i++)
+		m->peak[i] = m->rpeak[i] = -1;
+	for (i = 0; i < t->nproc; i++)
+		last[i] = KG_NONE;
+	for (i = 0; i < t->nmem; i++) {
+		const struct memev *e = &t->mem[i];
+		uint32_t k;
+
+		for (; j < g->ntask && t->ev[g->order[j]].ts <= e->ts; j++) {
+			const struct ev *x = &t->ev[g->order[j]];
+
+			if (x->cls == EV_OP || x->cls == EV_RT)
+				last[x->proc] = (uint32_t)j;
+		}
+		if (e->proc >= t->nproc || (k = last[e->proc]) == KG_NONE) {
+			m->unattached++;
+			continue;
+		}
+		m->attached++;
+		m->net[k] += e->bytes;
+		if (m->peak[k] < 0)
+			m->peak[k] = 0;
+		if (e->alloc > m->peak[k])
+			m->peak[k] = e->alloc;
+		if (e->reserved > m->rpeak[k])
+			m->rpeak[k] = e->reserved;
+	}
+	free(last);
+}
+
 int
 graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
     struct kg_cov *cov, char *err, size_t errlen)
@@ -1372,8 +1439,10 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	const char *tools[1];
 	int rc = -1, tagged;
 	int64_t tagcount[7] = { 0, 0, 0, 0, 0, 0, 0 };
+	struct memtask mem;
 
 	memset(&g, 0, sizeof(g));
+	memset(&mem, 0, sizeof(mem));
 	g.t = t;
 	g.o = o;
 	g.w = w;
@@ -1589,10 +1658,13 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		    t->ev[g.runs[i].first].ts, end_of(&t->ev[g.runs[i].last]));
 	tags_ready(&g.tags);
 	tags_infer(&g.tags, t, cpu, ncpu, g.encl, g.iter, h.rank, o->layer_ops);
+	mem_attach(&g, &mem);
 	for (i = 0; i < g.ntask; i++) {
 		struct kg_task k;
 
 		tagged = make_task(&g, g.order[i], tbase, &k);
+		if (mem.peak != NULL && mem.peak[i] >= 0)
+			k.mpeak = mem.peak[i], k.mrpeak = mem.rpeak[i], k.mnet = mem.net[i];
 		if (kg_write_task(w, &k) < 0)
 			goto werr;
 		tagcount[0] += (tagged & TAG_PH) != 0;
@@ -1708,6 +1780,10 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 			if (n[i] != 0)
 				kg_cov_add(cov, tagname[i], n[i]);
 	}
+	if (mem.attached > 0)
+		kg_cov_add(cov, "mem_events", mem.attached);
+	if (mem.unattached > 0)
+		kg_cov_add(cov, "mem_unattached", mem.unattached);
 	kg_cov_add(cov, "events", (int64_t)t->nevents);
 	for (i = 0; i < t->cov.n; i++)
 		kg_cov_add(cov, t->cov.name[i], t->cov.val[i]);
@@ -1746,6 +1822,9 @@ out_free:
 	free(g.durpre);
 	free(g.order);
 	free(g.outproc);
+	free(mem.peak);
+	free(mem.rpeak);
+	free(mem.net);
 out:
 	free(g.steps);
 	return rc;

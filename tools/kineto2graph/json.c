@@ -41,7 +41,7 @@ enum key {
 	E_PH, E_CAT, E_NAME, E_PID, E_TID, E_TS, E_DUR, E_ARGS,
 	A_CORR, A_STREAM, A_DEVICE, A_BYTES, A_DIMS, A_COLL, A_INNEL, A_OUTNEL,
 	A_GSIZE, A_DTYPE, A_PGNAME, A_PGRANKS, A_SEQ, A_SYNCKIND, A_WSTREAM,
-	A_WCORR, A_NAME, A_ITYPE, A_SEQNR, A_MODH,
+	A_WCORR, A_NAME, A_ITYPE, A_SEQNR, A_MODH, A_TALLOC, A_TRES, A_MBYTES, A_DEVTYPE,
 	T_EVENTS, T_BASE, T_DIST,
 	D_RANK, D_WORLD
 };
@@ -63,7 +63,7 @@ struct skips {
 
 /* The event being read. */
 struct cur {
-	unsigned have; /* bit per key */
+	uint64_t have; /* bit per key */
 	char ph;
 	char cat[32];
 	size_t catlen;
@@ -82,6 +82,8 @@ struct cur {
 	size_t caplen, capcap;
 	uint32_t dims, pgranks, itypes;
 	uint32_t modh;         /* interned "Module Hierarchy", KG_NONE */
+	int64_t talloc, tres, mbytes, devtype; /* an allocator event's; -1 if none
+	                                          (mbytes: 0) */
 	char *aname; /* args.name (metadata events) */
 	size_t anamelen, anamecap;
 };
@@ -101,7 +103,7 @@ struct jp {
 	char err[200];
 };
 
-#define BIT(k) (1u << ((k) - E_PH))
+#define BIT(k) ((uint64_t)1 << ((k) - E_PH))
 
 static int
 fail(struct jp *p, const char *fmt, ...)
@@ -142,7 +144,8 @@ keyname(int k)
 		"args.Process Group Name", "args.Process Group Ranks", "args.Seq",
 		"args.cuda_sync_kind", "args.wait_on_stream",
 		"args.wait_on_cuda_event_record_corr_id", "args.name", "args.Input type",
-		"args.Sequence number",
+		"args.Sequence number", "args.Module Hierarchy", "args.Total Allocated",
+		"args.Total Reserved", "args.Bytes", "args.Device Type",
 		"traceEvents", "baseTimeNanoseconds", "distributedInfo",
 		"distributedInfo.rank", "distributedInfo.world_size"
 	};
@@ -220,6 +223,20 @@ args_key(const char *s, size_t len)
 	case 'M':
 		if (KEQ("Module Hierarchy"))
 			return A_MODH;
+		break;
+	case 'T':
+		if (KEQ("Total Allocated"))
+			return A_TALLOC;
+		if (KEQ("Total Reserved"))
+			return A_TRES;
+		break;
+	case 'B':
+		if (KEQ("Bytes"))
+			return A_MBYTES;
+		break;
+	case 'D':
+		if (KEQ("Device Type"))
+			return A_DEVTYPE;
 		break;
 	case 'O':
 		if (KEQ("Out msg nelems"))
@@ -408,6 +425,8 @@ cur_reset(struct cur *c)
 	c->synckind = -1;
 	c->wstream = c->wcorr = -1;
 	c->dims = c->pgranks = c->itypes = c->modh = KG_NONE;
+	c->talloc = c->tres = c->devtype = -1;
+	c->mbytes = 0;
 	c->anamelen = 0;
 }
 
@@ -588,6 +607,18 @@ on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr)
 		break;
 	case A_WCORR:
 		c->wcorr = v;
+		break;
+	case A_TALLOC:
+		c->talloc = v;
+		break;
+	case A_TRES:
+		c->tres = v;
+		break;
+	case A_MBYTES:
+		c->mbytes = v;
+		break;
+	case A_DEVTYPE:
+		c->devtype = v;
 		break;
 	}
 	return 1;
@@ -852,6 +883,29 @@ module_call(struct trace *t, const struct cur *c)
 }
 
 /*
+ * An allocator event of a GPU ("[memory]", Device Type 1: CUDA) on a CPU
+ * thread, kept aside: PyTorch's profile_memory records each allocation
+ * and free with its size and the allocator's totals after it. 0 when it
+ * is not one (another device type, no time or thread): skipped then.
+ */
+static int
+memory_event(struct trace *t, const struct cur *c)
+{
+	struct memev m;
+
+	if (c->devtype != 1 || !(c->have & BIT(E_TS)) || c->pid_str || c->tid_str ||
+	    !(c->have & BIT(E_PID)) || !(c->have & BIT(E_TID)))
+		return 0;
+	m.ts = c->ts;
+	m.proc = trace_proc(t, c->pid, c->tid, 0);
+	m.bytes = c->mbytes;
+	m.alloc = c->talloc;
+	m.reserved = c->tres;
+	VEC_PUSH(t->mem, t->nmem, t->capmem, m);
+	return 1;
+}
+
+/*
  * An op's "Module Hierarchy" (PyTorch's with_modules, TorchScript
  * models: "top(GPT)::forward.layers.0(Block)::forward.attn(Attention)"):
  * each module in it that has an instance number ("0(Block)", "h_3(Block)")
@@ -920,6 +974,9 @@ keep_event(struct jp *p)
 		}
 		return; /* metadata: not an event of the trace's timeline */
 	}
+	if (c->ph == 'i' && c->namelen == 8 && memcmp(c->name, "[memory]", 8) == 0 &&
+	    memory_event(t, c))
+		return;
 	if (c->ph != 'X') {
 		if (c->catlen == 4 && memcmp(c->cat, "ac2g", 4) == 0 && p->skips.used > 0 &&
 		    p->skips.len[0] == 9 && memcmp(p->skips.name[0], "skip:ac2g", 9) == 0) {
@@ -1243,6 +1300,7 @@ trace_release(struct trace *t)
 	free(t->bytes);
 	free(t->proc);
 	free(t->mod);
+	free(t->mem);
 	kg_cov_release(&t->cov);
 	memset(t, 0, sizeof(*t));
 }

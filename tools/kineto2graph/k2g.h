@@ -80,6 +80,14 @@ struct modspan {
 	int path;              /* from ops' Module Hierarchy, not a call */
 };
 
+/* A GPU allocator event ("[memory]", profile_memory): on a CPU thread. */
+struct memev {
+	int64_t ts;
+	uint32_t proc;         /* the thread that allocated or freed */
+	int64_t bytes;         /* > 0 allocated, < 0 freed */
+	int64_t alloc, reserved; /* the allocator's totals after it; -1 if absent */
+};
+
 struct trace {
 	const char *file;      /* for messages */
 	struct intern str;
@@ -95,6 +103,8 @@ struct trace {
 	size_t nproc, capproc;
 	struct modspan *mod;   /* nn.Module calls, in the order read */
 	size_t nmod, capmod;
+	struct memev *mem;     /* GPU allocator events, in the order read */
+	size_t nmem, capmem;
 	/* Metadata from the top level. */
 	int64_t base_ns;       /* baseTimeNanoseconds, 0 if absent */
 	int64_t rank, world;   /* -1 if absent */

@@ -971,6 +971,15 @@ fielderr(struct dec *d, const char *key, const char *what)
 	return -1;
 }
 
+/* A declared count beyond a reader's limit (kg.h). */
+static int
+limiterr(struct dec *d, const char *key, size_t n, size_t max)
+{
+	seterr(d->r->err, "record %llu: field %s: %zu entries (the limit is %zu)",
+	    (unsigned long long)d->r->nrec + 1, key, n, max);
+	return -1;
+}
+
 static int
 get_i64_slow(struct dec *d, const char *key, int64_t *v)
 {
@@ -1302,6 +1311,8 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 				return -1;
 			if (x.type != MP_ARRAY)
 				return fielderr(d, key, "an array");
+			if (*na + x.n > KG_RANKS_MAX)
+				return limiterr(d, key, *na + x.n, KG_RANKS_MAX);
 			for (j = 0, n = x.n; j < n; j++) {
 				if (get_i64(d, key, &v) < 0)
 					return -1;
@@ -1317,6 +1328,10 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 				return -1;
 			if (x.type != MP_ARRAY)
 				return fielderr(d, key, "an array");
+			if (iters && r->niters + x.n > KG_ITERS_MAX)
+				return limiterr(d, key, r->niters + x.n, KG_ITERS_MAX);
+			if (!iters && r->ntools + x.n > KG_TOOLS_MAX)
+				return limiterr(d, key, r->ntools + x.n, KG_TOOLS_MAX);
 			for (j = 0, n = x.n; j < n; j++) {
 				if (iters) {
 					if (get_i64(d, key, &v) < 0)
@@ -1828,6 +1843,8 @@ dec_cov(struct dec *d, uint32_t npairs, struct kg_cov *c)
 			return -1;
 		if (x.type != MP_MAP)
 			return fielderr(d, "c", "a map");
+		if (c->n + x.n > KG_COV_MAX)
+			return limiterr(d, "c", c->n + x.n, KG_COV_MAX);
 		for (j = 0, n = x.n; j < n; j++) {
 			int64_t v;
 
@@ -1859,6 +1876,13 @@ dec_sim_times(struct dec *d, const char *key, int64_t **a, size_t *n)
 	if (x.type != MP_ARRAY)
 		return fielderr(d, key, "an array");
 	*n = x.n;
+	/* a count that is not the section's is refused before anything is
+	 * allocated for it */
+	if (*n != r->ntasks) {
+		seterr(r->err, "record %llu: field %s: %zu times in a section of %llu tasks",
+		    (unsigned long long)r->nrec + 1, key, *n, (unsigned long long)r->ntasks);
+		return -1;
+	}
 	if (*n > r->capsim) {
 		/* never more than the bytes in hand: a corrupt count must
 		 * not allocate for 4 billion entries */
@@ -1889,27 +1913,46 @@ dec_sim(struct dec *d, uint32_t npairs, struct kg_sim *s)
 
 	memset(s, 0, sizeof(*s));
 	for (i = 0; i < npairs; i++) {
-		int rc;
+		const char *key = NULL;
+		int rc, bit = 0;
 
 		if (get_key(d, &k) < 0)
 			return -1;
 		if (MP_IS(&k, "tasks"))
-			rc = get_i64(d, "tasks", &v), s->tasks = (uint64_t)v, have |= 1;
+			key = "tasks", bit = 1;
 		else if (MP_IS(&k, "makespan"))
-			rc = get_i64(d, "makespan", &s->makespan), have |= 2;
-		else if (MP_IS(&k, "ss"))
-			rc = dec_sim_times(d, "ss", &ss, &nss);
-		else if (MP_IS(&k, "se"))
-			rc = dec_sim_times(d, "se", &se, &nse);
-		else if (MP_IS(&k, "ssd"))
-			rc = dec_sim_times(d, "ssd", &ss, &nss), steps = 1;
-		else if (MP_IS(&k, "sd"))
-			rc = dec_sim_times(d, "sd", &se, &nse), lens = 1;
+			key = "makespan", bit = 2;
+		else if (MP_IS(&k, "ss") || MP_IS(&k, "ssd"))
+			key = k.n == 2 ? "ss" : "ssd", bit = 4;
+		else if (MP_IS(&k, "se") || MP_IS(&k, "sd"))
+			key = k.s[1] == 'e' ? "se" : "sd", bit = 8;
+		/* A repeated key is refused: the arrays share the reader's
+		 * buffers, which a second array of another length moves. */
+		if (have & bit) {
+			seterr(r->err, "record %llu: field %s given twice",
+			    (unsigned long long)r->nrec + 1, key);
+			return -1;
+		}
+		have |= bit;
+		if (bit == 1)
+			rc = get_i64(d, "tasks", &v), s->tasks = (uint64_t)v;
+		else if (bit == 2)
+			rc = get_i64(d, "makespan", &s->makespan);
+		else if (bit == 4)
+			rc = dec_sim_times(d, key, &ss, &nss), steps = key[2] == 'd';
+		else if (bit == 8)
+			rc = dec_sim_times(d, key, &se, &nse), lens = key[1] == 'd';
 		else
 			rc = mp_skip(&d->c);
 		if (rc < 0)
 			return -1;
 	}
+	/* the buffers as they are after the last array (one may have moved
+	 * them) */
+	if (have & 4)
+		ss = r->ss;
+	if (have & 8)
+		se = r->se;
 	if (!(have & 1))
 		return missing(d, "tasks");
 	if (!(have & 2))
@@ -2086,6 +2129,23 @@ dec_record(struct dec *d, struct kg_rec *rec)
 	return KG_R_OTHER;
 }
 
+/*
+ * The most bytes the record at r->off may take (kg.h): KG_RECORD_MAX,
+ * and for a sim record (its type first, as writers put it) 20 bytes more
+ * a task of the section: two arrays of integers of at most 9 bytes.
+ */
+static size_t
+record_max(const struct kg_reader *r)
+{
+	const unsigned char *p = (const unsigned char *)r->buf + r->off;
+	size_t n = r->len - r->off;
+
+	if (r->in_section && n >= 7 && (p[0] & 0xf0) == 0x80 && memcmp(p + 1, "\xa1r\xa3sim", 6) == 0 &&
+	    r->ntasks < (SIZE_MAX - KG_RECORD_MAX) / 20)
+		return KG_RECORD_MAX + 20 * (size_t)r->ntasks;
+	return KG_RECORD_MAX;
+}
+
 int
 kg_read(struct kg_reader *r, struct kg_rec *rec)
 {
@@ -2115,9 +2175,16 @@ kg_read(struct kg_reader *r, struct kg_rec *rec)
 		}
 		/* More bytes: at least as many again as the record had, so a
 		 * large record (a sim record's arrays) is decoded a few times,
-		 * not once per chunk. */
+		 * not once per chunk; but never past the record's limit. */
 		{
-			size_t have = r->len - r->off, got = 0;
+			size_t have = r->len - r->off, got = 0, max = record_max(r);
+
+			if (have > max) {
+				seterr(r->err, "record %llu: longer than %zu bytes (the limit%s)",
+				    (unsigned long long)r->nrec + 1, max,
+				    max > KG_RECORD_MAX ? " for this section's sim record" : "");
+				return -1;
+			}
 
 			do {
 				ret = fill(r);

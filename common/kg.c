@@ -2137,10 +2137,13 @@ dec_record(struct dec *d, struct kg_rec *rec)
 static size_t
 record_max(const struct kg_reader *r)
 {
-	const unsigned char *p = (const unsigned char *)r->buf + r->off;
+	const unsigned char *p;
 	size_t n = r->len - r->off;
 
-	if (r->in_section && n >= 7 && (p[0] & 0xf0) == 0x80 && memcmp(p + 1, "\xa1r\xa3sim", 6) == 0 &&
+	if (n < 7)
+		return KG_RECORD_MAX;
+	p = (const unsigned char *)r->buf + r->off;
+	if (r->in_section && (p[0] & 0xf0) == 0x80 && memcmp(p + 1, "\xa1r\xa3sim", 6) == 0 &&
 	    r->ntasks < (SIZE_MAX - KG_RECORD_MAX) / 20)
 		return KG_RECORD_MAX + 20 * (size_t)r->ntasks;
 	return KG_RECORD_MAX;

@@ -132,3 +132,27 @@ no_sanitizer() {
 	done
 	[ "$stderr" = "graphsim: sim-bomb.kg: record 5: field ssd: 268435456 times in a section of 1 tasks" ]
 }
+
+# --- 4. long JSON strings in linear time --------------------------------------
+
+@test "hardening: kineto2graph refuses a 128 MB string 2 MiB into it, without reading the rest" {
+	# once refused after 32 s (YAJL lexing the string again at every
+	# 256 KiB chunk); the 20 s bound only catches that, it measures nothing
+	local pre='{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"'
+	run -1 --separate-stderr timeout 20 bash -c "{ printf '%s' '$pre'; head -c 134217728 /dev/zero | tr '\\0' a; } | kineto2graph -o out.kg -"
+	[ "$stderr" = "kineto2graph: -: byte $((${#pre} + 2097153)): string longer than 1048576 bytes" ]
+	[ ! -e out.kg ]
+}
+
+@test "hardening: kineto2graph counts an escape as one byte of a long string, \\u and its digits too" {
+	# 1.1 M of \u0041 (6 bytes each, one byte decoded) is not known to
+	# be over 2 MiB: it is refused by the exact check (1 MiB decoded),
+	# after the string, at the byte after its closing quote
+	python3 -c '
+pre = "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\""
+s = "\\u0041" * 1100000
+open("esc.json", "w").write(pre + s + "\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":1}]}")
+print(len(pre) + len(s) + 1)' > offset
+	run -1 --separate-stderr kineto2graph -o out.kg esc.json
+	[ "$stderr" = "kineto2graph: esc.json: byte $(cat offset): string longer than 1048576 bytes" ]
+}

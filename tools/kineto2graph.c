@@ -58,6 +58,10 @@ warn_cov(const char *name, const struct kg_cov *c)
 		if (strncmp(c->name[i], "missing:", 8) == 0)
 			warnmsg("%s: %lld events lack field %s", name,
 			    (long long)c->val[i], c->name[i] + 8);
+	if (kg_cov_get(c, "launch_dupcorr") > 0)
+		warnmsg("%s: %lld runtime calls reuse an earlier call's correlation id "
+		    "(GPU tasks paired with them by time)", name,
+		    (long long)kg_cov_get(c, "launch_dupcorr"));
 	if (kg_cov_get(c, "launch_unjoined") > 0)
 		warnmsg("%s: %lld GPU tasks have no launch in the trace", name,
 		    (long long)kg_cov_get(c, "launch_unjoined"));

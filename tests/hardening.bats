@@ -156,3 +156,46 @@ print(len(pre) + len(s) + 1)' > offset
 	run -1 --separate-stderr kineto2graph -o out.kg esc.json
 	[ "$stderr" = "kineto2graph: esc.json: byte $(cat offset): string longer than 1048576 bytes" ]
 }
+
+# --- 6. signals ---------------------------------------------------------------
+
+# TOOL ARGS... with -o out.kg, reading a pipe that stays open; once its
+# temporary file is there, signal $SIG: the tool must end by the signal
+# and leave neither the file nor its temporary. env resets the signals a
+# shell's background job ignores.
+killed_leaves_nothing() {
+	local pid i w st=0 sig=$1
+	shift
+	mkfifo in.fifo
+	env --default-signal=INT,TERM,HUP "$@" -o out.kg - < in.fifo 2> err.txt &
+	pid=$!
+	exec {w}> in.fifo
+	for i in $(seq 200); do
+		compgen -G 'out.kg.tmp*' > /dev/null && break
+		sleep 0.05
+	done
+	compgen -G 'out.kg.tmp*' > /dev/null # it was there
+	kill -s "$sig" "$pid"
+	wait "$pid" || st=$?
+	exec {w}>&-
+	rm in.fifo
+	[ "$st" -eq $((128 + $(kill -l "$sig"))) ]
+	! compgen -G 'out.kg.tmp*'
+	[ ! -e out.kg ]
+}
+
+@test "hardening: kineto2graph -o on SIGINT removes its temporary file" {
+	killed_leaves_nothing INT kineto2graph
+}
+
+@test "hardening: graphsim -o on SIGTERM removes its temporary file" {
+	killed_leaves_nothing TERM graphsim
+}
+
+@test "hardening: graph-scale-dp -o on SIGHUP removes its temporary file" {
+	killed_leaves_nothing HUP graph-scale-dp 2
+}
+
+@test "hardening: graph-scale-pp -o on SIGINT removes its temporary file" {
+	killed_leaves_nothing INT graph-scale-pp 2
+}

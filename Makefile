@@ -1,8 +1,8 @@
 # kgraph: GNU make. `make` builds every tool into bin/, `make check` runs
 # the bats suite, `make deps` installs the Debian packages the build and
 # the tests need. Objects go under build/. `make SANITIZE=address,undefined
-# check` builds with sanitizers; build/flags records the flags, so changing
-# them rebuilds everything.
+# check` builds with sanitizers; build/flags records the flags (CC,
+# CFLAGS, LDFLAGS, SANITIZE...), so changing them rebuilds everything.
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
@@ -46,11 +46,17 @@ tool_objs = build/tools/$(1).o $(patsubst %.c,build/%.o,$(wildcard tools/$(1)/*.
 
 all: $(BINS)
 
-# Rebuild everything when the flags change (a sanitizer build, say).
-build/flags: FORCE
-	@mkdir -p build
-	@echo '$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS)' > $@
-FORCE:
+# Rebuild everything when the flags change (a sanitizer build, say):
+# build/flags holds them, rewritten as the Makefile is read whenever they
+# differ, so its time is newer than every object and binary built with
+# others. (A rule with a FORCE prerequisite did not do it: the recipe of
+# a file that .SECONDARY makes secondary was never run, and a plain build
+# after a sanitized one kept the sanitized binaries.)
+FLAGS_NOW = $(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) $(LIBS)
+ifeq ($(filter clean deps lint,$(MAKECMDGOALS)),)
+$(shell mkdir -p build && { echo '$(FLAGS_NOW)' | cmp -s - build/flags || echo '$(FLAGS_NOW)' > build/flags; })
+endif
+build/flags: ;
 
 build/%.o: %.c build/flags
 	@mkdir -p $(dir $@)
@@ -61,9 +67,9 @@ build/libcommon.a: $(COMMON_OBJ)
 	$(AR) rcs $@ $^
 
 define tool_rule
-bin/$(1): $(call tool_objs,$(1)) $(CLI_OBJ) build/libcommon.a
+bin/$(1): $(call tool_objs,$(1)) $(CLI_OBJ) build/libcommon.a build/flags
 	@mkdir -p bin
-	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$(LIBS)
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(filter-out build/flags,$$^) $$(LIBS)
 endef
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
 

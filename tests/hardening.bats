@@ -199,3 +199,29 @@ killed_leaves_nothing() {
 @test "hardening: graph-scale-pp -o on SIGINT removes its temporary file" {
 	killed_leaves_nothing INT graph-scale-pp 2
 }
+
+# --- 7. build flags -----------------------------------------------------------
+
+@test "hardening: make rebuilds when SANITIZE, CFLAGS, CC or LDFLAGS change, and only then" {
+	# a copy of the sources, one tool built at -O0 (quick); once a
+	# sanitized build left plain binaries ("Nothing to be done") and a
+	# plain build after it kept the sanitized ones
+	command -v nm > /dev/null || skip "no nm"
+	(cd "$ROOT" && tar cf - --exclude=./build --exclude=./bin --exclude=./.git .) | tar xf -
+	mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -j2 CFLAGS=-O0 "$@" bin/graphcat; }
+	mk > /dev/null 2>&1
+	run -0 nm bin/graphcat
+	! grep -q __ubsan <<< "$output"
+	mk SANITIZE=undefined > /dev/null 2>&1
+	run -0 nm bin/graphcat
+	grep -q __ubsan <<< "$output"
+	mk > /dev/null 2>&1
+	run -0 nm bin/graphcat
+	! grep -q __ubsan <<< "$output"
+	run -0 mk
+	[ "$output" = "make: 'bin/graphcat' is up to date." ]
+	run -0 mk LDFLAGS=-Wl,-O1
+	grep -q -- '-Wl,-O1 *-o bin/graphcat' <<< "$output"
+	run -0 mk CC=gcc LDFLAGS=-Wl,-O1
+	grep -q '^gcc .*-c -o build/common/kg.o common/kg.c' <<< "$output"
+}

@@ -237,16 +237,34 @@ pk_cstr(msgpack_packer *pk, const char *s)
 #define pk_kv_i64(pk, k, v) (pk_key((pk), k), msgpack_pack_int64((pk), (v)))
 #define pk_kv_str(pk, k, v) (pk_key((pk), k), pk_cstr((pk), (v)))
 
+void
+kg_writer_run(struct kg_writer *w, uint64_t n)
+{
+	w->run_n = n;
+	w->run_k = 0;
+}
+
+void
+kg_writer_follow(struct kg_writer *w, const struct kg_header *h)
+{
+	if (h->sections == 0)
+		kg_writer_run(w, 0);
+	else if (h->section == 0)
+		kg_writer_run(w, h->sections);
+}
+
 int
 kg_write_header(struct kg_writer *w, const struct kg_header *h)
 {
 	msgpack_packer *pk = &w->pk;
 	size_t i;
+	int run;
 
 	if (end_frame(w) < 0)
 		return -1;
 	w->ntasks = w->nedges = w->nprocs = w->nstrs = 0;
-	msgpack_pack_map(pk, 13 + (h->nranks > 0 ? 3 : 0));
+	run = w->run_k < w->run_n;
+	msgpack_pack_map(pk, 13 + (h->nranks > 0 ? 3 : 0) + (run ? 2 : 0));
 	pk_kv_str(pk, "r", "header");
 	pk_kv_str(pk, "format", KG_FORMAT);
 	pk_kv_i64(pk, "major", KG_MAJOR);
@@ -280,6 +298,14 @@ kg_write_header(struct kg_writer *w, const struct kg_header *h)
 		msgpack_pack_array(pk, h->nranks);
 		for (i = 0; i < h->nranks; i++)
 			msgpack_pack_int64(pk, h->t0 != NULL ? h->t0[i] : 0);
+	}
+	if (run) {
+		pk_cstr(pk, "section");
+		msgpack_pack_uint64(pk, w->run_k);
+		pk_cstr(pk, "sections");
+		msgpack_pack_uint64(pk, w->run_n);
+		if (++w->run_k == w->run_n)
+			w->run_k = w->run_n = 0;
 	}
 	if (end_frame(w) < 0)
 		return -1;
@@ -873,6 +899,8 @@ kg_reader_take_held(struct kg_reader *r, uint64_t pos, const char **p)
 static int
 fill(struct kg_reader *r)
 {
+	size_t got = 0;
+
 	zdrop(r);
 	for (;;) {
 		ZSTD_inBuffer in;
@@ -898,7 +926,7 @@ fill(struct kg_reader *r)
 				seterr(r->err, "truncated graph stream (ends inside a zstd frame)");
 				return -1;
 			}
-			return 0;
+			return (int)got;
 		}
 		/* Room for 64 KiB more, after dropping what is parsed (and
 		 * not held). */
@@ -936,14 +964,19 @@ fill(struct kg_reader *r)
 			return -1;
 		}
 		r->len += out.pos;
+		got += out.pos;
 		r->frame_left = ret;
 		if (ret == 0 && r->keep_frames) {
 			struct kg_zframe f = { r->zlen, r->base + r->len };
 
 			VEC_PUSH(r->fr, r->nfr, r->capfr, f);
 		}
-		if (out.pos > 0)
-			return (int)out.pos;
+		/* A frame's bytes are given only once it ended and zstd
+		 * checked its checksum, up to KG_FRAME_HOLD of them: a bit
+		 * flip is then reported before any record of its frame is
+		 * used. */
+		if (got > 0 && (ret == 0 || r->len - r->off >= KG_FRAME_HOLD))
+			return (int)got;
 	}
 }
 
@@ -1293,6 +1326,15 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 		} else if (MP_IS(&k, "tbase")) {
 			if (get_i64(d, "tbase", &h->tbase) < 0)
 				return -1;
+		} else if (MP_IS(&k, "section") || MP_IS(&k, "sections")) {
+			if (mp_next(&d->c, &x) < 0)
+				return -1;
+			if (x.type != MP_UINT)
+				return fielderr(d, k.n == 7 ? "section" : "sections", "an integer >= 0");
+			if (k.n == 7)
+				h->section = x.u;
+			else
+				h->sections = x.u;
 		} else if (MP_IS(&k, "xxh3")) {
 			if (mp_next(&d->c, &x) < 0)
 				return -1;
@@ -1348,6 +1390,11 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 		} else if (mp_skip(&d->c) < 0) {
 			return -1;
 		}
+	}
+	if (h->sections > 0 && h->section >= h->sections) {
+		seterr(r->err, "record %llu: section %llu of %llu", (unsigned long long)r->nrec + 1,
+		    (unsigned long long)h->section + 1, (unsigned long long)h->sections);
+		return -1;
 	}
 	if (!have_format)
 		return missing(d, "format");
@@ -2130,6 +2177,33 @@ dec_record(struct dec *d, struct kg_rec *rec)
 }
 
 /*
+ * A header's place in its run of sections (1.4), against the run the
+ * headers before it announced: a run cut short is a truncated stream.
+ */
+static int
+run_check(struct kg_reader *r, const struct kg_header *h)
+{
+	unsigned long long rec = (unsigned long long)r->nrec + 1;
+
+	if (r->run_k < r->run_n && (h->sections != r->run_n || h->section != r->run_k)) {
+		seterr(r->err, "truncated graph stream (section %llu of %llu missing; record %llu "
+		    "begins another stream)", (unsigned long long)r->run_k + 1,
+		    (unsigned long long)r->run_n, rec);
+		return -1;
+	}
+	if (r->run_k == r->run_n && h->sections > 0 && h->section != 0) {
+		seterr(r->err, "record %llu: section %llu of %llu without the ones before it",
+		    rec, (unsigned long long)h->section + 1, (unsigned long long)h->sections);
+		return -1;
+	}
+	r->run_n = h->sections;
+	r->run_k = h->sections > 0 ? h->section + 1 : 0;
+	if (r->run_k == r->run_n)
+		r->run_n = r->run_k = 0;
+	return 0;
+}
+
+/*
  * The most bytes the record at r->off may take (kg.h): KG_RECORD_MAX,
  * and for a sim record (its type first, as writers put it) 20 bytes more
  * a task of the section: two arrays of integers of at most 9 bytes.
@@ -2215,10 +2289,17 @@ kg_read(struct kg_reader *r, struct kg_rec *rec)
 				seterr(r->err, "graph stream holds no section");
 				return -1;
 			}
+			if (r->run_k < r->run_n) {
+				seterr(r->err, "truncated graph stream (ends after section %llu of %llu)",
+				    (unsigned long long)r->run_k, (unsigned long long)r->run_n);
+				return -1;
+			}
 			rec->type = KG_R_EOF;
 			return KG_R_EOF;
 		}
 	}
+	if (t == KG_R_HEADER && run_check(r, &rec->header) < 0)
+		return -1;
 	rec->bytes = r->buf + r->off;
 	rec->nbytes = (size_t)((const char *)d.c.p - rec->bytes);
 	rec->pos = r->base + r->off;

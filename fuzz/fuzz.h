@@ -20,7 +20,10 @@
 
 #define FZ_MAXFILES 4
 
-/* Once: the temporary directory (removed at exit), stdout to /dev/null. */
+/*
+ * Once: the temporary directory ($TMPDIR, else /dev/shm, else /tmp;
+ * removed at exit), stdout to /dev/null.
+ */
 void fz_init(void);
 /* The path of NAME in the directory. */
 const char *fz_path(const char *name);

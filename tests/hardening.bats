@@ -225,3 +225,112 @@ killed_leaves_nothing() {
 	run -0 mk CC=gcc LDFLAGS=-Wl,-O1
 	grep -q '^gcc .*-c -o build/common/kg.o common/kg.c' <<< "$output"
 }
+
+# --- 9. a stream cut between two sections -------------------------------------
+
+# The first $2 sections of stream $1 (decoded and packed again by the
+# test's own codec: the records as they were, cut after an end record).
+first_sections() {
+	graphcat "$1" | awk -v n="$2" '{ print } /^\{"r":"end"/ && ++k == n { exit }' |
+		"$ROOT/tests/tools/jsonl2kg" | zstd -q -c
+}
+
+two_sections() {
+	local t
+	for t in a b; do
+		cat > $t.json <<-EOF2
+		{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"op_$t","pid":1,"tid":1,"ts":1,"dur":2}]}
+		EOF2
+	done
+	kineto2graph -q -o ab.kg a.json b.json
+}
+
+@test "hardening: a stream cut after the first of kineto2graph's two sections is truncated, not whole" {
+	two_sections
+	first_sections ab.kg 1 > cut.kg
+	run -1 --separate-stderr graphcat cut.kg
+	[ "$stderr" = "graphcat: cut.kg: truncated graph stream (ends after section 1 of 2)" ]
+	run -1 --separate-stderr graphsim -o sim.kg cut.kg
+	[ "$stderr" = "graphsim: cut.kg: truncated graph stream (ends after section 1 of 2)" ]
+	[ ! -e sim.kg ]
+	# whole, it reads
+	run -0 graphcat ab.kg
+}
+
+@test "hardening: graphsim passes the section count on, so its cut output is truncated too" {
+	two_sections
+	graphsim -o sim.kg ab.kg
+	[ "$(graphcat sim.kg | jq -r 'select(.r == "header") | "\(.section)/\(.sections)"' | paste -sd' ')" = "0/2 1/2" ]
+	first_sections sim.kg 1 > cut.kg
+	run -1 --separate-stderr graphstat cut.kg
+	[ "$stderr" = "graphstat: cut.kg: truncated graph stream (ends after section 1 of 2)" ]
+}
+
+@test "hardening: streams concatenated read whole; a cut one followed by another is truncated" {
+	two_sections
+	cat ab.kg ab.kg > twice.kg
+	run -0 --separate-stderr graphcat twice.kg
+	first_sections ab.kg 1 > cut.kg
+	cat cut.kg ab.kg > bad.kg
+	# record 7: the second stream's header (after header, str, proc, task, cov, end)
+	run -1 --separate-stderr graphcat bad.kg
+	[ "$stderr" = "graphcat: bad.kg: truncated graph stream (section 2 of 2 missing; record 7 begins another stream)" ]
+}
+
+@test "hardening: a header's section out of its count, or a run begun in its middle, is refused" {
+	mkstream() { "$ROOT/tests/tools/jsonl2kg" | zstd -q -c; }
+	mkstream > over.kg <<-'EOF2'
+	{"r":"header","format":"kgraph","major":1,"minor":4,"producer":"t","unit":"ns","section":2,"sections":2}
+	{"r":"end","tasks":0,"edges":0,"procs":0,"strs":0}
+	EOF2
+	run -1 --separate-stderr graphcat over.kg
+	[ "$stderr" = "graphcat: over.kg: record 1: section 3 of 2" ]
+	mkstream > mid.kg <<-'EOF2'
+	{"r":"header","format":"kgraph","major":1,"minor":4,"producer":"t","unit":"ns","section":1,"sections":2}
+	{"r":"end","tasks":0,"edges":0,"procs":0,"strs":0}
+	EOF2
+	run -1 --separate-stderr graphcat mid.kg
+	[ "$stderr" = "graphcat: mid.kg: record 1: section 2 of 2 without the ones before it" ]
+}
+
+@test "hardening: a 1.3 stream (no count) cut between sections still reads as whole, as 1.3 allowed" {
+	mkstream() { "$ROOT/tests/tools/jsonl2kg" | zstd -q -c; }
+	mkstream > old.kg <<-'EOF2'
+	{"r":"header","format":"kgraph","major":1,"minor":3,"producer":"t","unit":"ns"}
+	{"r":"end","tasks":0,"edges":0,"procs":0,"strs":0}
+	EOF2
+	run -0 --separate-stderr graphcat old.kg
+}
+
+# --- 10. a bit flip inside a zstd frame ---------------------------------------
+
+@test "hardening: a frame whose checksum fails gives none of its records" {
+	# frame 1: the header; frame 2: three unknown records of 100,000
+	# random bytes each (stored raw by zstd, in blocks of 128 KiB), then
+	# the end. A byte flipped in the third decodes without a zstd error,
+	# so only the frame's checksum tells; the reader once gave the first
+	# two records as their blocks came, and graphcat printed them before
+	# reporting the mismatch.
+	python3 -c '
+import random, struct
+random.seed(16)
+def s(x): return bytes([0xa0 | len(x)]) + x.encode()
+hdr = b"\x84" + s("r") + s("header") + s("format") + s("kgraph") + s("major") + b"\x01" + s("producer") + s("t")
+zz = b""
+for i in range(3):
+    blob = bytes(random.getrandbits(8) for _ in range(100000))
+    zz += b"\x82" + s("r") + s("zz") + s("b") + b"\xc6" + struct.pack(">I", len(blob)) + blob
+end = b"\x85" + s("r") + s("end") + b"".join(s(k) + b"\x00" for k in ("tasks", "edges", "procs", "strs"))
+open("one.mp", "wb").write(hdr)
+open("two.mp", "wb").write(zz + end)'
+	zstd -q -c one.mp > one.zst
+	zstd -q -c two.mp > two.zst
+	cat one.zst two.zst > good.kg
+	run -0 --separate-stderr graphcat good.kg
+	[ "${#lines[@]}" -eq 5 ]
+	cp good.kg bad.kg
+	printf '\x55' | dd of=bad.kg bs=1 seek=$(($(stat -c %s one.zst) + 280000)) conv=notrunc status=none
+	run -1 --separate-stderr graphcat bad.kg
+	[ "$stderr" = "graphcat: bad.kg: corrupt graph stream (zstd checksum mismatch)" ]
+	[ "${#lines[@]}" -eq 1 ] # the header, from the first frame
+}

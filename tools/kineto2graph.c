@@ -120,6 +120,8 @@ run(struct opts *o, int argc, char **argv)
 
 	if (gout_open(&g, o->output, o->level) < 0)
 		return 1;
+	/* one section an input: the headers say how many */
+	kg_writer_run(&g.w, argc > 0 ? (uint64_t)argc : 1);
 	if (argc == 0)
 		rc = convert(o, NULL, &g);
 	for (i = 0; i < argc && rc == 0; i++)

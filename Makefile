@@ -114,6 +114,7 @@ bench: all
 
 clean:
 	rm -rf build bin
+	rm -rf pipelines/cache/.*.tmp.*
 
 # Fuzzing (fuzz/README): libFuzzer harnesses built with clang into
 # build/fuzz, apart from the tools' objects and flags; `make fuzz` runs

@@ -180,7 +180,7 @@ flush(struct kg_writer *w, ZSTD_EndDirective mode)
 			return -1;
 		}
 		if (out.pos > 0 && fwrite(w->out, 1, out.pos, w->fp) != out.pos) {
-			seterr(w->err, "%s", strerror(errno ? errno : EIO));
+			seterr(w->err, "write error: %s", strerror(errno ? errno : EIO));
 			w->failed = 1;
 			return -1;
 		}
@@ -708,7 +708,7 @@ kg_write_frames(struct kg_writer *w, const void *z, size_t n)
 	if (end_frame(w) < 0)
 		return -1;
 	if (n > 0 && fwrite(z, 1, n, w->fp) != n) {
-		seterr(w->err, "%s", strerror(errno ? errno : EIO));
+		seterr(w->err, "write error: %s", strerror(errno ? errno : EIO));
 		w->failed = 1;
 		return -1;
 	}
@@ -721,7 +721,7 @@ kg_writer_finish(struct kg_writer *w)
 	if (end_frame(w) < 0)
 		return -1;
 	if (fflush(w->fp) != 0) {
-		seterr(w->err, "%s", strerror(errno));
+		seterr(w->err, "write error: %s", strerror(errno ? errno : EIO));
 		w->failed = 1;
 		return -1;
 	}

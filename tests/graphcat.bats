@@ -151,7 +151,7 @@ setup_file() {
 
 @test "graphcat: a full disk is a write error" {
 	run -1 --separate-stderr bash -c 'graphcat "$1" > /dev/full' _ "$BATS_FILE_TMPDIR/ex.kg"
-	[[ $stderr == "graphcat: write error: "* ]]
+	[[ $stderr == "graphcat: stdout: write error: "* ]]
 }
 
 @test "graphcat: a reader that stops early gets no complaint" {

@@ -334,3 +334,28 @@ open("two.mp", "wb").write(zz + end)'
 	[ "$stderr" = "graphcat: bad.kg: corrupt graph stream (zstd checksum mismatch)" ]
 	[ "${#lines[@]}" -eq 1 ] # the header, from the first frame
 }
+
+# --- 10. one wording for write errors ------------------------------------------
+
+@test "hardening: every tool words a full disk the same way, on stdout and with -o" {
+	# once three ways: "stdout: No space left on device", "write error:
+	# ...", and graph-scale-pp's "graph-scale-pp: No space left on device"
+	local t name
+	tracegen --preset tiny --jobs 1 -d tr > /dev/null
+	kineto2graph -q -o ranks.kg tr/*.json.gz
+	graph-deps --merge -q -o job.kg ranks.kg
+	for t in "kineto2graph -q tr/rank-0.json.gz" "graph-deps --merge -q ranks.kg" "graphsim job.kg" \
+	    "graph-scale-dp -q --net 50,5 4 job.kg" "graph-scale-pp -q --net 50,5 4 job.kg" "graph-scale-layers -q 8 job.kg" \
+	    "graph-deps --drop rank job.kg"; do
+		name=${t%% *}
+		run -1 --separate-stderr bash -c "$t > /dev/full"
+		[ "$stderr" = "$name: stdout: write error: No space left on device" ] || { echo "$t: $stderr" >&2; return 1; }
+		run -1 --separate-stderr ${t/ / -o \/dev\/full }
+		[ "$stderr" = "$name: /dev/full: write error: No space left on device" ] || { echo "$t -o: $stderr" >&2; return 1; }
+	done
+	for t in "graphcat job.kg" "graphstat job.kg" "graph-deps --summary job.kg"; do
+		name=${t%% *}
+		run -1 --separate-stderr bash -c "$t > /dev/full"
+		[ "$stderr" = "$name: stdout: write error: No space left on device" ] || { echo "$t: $stderr" >&2; return 1; }
+	done
+}

@@ -120,9 +120,9 @@ ev() {
 @test "kineto2graph: --help and --version to /dev/full exit 1 with a write error" {
 	to_full() { kineto2graph "$@" >/dev/full; }
 	run -1 --separate-stderr to_full --help
-	same "$stderr" "kineto2graph: write error: No space left on device"
+	same "$stderr" "kineto2graph: stdout: write error: No space left on device"
 	run -1 --separate-stderr to_full --version
-	same "$stderr" "kineto2graph: write error: No space left on device"
+	same "$stderr" "kineto2graph: stdout: write error: No space left on device"
 }
 
 @test "kineto2graph: an unknown option or a missing argument exits 2 with the usage on stderr" {

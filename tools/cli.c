@@ -221,13 +221,13 @@ out_commit(struct out *o)
 		return close_stdout();
 	if (o->tmp == NULL) { /* not a regular file: written in place */
 		if (fflush(o->fp) != 0 || ferror(o->fp) || fclose(o->fp) != 0) {
-			errmsg("%s: %s", o->path, strerror(errno ? errno : EIO));
+			errmsg("%s: write error: %s", o->path, strerror(errno ? errno : EIO));
 			return 1;
 		}
 		return 0;
 	}
 	if (fflush(o->fp) != 0 || ferror(o->fp) || fclose(o->fp) != 0) {
-		errmsg("%s: %s", o->path, strerror(errno ? errno : EIO));
+		errmsg("%s: write error: %s", o->path, strerror(errno ? errno : EIO));
 		unlink(o->tmp);
 		rc = 1;
 	} else if (rename(o->tmp, o->path) != 0) {
@@ -262,7 +262,7 @@ close_stdout(void)
 	if (fclose(stdout) != 0)
 		bad = 1;
 	if (bad) {
-		errmsg("write error: %s", strerror(errno ? errno : EIO));
+		errmsg("stdout: write error: %s", strerror(errno ? errno : EIO));
 		return 1;
 	}
 	return 0;

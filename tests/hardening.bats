@@ -359,3 +359,60 @@ open("two.mp", "wb").write(zz + end)'
 		[ "$stderr" = "$name: stdout: write error: No space left on device" ] || { echo "$t: $stderr" >&2; return 1; }
 	done
 }
+
+# --- the fuzz harnesses' crash corpus, replayed without clang -------------------
+
+# The tools a harness runs (fuzz/*.c), on one input of fuzz/crashes/NAME:
+# each must exit 0 or 1, with no sanitizer report (under make
+# SANITIZE=..., whose reports exit 86 here, not 1).
+replay() { # HARNESS FILE
+	local h=$1 f=$2 s st
+	export ASAN_OPTIONS=exitcode=86 UBSAN_OPTIONS=exitcode=86:halt_on_error=1
+	mkdir -p in
+	rm -f in/*
+	case $h in
+	kineto)
+		run --separate-stderr timeout 60 kineto2graph -q -o out.kg "$f"
+		check_replay "$h" "$f" || return 1
+		return 0
+		;;
+	esac
+	mapfile -t s < <("$ROOT/tests/tools/fuzzinput" "$f" in)
+	case $h in
+	stream)
+		run --separate-stderr timeout 60 graphcat "${s[0]}"
+		check_replay "$h" "$f" || return 1
+		;;
+	merge)
+		run --separate-stderr timeout 60 graph-deps --merge -q -o out.kg "${s[@]}"
+		check_replay "$h" "$f" || return 1
+		;;
+	simstat)
+		run --separate-stderr timeout 60 graphsim -q -o sim.kg "${s[0]}"
+		check_replay "$h" "$f" || return 1
+		st=$status
+		[ "$st" -eq 0 ] || cp "${s[0]}" sim.kg
+		run --separate-stderr timeout 60 graphstat --csv --util u.csv --colls c.csv --comm m.csv sim.kg
+		check_replay "$h" "$f" || return 1
+		;;
+	esac
+}
+
+check_replay() {
+	if [ "$status" -gt 1 ] || grep -q 'Sanitizer\|runtime error' <<< "$stderr"; then
+		echo "$1: $2: status $status: $stderr" >&2
+		return 1
+	fi
+}
+
+@test "hardening: every input that ever crashed a fuzz harness (fuzz/crashes) runs clean" {
+	local d f n=0
+	for d in "$ROOT"/fuzz/crashes/*/; do
+		for f in "$d"*; do
+			[ -f "$f" ] || continue
+			replay "$(basename "$d")" "$f"
+			n=$((n + 1))
+		done
+	done
+	[ "$n" -gt 0 ]
+}

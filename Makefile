@@ -122,7 +122,7 @@ clean:
 # fuzz-deps); nothing else does.
 FUZZ_CC ?= clang
 FUZZ_TIME ?= 60
-FUZZERS = kineto stream merge simstat
+FUZZERS ?= kineto stream merge simstat
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 $(FUZZ_SAN) \
 	-fsanitize=fuzzer-no-link -Icommon -Itools -Ifuzz $(PKG_CFLAGS) -MMD -MP

@@ -1,8 +1,8 @@
 # kgraph: GNU make. `make` builds every tool into bin/, `make check` runs
 # the bats suite, `make deps` installs the Debian packages the build and
 # the tests need. Objects go under build/. `make SANITIZE=address,undefined
-# check` builds with sanitizers; build/flags records the flags, so changing
-# them rebuilds everything.
+# check` builds with sanitizers; build/flags records the flags (CC,
+# CFLAGS, LDFLAGS, SANITIZE...), so changing them rebuilds everything.
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
@@ -46,11 +46,17 @@ tool_objs = build/tools/$(1).o $(patsubst %.c,build/%.o,$(wildcard tools/$(1)/*.
 
 all: $(BINS)
 
-# Rebuild everything when the flags change (a sanitizer build, say).
-build/flags: FORCE
-	@mkdir -p build
-	@echo '$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS)' > $@
-FORCE:
+# Rebuild everything when the flags change (a sanitizer build, say):
+# build/flags holds them, rewritten as the Makefile is read whenever they
+# differ, so its time is newer than every object and binary built with
+# others. (A rule with a FORCE prerequisite did not do it: the recipe of
+# a file that .SECONDARY makes secondary was never run, and a plain build
+# after a sanitized one kept the sanitized binaries.)
+FLAGS_NOW = $(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) $(LIBS)
+ifeq ($(filter clean deps lint,$(MAKECMDGOALS)),)
+$(shell mkdir -p build && { echo '$(FLAGS_NOW)' | cmp -s - build/flags || echo '$(FLAGS_NOW)' > build/flags; })
+endif
+build/flags: ;
 
 build/%.o: %.c build/flags
 	@mkdir -p $(dir $@)
@@ -61,9 +67,9 @@ build/libcommon.a: $(COMMON_OBJ)
 	$(AR) rcs $@ $^
 
 define tool_rule
-bin/$(1): $(call tool_objs,$(1)) $(CLI_OBJ) build/libcommon.a
+bin/$(1): $(call tool_objs,$(1)) $(CLI_OBJ) build/libcommon.a build/flags
 	@mkdir -p bin
-	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$(LIBS)
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(filter-out build/flags,$$^) $$(LIBS)
 endef
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
 
@@ -100,7 +106,8 @@ lint:
 		clang-format --dry-run $$f 2>&1 | grep -q . && echo "clang-format: $$f: would change"; \
 	done; true
 	shellcheck -x scripts/deps.sh scripts/whatif-demo tests/run .ci/run bench/ingest bench/json-parsers/run bench/tracegen \
-	    bench/simulate bench/accuracy bench/job-scale bench/whatif-accuracy bench/whatif-speed pipelines/step pipelines/base
+	    bench/simulate bench/accuracy bench/job-scale bench/whatif-accuracy bench/whatif-speed pipelines/step pipelines/base \
+	    fuzz/run fuzz/seeds
 	for m in $(MANS); do mandoc -Tlint -W warning $$m; done
 
 bench: all
@@ -108,5 +115,44 @@ bench: all
 
 clean:
 	rm -rf build bin
+	rm -rf pipelines/cache/.*.tmp.*
+
+# Fuzzing (fuzz/README): libFuzzer harnesses built with clang into
+# build/fuzz, apart from the tools' objects and flags; `make fuzz` runs
+# each for FUZZ_TIME seconds, one after the other. Needs clang (make
+# fuzz-deps); nothing else does.
+FUZZ_CC ?= clang
+FUZZ_TIME ?= 60
+FUZZERS ?= kineto stream merge simstat
+FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 $(FUZZ_SAN) \
+	-fsanitize=fuzzer-no-link -Icommon -Itools -Ifuzz $(PKG_CFLAGS) -MMD -MP
+fuzz_tools_kineto = kineto2graph
+fuzz_tools_stream =
+fuzz_tools_merge = graph-deps
+fuzz_tools_simstat = graphsim graphstat
+FUZZ_COMMON = $(COMMON_SRC:%.c=build/fuzz/%.o) build/fuzz/tools/cli.o build/fuzz/fuzz/fuzz.o
+
+# A tool's main file is built with its main renamed NAME_main.
+build/fuzz/tools/%.o: tools/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(if $(filter $(TOOLS),$*),-Dmain=$(subst -,_,$*)_main) \
+		$(if $(wildcard tools/$(firstword $(subst /, ,$*))),-Itools/$(firstword $(subst /, ,$*))) -c -o $@ $<
+build/fuzz/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+
+define fuzz_rule
+build/fuzz/$(1): build/fuzz/fuzz/$(1).o $(FUZZ_COMMON) $(foreach t,$(fuzz_tools_$(1)),$(patsubst build/%,build/fuzz/%,$(call tool_objs,$(t))))
+	$$(FUZZ_CC) $$(FUZZ_SAN) -fsanitize=fuzzer -o $$@ $$^ $$(LIBS)
+endef
+$(foreach f,$(FUZZERS),$(eval $(call fuzz_rule,$(f))))
+
+.PHONY: fuzz fuzz-build fuzz-deps
+fuzz-build: all $(FUZZERS:%=build/fuzz/%)
+fuzz: fuzz-build
+	@fuzz/run $(FUZZ_TIME) $(FUZZERS)
+fuzz-deps:
+	@sh scripts/deps.sh fuzz
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -182,7 +182,7 @@ flush(struct kg_writer *w, ZSTD_EndDirective mode)
 			return -1;
 		}
 		if (out.pos > 0 && fwrite(w->out, 1, out.pos, w->fp) != out.pos) {
-			seterr(w->err, "%s", strerror(errno ? errno : EIO));
+			seterr(w->err, "write error: %s", strerror(errno ? errno : EIO));
 			w->failed = 1;
 			return -1;
 		}
@@ -239,16 +239,34 @@ pk_cstr(msgpack_packer *pk, const char *s)
 #define pk_kv_i64(pk, k, v) (pk_key((pk), k), msgpack_pack_int64((pk), (v)))
 #define pk_kv_str(pk, k, v) (pk_key((pk), k), pk_cstr((pk), (v)))
 
+void
+kg_writer_run(struct kg_writer *w, uint64_t n)
+{
+	w->run_n = n;
+	w->run_k = 0;
+}
+
+void
+kg_writer_follow(struct kg_writer *w, const struct kg_header *h)
+{
+	if (h->sections == 0)
+		kg_writer_run(w, 0);
+	else if (h->section == 0)
+		kg_writer_run(w, h->sections);
+}
+
 int
 kg_write_header(struct kg_writer *w, const struct kg_header *h)
 {
 	msgpack_packer *pk = &w->pk;
 	size_t i;
+	int run;
 
 	if (end_frame(w) < 0)
 		return -1;
 	w->ntasks = w->nedges = w->nprocs = w->nstrs = 0;
-	msgpack_pack_map(pk, 13 + (h->nranks > 0 ? 3 : 0));
+	run = w->run_k < w->run_n;
+	msgpack_pack_map(pk, 13 + (h->nranks > 0 ? 3 : 0) + (run ? 2 : 0));
 	pk_kv_str(pk, "r", "header");
 	pk_kv_str(pk, "format", KG_FORMAT);
 	pk_kv_i64(pk, "major", KG_MAJOR);
@@ -282,6 +300,14 @@ kg_write_header(struct kg_writer *w, const struct kg_header *h)
 		msgpack_pack_array(pk, h->nranks);
 		for (i = 0; i < h->nranks; i++)
 			msgpack_pack_int64(pk, h->t0 != NULL ? h->t0[i] : 0);
+	}
+	if (run) {
+		pk_cstr(pk, "section");
+		msgpack_pack_uint64(pk, w->run_k);
+		pk_cstr(pk, "sections");
+		msgpack_pack_uint64(pk, w->run_n);
+		if (++w->run_k == w->run_n)
+			w->run_k = w->run_n = 0;
 	}
 	if (end_frame(w) < 0)
 		return -1;
@@ -692,7 +718,7 @@ kg_write_frames(struct kg_writer *w, const void *z, size_t n)
 	if (end_frame(w) < 0)
 		return -1;
 	if (n > 0 && fwrite(z, 1, n, w->fp) != n) {
-		seterr(w->err, "%s", strerror(errno ? errno : EIO));
+		seterr(w->err, "write error: %s", strerror(errno ? errno : EIO));
 		w->failed = 1;
 		return -1;
 	}
@@ -705,7 +731,7 @@ kg_writer_finish(struct kg_writer *w)
 	if (end_frame(w) < 0)
 		return -1;
 	if (fflush(w->fp) != 0) {
-		seterr(w->err, "%s", strerror(errno));
+		seterr(w->err, "write error: %s", strerror(errno ? errno : EIO));
 		w->failed = 1;
 		return -1;
 	}
@@ -883,6 +909,8 @@ kg_reader_take_held(struct kg_reader *r, uint64_t pos, const char **p)
 static int
 fill(struct kg_reader *r)
 {
+	size_t got = 0;
+
 	zdrop(r);
 	for (;;) {
 		ZSTD_inBuffer in;
@@ -908,7 +936,7 @@ fill(struct kg_reader *r)
 				seterr(r->err, "truncated graph stream (ends inside a zstd frame)");
 				return -1;
 			}
-			return 0;
+			return (int)got;
 		}
 		/* Room for 64 KiB more, after dropping what is parsed (and
 		 * not held). */
@@ -946,14 +974,19 @@ fill(struct kg_reader *r)
 			return -1;
 		}
 		r->len += out.pos;
+		got += out.pos;
 		r->frame_left = ret;
 		if (ret == 0 && r->keep_frames) {
 			struct kg_zframe f = { r->zlen, r->base + r->len };
 
 			VEC_PUSH(r->fr, r->nfr, r->capfr, f);
 		}
-		if (out.pos > 0)
-			return (int)out.pos;
+		/* A frame's bytes are given only once it ended and zstd
+		 * checked its checksum, up to KG_FRAME_HOLD of them: a bit
+		 * flip is then reported before any record of its frame is
+		 * used. */
+		if (got > 0 && (ret == 0 || r->len - r->off >= KG_FRAME_HOLD))
+			return (int)got;
 	}
 }
 
@@ -978,6 +1011,15 @@ fielderr(struct dec *d, const char *key, const char *what)
 {
 	seterr(d->r->err, "record %llu: field %s: expected %s",
 	    (unsigned long long)d->r->nrec + 1, key, what);
+	return -1;
+}
+
+/* A declared count beyond a reader's limit (kg.h). */
+static int
+limiterr(struct dec *d, const char *key, size_t n, size_t max)
+{
+	seterr(d->r->err, "record %llu: field %s: %zu entries (the limit is %zu)",
+	    (unsigned long long)d->r->nrec + 1, key, n, max);
 	return -1;
 }
 
@@ -1294,6 +1336,15 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 		} else if (MP_IS(&k, "tbase")) {
 			if (get_i64(d, "tbase", &h->tbase) < 0)
 				return -1;
+		} else if (MP_IS(&k, "section") || MP_IS(&k, "sections")) {
+			if (mp_next(&d->c, &x) < 0)
+				return -1;
+			if (x.type != MP_UINT)
+				return fielderr(d, k.n == 7 ? "section" : "sections", "an integer >= 0");
+			if (k.n == 7)
+				h->section = x.u;
+			else
+				h->sections = x.u;
 		} else if (MP_IS(&k, "xxh3")) {
 			if (mp_next(&d->c, &x) < 0)
 				return -1;
@@ -1312,6 +1363,8 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 				return -1;
 			if (x.type != MP_ARRAY)
 				return fielderr(d, key, "an array");
+			if (*na + x.n > KG_RANKS_MAX)
+				return limiterr(d, key, *na + x.n, KG_RANKS_MAX);
 			for (j = 0, n = x.n; j < n; j++) {
 				if (get_i64(d, key, &v) < 0)
 					return -1;
@@ -1327,6 +1380,10 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 				return -1;
 			if (x.type != MP_ARRAY)
 				return fielderr(d, key, "an array");
+			if (iters && r->niters + x.n > KG_ITERS_MAX)
+				return limiterr(d, key, r->niters + x.n, KG_ITERS_MAX);
+			if (!iters && r->ntools + x.n > KG_TOOLS_MAX)
+				return limiterr(d, key, r->ntools + x.n, KG_TOOLS_MAX);
 			for (j = 0, n = x.n; j < n; j++) {
 				if (iters) {
 					if (get_i64(d, key, &v) < 0)
@@ -1343,6 +1400,11 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 		} else if (mp_skip(&d->c) < 0) {
 			return -1;
 		}
+	}
+	if (h->sections > 0 && h->section >= h->sections) {
+		seterr(r->err, "record %llu: section %llu of %llu", (unsigned long long)r->nrec + 1,
+		    (unsigned long long)h->section + 1, (unsigned long long)h->sections);
+		return -1;
 	}
 	if (!have_format)
 		return missing(d, "format");
@@ -1847,6 +1909,8 @@ dec_cov(struct dec *d, uint32_t npairs, struct kg_cov *c)
 			return -1;
 		if (x.type != MP_MAP)
 			return fielderr(d, "c", "a map");
+		if (c->n + x.n > KG_COV_MAX)
+			return limiterr(d, "c", c->n + x.n, KG_COV_MAX);
 		for (j = 0, n = x.n; j < n; j++) {
 			int64_t v;
 
@@ -1878,6 +1942,13 @@ dec_sim_times(struct dec *d, const char *key, int64_t **a, size_t *n)
 	if (x.type != MP_ARRAY)
 		return fielderr(d, key, "an array");
 	*n = x.n;
+	/* a count that is not the section's is refused before anything is
+	 * allocated for it */
+	if (*n != r->ntasks) {
+		seterr(r->err, "record %llu: field %s: %zu times in a section of %llu tasks",
+		    (unsigned long long)r->nrec + 1, key, *n, (unsigned long long)r->ntasks);
+		return -1;
+	}
 	if (*n > r->capsim) {
 		/* never more than the bytes in hand: a corrupt count must
 		 * not allocate for 4 billion entries */
@@ -1908,27 +1979,46 @@ dec_sim(struct dec *d, uint32_t npairs, struct kg_sim *s)
 
 	memset(s, 0, sizeof(*s));
 	for (i = 0; i < npairs; i++) {
-		int rc;
+		const char *key = NULL;
+		int rc, bit = 0;
 
 		if (get_key(d, &k) < 0)
 			return -1;
 		if (MP_IS(&k, "tasks"))
-			rc = get_i64(d, "tasks", &v), s->tasks = (uint64_t)v, have |= 1;
+			key = "tasks", bit = 1;
 		else if (MP_IS(&k, "makespan"))
-			rc = get_i64(d, "makespan", &s->makespan), have |= 2;
-		else if (MP_IS(&k, "ss"))
-			rc = dec_sim_times(d, "ss", &ss, &nss);
-		else if (MP_IS(&k, "se"))
-			rc = dec_sim_times(d, "se", &se, &nse);
-		else if (MP_IS(&k, "ssd"))
-			rc = dec_sim_times(d, "ssd", &ss, &nss), steps = 1;
-		else if (MP_IS(&k, "sd"))
-			rc = dec_sim_times(d, "sd", &se, &nse), lens = 1;
+			key = "makespan", bit = 2;
+		else if (MP_IS(&k, "ss") || MP_IS(&k, "ssd"))
+			key = k.n == 2 ? "ss" : "ssd", bit = 4;
+		else if (MP_IS(&k, "se") || MP_IS(&k, "sd"))
+			key = k.s[1] == 'e' ? "se" : "sd", bit = 8;
+		/* A repeated key is refused: the arrays share the reader's
+		 * buffers, which a second array of another length moves. */
+		if (have & bit) {
+			seterr(r->err, "record %llu: field %s given twice",
+			    (unsigned long long)r->nrec + 1, key);
+			return -1;
+		}
+		have |= bit;
+		if (bit == 1)
+			rc = get_i64(d, "tasks", &v), s->tasks = (uint64_t)v;
+		else if (bit == 2)
+			rc = get_i64(d, "makespan", &s->makespan);
+		else if (bit == 4)
+			rc = dec_sim_times(d, key, &ss, &nss), steps = key[2] == 'd';
+		else if (bit == 8)
+			rc = dec_sim_times(d, key, &se, &nse), lens = key[1] == 'd';
 		else
 			rc = mp_skip(&d->c);
 		if (rc < 0)
 			return -1;
 	}
+	/* the buffers as they are after the last array (one may have moved
+	 * them) */
+	if (have & 4)
+		ss = r->ss;
+	if (have & 8)
+		se = r->se;
 	if (!(have & 1))
 		return missing(d, "tasks");
 	if (!(have & 2))
@@ -2105,6 +2195,53 @@ dec_record(struct dec *d, struct kg_rec *rec)
 	return KG_R_OTHER;
 }
 
+/*
+ * A header's place in its run of sections (1.4), against the run the
+ * headers before it announced: a run cut short is a truncated stream.
+ */
+static int
+run_check(struct kg_reader *r, const struct kg_header *h)
+{
+	unsigned long long rec = (unsigned long long)r->nrec + 1;
+
+	if (r->run_k < r->run_n && (h->sections != r->run_n || h->section != r->run_k)) {
+		seterr(r->err, "truncated graph stream (section %llu of %llu missing; record %llu "
+		    "begins another stream)", (unsigned long long)r->run_k + 1,
+		    (unsigned long long)r->run_n, rec);
+		return -1;
+	}
+	if (r->run_k == r->run_n && h->sections > 0 && h->section != 0) {
+		seterr(r->err, "record %llu: section %llu of %llu without the ones before it",
+		    rec, (unsigned long long)h->section + 1, (unsigned long long)h->sections);
+		return -1;
+	}
+	r->run_n = h->sections;
+	r->run_k = h->sections > 0 ? h->section + 1 : 0;
+	if (r->run_k == r->run_n)
+		r->run_n = r->run_k = 0;
+	return 0;
+}
+
+/*
+ * The most bytes the record at r->off may take (kg.h): KG_RECORD_MAX,
+ * and for a sim record (its type first, as writers put it) 20 bytes more
+ * a task of the section: two arrays of integers of at most 9 bytes.
+ */
+static size_t
+record_max(const struct kg_reader *r)
+{
+	const unsigned char *p;
+	size_t n = r->len - r->off;
+
+	if (n < 7)
+		return KG_RECORD_MAX;
+	p = (const unsigned char *)r->buf + r->off;
+	if (r->in_section && (p[0] & 0xf0) == 0x80 && memcmp(p + 1, "\xa1r\xa3sim", 6) == 0 &&
+	    r->ntasks < (SIZE_MAX - KG_RECORD_MAX) / 20)
+		return KG_RECORD_MAX + 20 * (size_t)r->ntasks;
+	return KG_RECORD_MAX;
+}
+
 int
 kg_read(struct kg_reader *r, struct kg_rec *rec)
 {
@@ -2134,9 +2271,16 @@ kg_read(struct kg_reader *r, struct kg_rec *rec)
 		}
 		/* More bytes: at least as many again as the record had, so a
 		 * large record (a sim record's arrays) is decoded a few times,
-		 * not once per chunk. */
+		 * not once per chunk; but never past the record's limit. */
 		{
-			size_t have = r->len - r->off, got = 0;
+			size_t have = r->len - r->off, got = 0, max = record_max(r);
+
+			if (have > max) {
+				seterr(r->err, "record %llu: longer than %zu bytes (the limit%s)",
+				    (unsigned long long)r->nrec + 1, max,
+				    max > KG_RECORD_MAX ? " for this section's sim record" : "");
+				return -1;
+			}
 
 			do {
 				ret = fill(r);
@@ -2164,10 +2308,17 @@ kg_read(struct kg_reader *r, struct kg_rec *rec)
 				seterr(r->err, "graph stream holds no section");
 				return -1;
 			}
+			if (r->run_k < r->run_n) {
+				seterr(r->err, "truncated graph stream (ends after section %llu of %llu)",
+				    (unsigned long long)r->run_k, (unsigned long long)r->run_n);
+				return -1;
+			}
 			rec->type = KG_R_EOF;
 			return KG_R_EOF;
 		}
 	}
+	if (t == KG_R_HEADER && run_check(r, &rec->header) < 0)
+		return -1;
 	rec->bytes = r->buf + r->off;
 	rec->nbytes = (size_t)((const char *)d.c.p - rec->bytes);
 	rec->pos = r->base + r->off;

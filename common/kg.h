@@ -27,6 +27,26 @@
 #define KG_MINOR 4
 #define KG_NONE UINT32_MAX /* absent string / proc / task reference */
 
+/*
+ * What a reader accepts before it allocates (formats/graph-stream.md,
+ * "Limits"): a hostile stream of a few KB must not make a tool allocate
+ * gigabytes. A record's decompressed size (the sim record: this plus 20
+ * bytes a task of its section), the header's arrays, a cov record's
+ * names. A stream beyond a limit is refused with a message naming it.
+ */
+#define KG_RECORD_MAX (16u << 20)
+#define KG_ITERS_MAX (1u << 20)
+#define KG_TOOLS_MAX 1024u
+#define KG_RANKS_MAX (1u << 20)
+#define KG_COV_MAX 4096u
+/*
+ * A zstd frame's records are used only once the frame ended and its
+ * checksum was checked, for frames of up to this many bytes decompressed
+ * (kgraph's writers end one every 2 MiB); a longer frame's records are
+ * used as they come, before its checksum.
+ */
+#define KG_FRAME_HOLD (8u << 20)
+
 enum kg_proc_kind { KG_THREAD, KG_STREAM };
 
 enum kg_task_kind { KG_CPU, KG_RT, KG_KERN, KG_COLL, KG_CPY, KG_SET, KG_NTASK_KIND };
@@ -70,6 +90,10 @@ struct kg_header {
 	 * begins after the job's start, ns. */
 	const int64_t *ranks, *clk, *t0;
 	size_t nranks; /* 0: one rank's section */
+	/* Read only (1.4): the section's place in the run of sections its
+	 * writer wrote, from 0, and the run's length; 0 sections: not said.
+	 * Writers say it from their own state (kg_writer_run). */
+	uint64_t section, sections;
 };
 
 struct kg_proc {
@@ -143,12 +167,27 @@ struct kg_writer {
 	size_t outcap;
 	uint64_t ntasks, nedges, nprocs, nstrs;
 	size_t framed;     /* bytes given to the current frame, 0: none open */
+	uint64_t run_n, run_k; /* the run of sections the headers announce */
 	int failed;
 	char err[256];
 };
 
 int kg_writer_init(struct kg_writer *w, FILE *fp, int level);
 int kg_write_header(struct kg_writer *w, const struct kg_header *h);
+/*
+ * Say how many sections the next headers begin (1.4 `section` and
+ * `sections`): the next n headers written are sections 0 to n - 1 of a
+ * run, so that a reader can tell a stream cut between two sections from a
+ * whole one. 0 (the default): say nothing. A writer that does not know
+ * the count when it writes the first header says nothing.
+ */
+void kg_writer_run(struct kg_writer *w, uint64_t n);
+/*
+ * For a filter that writes one section for each it reads: the next
+ * header written says the place that h, just read, said (nothing if it
+ * said nothing).
+ */
+void kg_writer_follow(struct kg_writer *w, const struct kg_header *h);
 /* A header read from another stream, with `tool` added to its tools. */
 int kg_write_header_tool(struct kg_writer *w, const struct kg_header *h, const char *tool);
 int kg_write_str(struct kg_writer *w, uint32_t id, const char *s, size_t len);
@@ -221,6 +260,7 @@ struct kg_reader {
 	int eof, seen_bytes;
 	uint64_t nrec;     /* records read, for messages (1-based once read) */
 	int in_section;
+	uint64_t run_n, run_k; /* the run the last header announced, its next section */
 	uint64_t ntasks, nedges, nprocs, nstrs;
 	/* The current section's strings, header arrays. */
 	char **str;

@@ -5,6 +5,10 @@ set -eu
 
 pkgs="gcc make pkg-config libmsgpack-dev libzstd-dev libxxhash-dev \
 libyajl-dev zlib1g-dev bats jq python3 perl zstd mandoc xxhash"
+# `deps.sh fuzz` (make fuzz-deps): clang and its libFuzzer for make fuzz.
+if [ "${1:-}" = fuzz ]; then
+	pkgs="clang libclang-rt-14-dev"
+fi
 
 missing=
 for p in $pkgs; do

@@ -158,7 +158,7 @@ setup_file() {
 
 @test "graph-deps: a full disk is a write error" {
 	run -1 --separate-stderr bash -c 'graph-deps --summary "$1" > /dev/full' _ "$BATS_FILE_TMPDIR/ex.kg"
-	[[ $stderr == "graph-deps: write error: "* ]]
+	[[ $stderr == "graph-deps: stdout: write error: "* ]]
 	run -1 --separate-stderr bash -c 'graph-deps --drop sync "$1" > /dev/full' _ "$BATS_FILE_TMPDIR/ex.kg"
 	[[ $stderr == "graph-deps: stdout: "* ]]
 }

@@ -540,9 +540,9 @@ times() {
 @test "graph-deps --merge: a full disk is a write error" {
 	fixture two
 	run -1 --separate-stderr bash -c 'graph-deps --merge two.kg > /dev/full'
-	[ "$stderr" = "graph-deps: stdout: No space left on device" ]
+	[ "$stderr" = "graph-deps: stdout: write error: No space left on device" ]
 	run -1 --separate-stderr graph-deps --merge -o /dev/full two.kg
-	[ "$stderr" = "graph-deps: /dev/full: No space left on device" ]
+	[ "$stderr" = "graph-deps: /dev/full: write error: No space left on device" ]
 }
 
 # --- graphsim on a job ---------------------------------------------------

@@ -214,7 +214,7 @@ durations() {
 	[ "$stderr" = "graph-scale-dp: nosuch.kg: No such file or directory" ]
 	mkjob > job.kg
 	run -1 --separate-stderr bash -c 'graph-scale-dp 2 job.kg > /dev/full'
-	[ "$stderr" = "graph-scale-dp: stdout: No space left on device" ]
+	[ "$stderr" = "graph-scale-dp: stdout: write error: No space left on device" ]
 }
 
 @test "graph-scale-dp: a topology file gives the links the job does not show" {

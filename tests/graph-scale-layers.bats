@@ -88,7 +88,7 @@ simulated() {
 	[ ! -e out.kg ]
 	[ "$(ls -A | grep -v ^separate-stderr)" = rank.kg ]
 	run -1 --separate-stderr bash -c 'graph-scale-layers -q 4 rank.kg > /dev/full'
-	[ "$stderr" = "graph-scale-layers: stdout: No space left on device" ]
+	[ "$stderr" = "graph-scale-layers: stdout: write error: No space left on device" ]
 }
 
 @test "graph-scale-layers: the same count gives the same graph" {

@@ -151,7 +151,7 @@ setup_file() {
 
 @test "graphcat: a full disk is a write error" {
 	run -1 --separate-stderr bash -c 'graphcat "$1" > /dev/full' _ "$BATS_FILE_TMPDIR/ex.kg"
-	[[ $stderr == "graphcat: write error: "* ]]
+	[[ $stderr == "graphcat: stdout: write error: "* ]]
 }
 
 @test "graphcat: a reader that stops early gets no complaint" {
@@ -241,7 +241,7 @@ HDR='{"r":"header","format":"kgraph","major":1,"minor":1,"producer":"t","unit":"
 	{"r":"end","tasks":1,"edges":0,"procs":1,"strs":1}
 	EOF
 	run -1 --separate-stderr graphcat sim.kg
-	[ "$stderr" = "graphcat: sim.kg: record 5: sim record for 1 tasks (ss 2, se 2) in a section of 1" ]
+	[ "$stderr" = "graphcat: sim.kg: record 5: field ss: 2 times in a section of 1 tasks" ]
 }
 
 @test "graphcat: a sim record's steps and lengths (1.3) print as starts and ends, like 1.2's" {

@@ -190,9 +190,9 @@ setup_file() {
 
 @test "graphsim: a full disk is a write error" {
 	run -1 --separate-stderr bash -c 'graphsim "$1" > /dev/full' _ "$BATS_FILE_TMPDIR/ex.kg"
-	[ "$stderr" = "graphsim: stdout: No space left on device" ]
+	[ "$stderr" = "graphsim: stdout: write error: No space left on device" ]
 	run -1 --separate-stderr graphsim -o /dev/full "$BATS_FILE_TMPDIR/ex.kg"
-	[ "$stderr" = "graphsim: /dev/full: No space left on device" ]
+	[ "$stderr" = "graphsim: /dev/full: write error: No space left on device" ]
 }
 
 @test "graphsim: a reader that stops early gets no complaint" {

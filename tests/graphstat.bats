@@ -109,7 +109,7 @@ USAGE="usage: graphstat [--json | --csv] [--util FILE] [--colls FILE] [--comm FI
 	fixture basic
 	for f in "" --csv --json; do
 		run -1 --separate-stderr bash -c 'graphstat $1 basic.kg > /dev/full' _ "$f"
-		[ "$stderr" = "graphstat: write error: No space left on device" ]
+		[ "$stderr" = "graphstat: stdout: write error: No space left on device" ]
 	done
 }
 

@@ -738,3 +738,18 @@ aten::c 1000 -600 8192" ]
 	done
 	[ "$n" -ge 5 ]
 }
+
+@test "kineto2graph rules: calls sharing a correlation id are counted, warned of, and paired with their kernels by time" {
+	# two launch calls with correlation 5 and two kernels with it: once
+	# both kernels got a launch edge from the first call, silently (HTA
+	# multiplies rows here); see dup_corr.edges for the pairing
+	run -0 --separate-stderr kineto2graph -o dup_corr.kg "$RULES/dup_corr.json"
+	[ "$stderr" = "kineto2graph: warning: $RULES/dup_corr.json: 1 runtime calls reuse an earlier call's correlation id (GPU tasks paired with them by time)" ]
+	check_edges dup_corr
+	# one call reuses an id; both kernels joined, none left over
+	[ "$(cov launch_dupcorr dup_corr.kg)" = 1 ]
+	[ "$(cov launch_joined dup_corr.kg)" = 2 ]
+	[ "$(cov launch_nogpu dup_corr.kg)" = 0 ]
+	run -0 --separate-stderr kineto2graph -q -o dup_corr.kg "$RULES/dup_corr.json"
+	[ "$stderr" = "" ]
+}

@@ -344,3 +344,27 @@ job_rows() { # PREFIX
 	    job_rows 1,4,8 > expected
 	[ "$(grep '^1,4,8,' sweep.csv)" = "$(cat expected)" ]
 }
+
+@test "pipelines: a SIGKILLed step's temporary files are removed by the next step and by make clean" {
+	# the leftovers of a step killed outright: its output and manifest
+	# under a PID no process has (beyond the kernel's pid_max), and a
+	# running step's (this shell's PID), which must stay
+	mkdir cache
+	for pid in 2147483646 $$; do
+		mkdir "cache/.0123456789abcdef.dir.tmp.$pid"
+		printf 'half' > "cache/.0123456789abcdef.kg.tmp.$pid"
+		printf 'key' > "cache/.0123456789abcdef.kg.tmp.$pid.key"
+	done
+	printf '#!/bin/sh\n[ "$1" = --version ] && { echo t 1; exit 0; }\necho out\n' > t
+	chmod +x t
+	run -0 --separate-stderr "$ROOT/pipelines/step" -q -c cache -L t -- ./t
+	[ "$(cd cache && ls -A | grep tmp | sort | paste -sd' ')" = \
+	    ".0123456789abcdef.dir.tmp.$$ .0123456789abcdef.kg.tmp.$$ .0123456789abcdef.kg.tmp.$$.key" ]
+	printf 'x' > sweep.csv.tmp.2147483646
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES \
+	    make -s -C "$ROOT/pipelines" CACHE="$PWD/cache" WORK="$PWD/work" OUT="$PWD/sweep.csv" clean
+	[ -z "$(cd cache && ls -A | grep tmp)" ]
+	[ ! -e sweep.csv.tmp.2147483646 ]
+	# the step's own output stayed
+	[ "$(ls cache | grep -c '\.kg$')" -eq 1 ]
+}

@@ -95,9 +95,9 @@ replay() {
 @test "tracegen: --help and --version to /dev/full exit 1 with a write error" {
 	to_full() { tracegen "$@" >/dev/full; }
 	run -1 --separate-stderr to_full --help
-	same "$stderr" "tracegen: write error: No space left on device"
+	same "$stderr" "tracegen: stdout: write error: No space left on device"
 	run -1 --separate-stderr to_full --version
-	same "$stderr" "tracegen: write error: No space left on device"
+	same "$stderr" "tracegen: stdout: write error: No space left on device"
 }
 
 @test "tracegen: an unknown option, a missing argument or an operand exits 2 with the usage" {

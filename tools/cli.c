@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,89 @@ open_input(const char *path)
 	return fp;
 }
 
+/*
+ * The temporary files out_open made and not yet committed or removed:
+ * a signal that ends the program (SIGINT, SIGTERM, SIGHUP) removes them
+ * too, as a failure would, then ends it as the signal does. A signal the
+ * program was started ignoring stays ignored. The slots are changed with
+ * those signals blocked, so the handler sees whole paths.
+ */
+#define MAXTMP 16
+static const int tmp_sigs[] = { SIGINT, SIGTERM, SIGHUP };
+static char *volatile tmps[MAXTMP];
+
+static void
+on_signal(int sig)
+{
+	int i;
+
+	for (i = 0; i < MAXTMP; i++)
+		if (tmps[i] != NULL)
+			unlink(tmps[i]);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void
+block_sigs(int how, sigset_t *old)
+{
+	sigset_t set;
+	size_t i;
+
+	sigemptyset(&set);
+	for (i = 0; i < sizeof(tmp_sigs) / sizeof(tmp_sigs[0]); i++)
+		sigaddset(&set, tmp_sigs[i]);
+	sigprocmask(how, how == SIG_BLOCK ? &set : old, how == SIG_BLOCK ? old : NULL);
+}
+
+/* mkstemp(path), the file registered for removal on a signal. */
+static int
+tmp_create(char *path)
+{
+	static int installed;
+	sigset_t old;
+	size_t i;
+	int fd;
+
+	if (!installed) {
+		for (i = 0; i < sizeof(tmp_sigs) / sizeof(tmp_sigs[0]); i++) {
+			struct sigaction sa, prev;
+
+			if (sigaction(tmp_sigs[i], NULL, &prev) == 0 && prev.sa_handler == SIG_IGN)
+				continue;
+			memset(&sa, 0, sizeof(sa));
+			sa.sa_handler = on_signal;
+			sigemptyset(&sa.sa_mask);
+			sigaction(tmp_sigs[i], &sa, NULL);
+		}
+		installed = 1;
+	}
+	block_sigs(SIG_BLOCK, &old);
+	fd = mkstemp(path);
+	if (fd >= 0)
+		for (i = 0; i < MAXTMP; i++)
+			if (tmps[i] == NULL) {
+				tmps[i] = path;
+				break;
+			}
+	block_sigs(SIG_SETMASK, &old);
+	return fd;
+}
+
+/* Forget path (renamed or removed). */
+static void
+tmp_forget(const char *path)
+{
+	sigset_t old;
+	size_t i;
+
+	block_sigs(SIG_BLOCK, &old);
+	for (i = 0; i < MAXTMP; i++)
+		if (tmps[i] == path)
+			tmps[i] = NULL;
+	block_sigs(SIG_SETMASK, &old);
+}
+
 int
 out_open(struct out *o, const char *path, int binary)
 {
@@ -108,7 +192,7 @@ out_open(struct out *o, const char *path, int binary)
 	}
 	o->tmp = xmalloc(strlen(path) + 16);
 	sprintf(o->tmp, "%s.tmpXXXXXX", path);
-	fd = mkstemp(o->tmp);
+	fd = tmp_create(o->tmp);
 	if (fd >= 0) {
 		/* mkstemp makes 0600; give the file the usual 0666 & ~umask. */
 		mode_t mask = umask(0);
@@ -120,6 +204,7 @@ out_open(struct out *o, const char *path, int binary)
 		errmsg("%s: %s", path, strerror(errno));
 		if (fd >= 0)
 			close(fd), unlink(o->tmp);
+		tmp_forget(o->tmp);
 		free(o->tmp);
 		o->tmp = NULL;
 		return -1;
@@ -136,13 +221,13 @@ out_commit(struct out *o)
 		return close_stdout();
 	if (o->tmp == NULL) { /* not a regular file: written in place */
 		if (fflush(o->fp) != 0 || ferror(o->fp) || fclose(o->fp) != 0) {
-			errmsg("%s: %s", o->path, strerror(errno ? errno : EIO));
+			errmsg("%s: write error: %s", o->path, strerror(errno ? errno : EIO));
 			return 1;
 		}
 		return 0;
 	}
 	if (fflush(o->fp) != 0 || ferror(o->fp) || fclose(o->fp) != 0) {
-		errmsg("%s: %s", o->path, strerror(errno ? errno : EIO));
+		errmsg("%s: write error: %s", o->path, strerror(errno ? errno : EIO));
 		unlink(o->tmp);
 		rc = 1;
 	} else if (rename(o->tmp, o->path) != 0) {
@@ -150,6 +235,7 @@ out_commit(struct out *o)
 		unlink(o->tmp);
 		rc = 1;
 	}
+	tmp_forget(o->tmp);
 	free(o->tmp);
 	o->tmp = NULL;
 	return rc;
@@ -162,6 +248,7 @@ out_abort(struct out *o)
 		fclose(o->fp);
 		if (o->tmp != NULL)
 			unlink(o->tmp);
+		tmp_forget(o->tmp);
 		free(o->tmp);
 		o->tmp = NULL;
 	}
@@ -175,7 +262,7 @@ close_stdout(void)
 	if (fclose(stdout) != 0)
 		bad = 1;
 	if (bad) {
-		errmsg("write error: %s", strerror(errno ? errno : EIO));
+		errmsg("stdout: write error: %s", strerror(errno ? errno : EIO));
 		return 1;
 	}
 	return 0;

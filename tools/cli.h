@@ -38,7 +38,9 @@ const char *input_name(const char *path);
 /*
  * Binary output: stdout (refused when a terminal) or path. A file is
  * written under a temporary name and renamed into place by out_commit, so
- * a failed run leaves nothing half written; out_abort removes it.
+ * a failed run leaves nothing half written; out_abort removes it, and so
+ * does SIGINT, SIGTERM or SIGHUP before the commit (the first out_open
+ * installs the handlers; the signal then ends the program as it would).
  */
 struct out {
 	FILE *fp;

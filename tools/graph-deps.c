@@ -249,6 +249,7 @@ process(const struct opts *o, const char *path, struct gout *g, int *sections)
 			s.rank = in.rec.header.rank;
 			s.index = (*sections)++; /* counted per input file */
 			if (o->mode == M_DROP) {
+				kg_writer_follow(&g->w, &in.rec.header);
 				rc = kg_write_header_tool(&g->w, &in.rec.header, "graph-deps " KG_VERSION);
 				if (rc < 0)
 					break;

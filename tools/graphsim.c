@@ -770,6 +770,7 @@ process(const char *path, struct gout *g, struct sim *s)
 			const struct kg_header *h = &in.rec.header;
 			size_t i;
 
+			kg_writer_follow(&g->w, h);
 			rc = kg_write_header_tool(&g->w, h, PRODUCER);
 			sim_reset(s);
 			s->nrank = 0;

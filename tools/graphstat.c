@@ -53,6 +53,7 @@ static const char help[] =
     "With no FILE, or FILE -, read standard input. See graphstat(1).\n";
 
 #define WINDOW 1000000 /* ns: utilization windows */
+#define UTIL_SERIES_MAX 1000000 /* windows of one view written by --util: 1000 s */
 
 enum fmt { F_TEXT, F_JSON, F_CSV };
 
@@ -195,6 +196,50 @@ cmp_task_it(const void *a, const void *b)
 }
 
 /*
+ * The sum over the 1 ms windows of [start, end) of each one's busy share,
+ * from the merged busy intervals u[0..nu) (inside [start, end), sorted):
+ * work bounded by the intervals, not by the span, which a task far from
+ * the rest (a bad clock) makes absurd. The windows wholly busy count 1
+ * each without being visited.
+ */
+static double
+util_sum(const struct iv *u, size_t nu, int64_t start, int64_t end)
+{
+	uint64_t span = (uint64_t)end - (uint64_t)start, cw = UINT64_MAX, wa, wb;
+	uint64_t cbusy = 0;
+	double sum = 0;
+	size_t j;
+
+#define WLEN(k) ((double)(((k) + 1) * (uint64_t)WINDOW < span ? (uint64_t)WINDOW : \
+	span - (k) * (uint64_t)WINDOW))
+	for (j = 0; j < nu; j++) {
+		uint64_t a = (uint64_t)u[j].a - (uint64_t)start, b = (uint64_t)u[j].b - (uint64_t)start;
+
+		wa = a / WINDOW;
+		wb = (b - 1) / WINDOW;
+		if (wa != cw) {
+			if (cw != UINT64_MAX)
+				sum += (double)cbusy / WLEN(cw);
+			cw = wa;
+			cbusy = 0;
+		}
+		if (wa == wb) {
+			cbusy += b - a;
+			continue;
+		}
+		cbusy += (wa + 1) * WINDOW - a;
+		sum += (double)cbusy / WLEN(wa);
+		sum += (double)(wb - wa - 1);
+		cw = wb;
+		cbusy = b - wb * WINDOW;
+	}
+	if (cw != UINT64_MAX)
+		sum += (double)cbusy / WLEN(cw);
+#undef WLEN
+	return sum;
+}
+
+/*
  * One view of iteration tasks t[0..n): span, breakdown, utilization;
  * `simv` picks the simulated times. Exposed time per kernel name is added
  * to expo when non-NULL. Returns 0, or -1 when the iteration has no task
@@ -247,7 +292,16 @@ view(struct section *s, const struct stask *t, size_t n, int simv, struct view *
 	v->comm = total(s->b, nb) - v->over;
 	v->other = v->span - total(s->u, nu);
 	/* Utilization: busy share of each 1 ms window. */
-	{
+	if (util == NULL || (uint64_t)end - (uint64_t)start > UTIL_SERIES_MAX * (uint64_t)WINDOW) {
+		uint64_t nw = end > start ? ((uint64_t)end - (uint64_t)start - 1) / WINDOW + 1 : 0;
+
+		if (util != NULL)
+			warnmsg("rank %lld iteration %lld: %s span of %.0f s: the "
+			    "utilization series is not written (more than %d windows)",
+			    (long long)rank, (long long)iter, simv ? "simulated" : "measured",
+			    (double)((uint64_t)end - (uint64_t)start) / 1e9, UTIL_SERIES_MAX);
+		v->util = nw ? util_sum(s->u, nu, start, end) / (double)nw : 0;
+	} else {
 		size_t k = 0, nw = 0;
 		double sum = 0;
 

@@ -60,6 +60,10 @@ warn_cov(const char *name, const struct kg_cov *c)
 		if (strncmp(c->name[i], "missing:", 8) == 0)
 			warnmsg("%s: %lld events lack field %s", name,
 			    (long long)c->val[i], c->name[i] + 8);
+	if (kg_cov_get(c, "launch_dupcorr") > 0)
+		warnmsg("%s: %lld runtime calls reuse an earlier call's correlation id "
+		    "(GPU tasks paired with them by time)", name,
+		    (long long)kg_cov_get(c, "launch_dupcorr"));
 	if (kg_cov_get(c, "launch_unjoined") > 0)
 		warnmsg("%s: %lld GPU tasks have no launch in the trace", name,
 		    (long long)kg_cov_get(c, "launch_unjoined"));
@@ -118,6 +122,8 @@ run(struct opts *o, int argc, char **argv)
 
 	if (gout_open(&g, o->output, o->level) < 0)
 		return 1;
+	/* one section an input: the headers say how many */
+	kg_writer_run(&g.w, argc > 0 ? (uint64_t)argc : 1);
 	if (argc == 0)
 		rc = convert(o, NULL, &g);
 	for (i = 0; i < argc && rc == 0; i++)

@@ -410,10 +410,8 @@ job_build(struct job *J, struct kg_writer *w, const char *producer)
 	go.proc = B.proc, go.nproc = B.np;
 	go.task = B.t, go.ntask = B.nt;
 	go.edge = B.e, go.nedge = B.ne;
-	if (graph_write(w, g, producer, &go) < 0) {
-		errmsg("%s", w->err);
-		goto out;
-	}
+	if (graph_write(w, g, producer, &go) < 0)
+		goto out; /* a write error: the caller names the output */
 	rc = 0;
 out:
 	free(ranks), free(t0), free(clk);

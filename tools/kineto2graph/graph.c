@@ -1421,6 +1421,45 @@ mem_attach(struct gb *g, struct memtask *m)
 	free(last);
 }
 
+/* Runtime calls by correlation id, then start. */
+static int
+cmp_corr(const void *a, const void *b)
+{
+	const struct ev *x = &sort_ev[*(const uint32_t *)a];
+	const struct ev *y = &sort_ev[*(const uint32_t *)b];
+
+	if (x->corr != y->corr)
+		return x->corr < y->corr ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/*
+ * The call of rts[0..n) (sorted by cmp_corr) that launched GPU task e:
+ * the last with e's correlation id that began no later than e, else the
+ * first with it; KG_NONE if none has it.
+ */
+static uint32_t
+corr_call(const struct ev *ev, const uint32_t *rts, size_t n, const struct ev *e)
+{
+	size_t lo = 0, hi = n;
+
+	/* the first call at or after (corr, ts + 1) */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct ev *c = &ev[rts[mid]];
+
+		if (c->corr < e->corr || (c->corr == e->corr && c->ts <= e->ts))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0 && ev[rts[lo - 1]].corr == e->corr)
+		return rts[lo - 1];
+	return lo < n && ev[rts[lo]].corr == e->corr ? rts[lo] : KG_NONE;
+}
+
 int
 graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
     struct kg_cov *cov, char *err, size_t errlen)
@@ -1432,7 +1471,8 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	uint32_t *cpu = NULL, *gpu = NULL, *rts = NULL, *prevleaf, *procs = NULL;
 	uint8_t *leaf;
 	size_t ncpu = 0, ngpu = 0, nrt = 0, cap1 = 0, cap2 = 0, cap3 = 0, cap4 = 0, cap5 = 0;
-	size_t i, nprocs = 0;
+	size_t i, nprocs = 0, ndup = 0, nbyc = 0, capbyc = 0;
+	uint32_t *byc = NULL; /* with ndup: runtime calls by correlation id */
 	int64_t tbase = INT64_MAX;
 	int64_t *iters = NULL;
 	size_t niters = 0;
@@ -1503,14 +1543,29 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		uint32_t x = cpu[i];
 
 		g.iter[x] = iter_at(&g, t->ev[x].ts);
-		if (t->ev[x].cls == EV_RT && t->ev[x].corr != NO_CORR)
-			umap_put(&corr, t->ev[x].corr, x);
+		if (t->ev[x].cls == EV_RT && t->ev[x].corr != NO_CORR) {
+			if (umap_get(&corr, t->ev[x].corr) != KG_NONE)
+				ndup++;
+			else
+				umap_put(&corr, t->ev[x].corr, x);
+		}
+	}
+	if (ndup > 0) {
+		/* Calls sharing a correlation id (traces concatenated, ids
+		 * wrapped): each GPU task is paired with the last of them
+		 * that began before it did (the first if none did). */
+		kg_cov_add(cov, "launch_dupcorr", (int64_t)ndup);
+		for (i = 0; i < ncpu; i++)
+			if (t->ev[cpu[i]].cls == EV_RT && t->ev[cpu[i]].corr != NO_CORR)
+				VEC_PUSH(byc, nbyc, capbyc, cpu[i]);
+		sort_ev = t->ev;
+		qsort(byc, nbyc, sizeof(*byc), cmp_corr);
 	}
 	for (i = 0; i < ngpu; i++) {
 		uint32_t x = gpu[i], l = KG_NONE;
 
 		if (t->ev[x].corr != NO_CORR)
-			l = umap_get(&corr, t->ev[x].corr);
+			l = ndup > 0 ? corr_call(t->ev, byc, nbyc, &t->ev[x]) : umap_get(&corr, t->ev[x].corr);
 		g.launch[x] = l;
 		if (l != KG_NONE) {
 			g.nextgpu[x] = g.nextgpu[l];
@@ -1521,6 +1576,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		}
 	}
 	umap_release(&corr);
+	free(byc);
 	/* The chains were built by prepending: turn them to start order (per
 	 * stream), so a wait binds to the first task a launch puts on it. */
 	for (i = 0; i < ncpu; i++) {

@@ -1171,13 +1171,72 @@ yajl_msg(yajl_handle h, const unsigned char *buf, size_t len, char *out, size_t 
 		*nl = '\0';
 }
 
+/*
+ * YAJL keeps a string that spans chunks and lexes it again from its
+ * start at every chunk: a 128 MB string took 32 s to be refused, the
+ * time growing with the square of its length. So the chunks are scanned
+ * here first, in one pass, for the strings (and keys) in them: one known
+ * to hold more than LONG_STRING bytes once decoded (an escape counted as
+ * one byte, the least it can be) is refused where that is known, without
+ * reading further. Below that, on_scalar and cb_key refuse a string over
+ * MAX_STRING exactly, after YAJL lexed at most a few chunks of it.
+ */
+#define LONG_STRING (2 * MAX_STRING)
+
+struct strscan {
+	int in;      /* inside a string */
+	int skip;    /* escape bytes still to pass */
+	uint64_t len; /* its decoded length, at least */
+};
+
+/* The index in b[0..n) of the byte that makes a string too long, or n. */
+static size_t
+scan_strings(struct strscan *s, const unsigned char *b, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		if (!s->in) {
+			const unsigned char *q = memchr(b + i, '"', n - i);
+
+			if (q == NULL)
+				return n;
+			i = (size_t)(q - b) + 1;
+			s->in = 1;
+			s->len = 0;
+			s->skip = 0;
+			continue;
+		}
+		for (; i < n; i++) {
+			unsigned char c = b[i];
+
+			if (s->skip != 0) {
+				/* \uXXXX: the u and 4 digits; other escapes: 1 */
+				s->skip = s->skip == -1 ? (c == 'u' ? 4 : 0) : s->skip - 1;
+				continue;
+			}
+			if (c == '"') {
+				s->in = 0;
+				i++;
+				break;
+			}
+			if (c == '\\')
+				s->skip = -1;
+			if (++s->len > LONG_STRING)
+				return i;
+		}
+	}
+	return n;
+}
+
 int
 trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 {
 	struct jp p;
 	struct input in;
+	struct strscan scan = { 0, 0, 0 };
 	unsigned char *buf = xmalloc(CHUNK);
-	size_t n = 0;
+	size_t n = 0, long_at;
 	uint64_t off = 0;
 	yajl_handle h;
 	yajl_status st;
@@ -1222,7 +1281,13 @@ trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 			goto out;
 		if (n == 0)
 			break;
-		st = yajl_parse(h, buf, n);
+		long_at = scan_strings(&scan, buf, n);
+		st = yajl_parse(h, buf, long_at < n ? long_at : n);
+		if (st == yajl_status_ok && long_at < n) {
+			snprintf(err, errlen, "byte %llu: string longer than %d bytes",
+			    (unsigned long long)(off + long_at + 1), MAX_STRING);
+			goto out;
+		}
 		if (st != yajl_status_ok) {
 			uint64_t at = off + yajl_get_bytes_consumed(h);
 

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "commkern.h"
 #include "colls.h"
 #include "kg.h"
 #include "util.h"
@@ -517,6 +518,14 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 			x.ss = x.se = 0;
 			x.it = in.rec.task.iter;
 			x.rank = s.prank[in.rec.task.proc];
+			/* a stream from before a kernel family was known as
+			 * communication: the same table kineto2graph uses */
+			if (in.rec.task.kind == KG_KERN && in.rec.task.name != KG_NONE) {
+				int cc = commkern_classify(kg_str(&in.r, in.rec.task.name), NULL);
+
+				if (cc >= 0)
+					in.rec.task.kind = KG_COLL, in.rec.task.coll = (uint8_t)cc;
+			}
 			if (in.rec.task.kind == KG_COLL)
 				colls_task(&s.colls, in.rec.task.id, in.rec.task.coll, in.rec.task.bytes,
 				    in.rec.task.dur);

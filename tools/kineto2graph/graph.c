@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commkern.h"
 #include "k2g.h"
 #include "util.h"
 
@@ -446,40 +447,6 @@ coll_from_meta(const char *s)
 		if (strstr(norm, tab[i].s))
 			return tab[i].coll;
 	return KG_COLL_NONE;
-}
-
-/*
- * NCCL kernel names, three generations:
- *   ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)
- *   ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)
- *   ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)
- */
-static int
-nccl_kernel(const char *name)
-{
-	static const struct collname tab[] = {
-		{ "AllReduce", KG_COLL_ALLREDUCE }, { "AllGather", KG_COLL_ALLGATHER },
-		{ "ReduceScatter", KG_COLL_REDUCESCATTER }, { "Broadcast", KG_COLL_BROADCAST },
-		{ "SendRecv", KG_COLL_SENDRECV }, { "Send", KG_COLL_SEND },
-		{ "Recv", KG_COLL_RECV }, { "Reduce", KG_COLL_REDUCE },
-		{ "AllToAll", KG_COLL_ALLTOALL }, { NULL, 0 }
-	};
-	const char *p;
-	size_t i, len;
-
-	if (starts(name, "void "))
-		name += 5;
-	if (starts(name, "ncclKernel_"))
-		p = name + 11;
-	else if (starts(name, "ncclDevKernel_"))
-		p = name + 14;
-	else
-		return -1;
-	len = strcspn(p, "_(<");
-	for (i = 0; tab[i].s; i++)
-		if (strlen(tab[i].s) == len && strncmp(p, tab[i].s, len) == 0)
-			return tab[i].coll;
-	return KG_COLL_NONE; /* an NCCL kernel of a kind we do not name */
 }
 
 static int64_t
@@ -1310,7 +1277,7 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 	else if (g->tags.stage >= 0) /* launched before the window: the rank's stage */
 		k->stage = g->tags.stage, tagged = TAG_ST_INF;
 	if (e->cls == EV_KERN) {
-		int c = nccl_kernel(t->str.str[e->name]), opc = KG_COLL_NONE, depth;
+		int c = commkern_classify(t->str.str[e->name], NULL), opc = KG_COLL_NONE, depth;
 		const struct collmeta *cm = NULL;
 		uint32_t up;
 

@@ -123,6 +123,11 @@ struct brun {
 	uint32_t first, last;
 };
 
+struct annref {
+	int64_t ts;
+	uint32_t ev;
+};
+
 struct gb {
 	struct trace *t;
 	const struct build_opts *o;
@@ -153,6 +158,8 @@ struct gb {
 	size_t nevheld, capevheld;
 	struct gap *gaps;   /* rule 6, by position in the sorted GPU events */
 	struct tagger tags; /* rule 7 */
+	struct annref *commann; /* nccl: annotations with a message size, by start */
+	size_t ncommann;
 	uint8_t *bwd;       /* per proc: a backward thread (rules 5 and 7) */
 	uint32_t *mleaf;    /* the main thread's selected leaves, in time order */
 	size_t nmleaf;
@@ -447,6 +454,63 @@ coll_from_meta(const char *s)
 		if (strstr(norm, tab[i].s))
 			return tab[i].coll;
 	return KG_COLL_NONE;
+}
+
+static int
+cmp_annref(const void *a, const void *b)
+{
+	const struct annref *x = a, *y = b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts ? 1 : (x->ev > y->ev) - (x->ev < y->ev);
+}
+
+/* The nccl: annotations that carry a message size, sorted by start. */
+static void
+comm_annotations(struct gb *g)
+{
+	struct trace *t = g->t;
+	size_t i, cap = 0;
+
+	for (i = 0; i < t->nev; i++)
+		if (t->ev[i].cls == EV_ANNOT && t->ev[i].extra != KG_NONE &&
+		    starts(t->str.str[t->ev[i].name], "nccl:")) {
+			grow(&g->commann, &cap, g->ncommann + 1, sizeof(*g->commann));
+			g->commann[g->ncommann].ts = t->ev[i].ts;
+			g->commann[g->ncommann++].ev = (uint32_t)i;
+		}
+	if (g->ncommann > 1)
+		qsort(g->commann, g->ncommann, sizeof(*g->commann), cmp_annref);
+}
+
+/*
+ * The nccl: annotation (PyTorch's "nccl:all_reduce" record_function
+ * around the NCCL call) with a message size that holds launch call rt
+ * on its thread, or NULL: where the c10d:: op above carries no size.
+ */
+static const struct collmeta *
+comm_annotation(const struct gb *g, uint32_t rt)
+{
+	const struct trace *t = g->t;
+	const struct ev *l = &t->ev[rt];
+	size_t lo = 0, hi = g->ncommann, k;
+
+	while (lo < hi) { /* the first starting after the launch */
+		size_t mid = (lo + hi) / 2;
+
+		if (g->commann[mid].ts <= l->ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* the nearest before it on the same thread, if it holds the launch */
+	for (k = lo; k > 0 && lo - k < 64; k--) {
+		const struct ev *a = &t->ev[g->commann[k - 1].ev];
+
+		if (a->proc != l->proc)
+			continue;
+		return a->ts + a->dur >= l->ts + l->dur ? &t->coll[a->extra] : NULL;
+	}
+	return NULL;
 }
 
 static int64_t
@@ -1317,6 +1381,17 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 			if (ne > 0 && sz > 0)
 				k->bytes = (uint64_t)ne * (uint64_t)sz;
 		}
+		if (k->bytes == 0 && g->launch[x] != KG_NONE) {
+			const struct collmeta *a = comm_annotation(g, g->launch[x]);
+			int64_t sz = a != NULL && a->dtype != KG_NONE ?
+			    dtype_size(t->str.str[a->dtype]) : 0;
+
+			if (a != NULL && a->in_nelems > 0 && sz > 0) {
+				k->bytes = (uint64_t)a->in_nelems * (uint64_t)sz;
+				if (k->dtype == KG_NONE)
+					k->dtype = a->dtype;
+			}
+		}
 	}
 	return tagged;
 }
@@ -1344,6 +1419,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	g.t = t;
 	g.o = o;
 	g.w = w;
+	comm_annotations(&g);
 
 	/* Streams that only cuda_sync records name get their processor now,
 	 * so the per-processor arrays below cover them. */
@@ -1689,6 +1765,7 @@ out_free:
 	free(g.iter);
 	free(g.sel);
 	free(g.encl);
+	free(g.commann);
 	free(g.launch);
 	free(g.nextgpu);
 	free(g.nextleaf);

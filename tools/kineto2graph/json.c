@@ -776,7 +776,10 @@ skip_flush(struct jp *p)
  * Communication ops without NCCL metadata (PyTorch before 2.2): the
  * message is the first input, so its element count is the product of the
  * first list of Input Dims and its type the first of Input type, e.g.
- * c10d::alltoall_base_ with [[6144], [6144], ...] and ["float", ...].
+ * c10d::alltoall_base_ with [[6144], [6144], ...] and ["float", ...]. An
+ * all-reduce of a bucket's TensorList has none there ([[], ...]), but the
+ * nccl:all_reduce annotation inside it has ([[394241]], ["float"]:
+ * param_dlrm_8rank_v100), so those annotations are read too.
  */
 static void
 comm_op_size(struct trace *t, struct cur *c)
@@ -788,6 +791,7 @@ comm_op_size(struct trace *t, struct cur *c)
 	if (c->dims == KG_NONE || c->itypes == KG_NONE)
 		return;
 	if (!(c->namelen > 6 && memcmp(c->name, "c10d::", 6) == 0) &&
+	    !(c->namelen > 5 && memcmp(c->name, "nccl:", 5) == 0) &&
 	    !(c->namelen == 18 && memcmp(c->name, "record_param_comms", 18) == 0))
 		return;
 	d = t->str.str[c->dims];
@@ -940,9 +944,9 @@ keep_event(struct jp *p)
 		if (cls == EV_RT && c->corr < 0)
 			kg_cov_add(&t->cov, "missing:correlation", 1);
 	}
-	if (cls == EV_OP && !c->cm_any)
+	if ((cls == EV_OP || cls == EV_ANNOT) && !c->cm_any)
 		comm_op_size(t, c);
-	if (c->cm_any && (cls == EV_OP || cls == EV_KERN)) {
+	if (c->cm_any && (cls == EV_OP || cls == EV_KERN || cls == EV_ANNOT)) {
 		e.extra = (uint32_t)t->ncoll;
 		VEC_PUSH(t->coll, t->ncoll, t->capcoll, c->cm);
 	}

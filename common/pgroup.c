@@ -81,13 +81,13 @@ pgroups_classify(struct pgroups *s, const struct kg_task *const *c, const uint32
 
 		if (c[i]->phase != KG_PH_NONE)
 			s->phases = 1;
-		if (pgroups_p2p(c[i]->coll) || grp[i] == UINT32_MAX)
+		if (grp[i] == UINT32_MAX)
 			continue;
 		g = &s->g[grp[i]];
 		if (c[i]->coll >= 0 && c[i]->coll < KG_NCOLL && c[i]->phase >= 0 &&
 		    c[i]->phase < KG_NPHASE)
 			g->cnt[c[i]->coll][c[i]->phase]++;
-		if (!reduction(c[i]->coll))
+		if (pgroups_p2p(c[i]->coll) || !reduction(c[i]->coll))
 			continue;
 		if (c[i]->phase == KG_PH_FWD && c[i]->coll != KG_COLL_REDUCE)
 			g->nfwd++, g->fwdbytes += (double)c[i]->bytes;
@@ -191,8 +191,8 @@ pgroups_describe(const struct pgroups *s, const struct pgroup *g, char *buf, siz
 	int c, p, any = 0;
 
 	(void)s;
-	snprintf(buf, len, "%s:", g->fwd ? "tensor-parallel" : g->dp ? "data-parallel" :
-	    "kept as it is");
+	snprintf(buf, len, "%s; kernels:", g->fwd ? "tensor-parallel" : g->dp ?
+	    "data-parallel" : "kept as it is");
 	for (c = 0; c < KG_NCOLL; c++)
 		for (p = 0; p < KG_NPHASE; p++) {
 			if (g->cnt[c][p] == 0)
@@ -208,7 +208,7 @@ pgroups_describe(const struct pgroups *s, const struct pgroup *g, char *buf, siz
 		}
 	if (!any) {
 		n = strlen(buf);
-		snprintf(buf + n, len - n, " point to point only");
+		snprintf(buf + n, len - n, " none");
 	}
 }
 

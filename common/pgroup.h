@@ -66,8 +66,9 @@ void pgroups_classify(struct pgroups *s, const struct kg_task *const *c, const u
     size_t n);
 /*
  * What group g does, in words, from the collectives it ran (after
- * pgroups_classify): its role and its collectives by type and phase,
- * e.g. "data-parallel: allreduce bwd 13, broadcast fwd 2".
+ * pgroups_classify): its role and its collectives' kernels (one a
+ * member) by type and phase, e.g. "data-parallel; kernels: allreduce bwd
+ * 26, broadcast fwd 4".
  */
 void pgroups_describe(const struct pgroups *s, const struct pgroup *g, char *buf, size_t len);
 /*

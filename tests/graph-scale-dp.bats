@@ -262,10 +262,10 @@ durations() {
 	need_traces
 	kineto2graph -q "$TRACES"/param_dlrm_8rank_v100/kineto/*.json.gz | graph-deps --merge > dlrm.kg
 	run -0 --separate-stderr graph-scale-dp -v -o 16.kg 16 dlrm.kg
-	# per rank: 4 embedding all-to-alls forward, 1 backward, 3 dense
-	# gradient all-reduces backward (param_dlrm_8rank_v100's README and
+	# per rank (kernels of 8 ranks): 4 embedding all-to-alls forward, 1
+	# backward, 3 dense gradient all-reduces backward (param_dlrm_8rank_v100's README and
 	# trace: 5 c10d::alltoall_base_, 3 c10d::allreduce_ a rank)
-	[ "${stderr_lines[0]}" = "graph-scale-dp: dlrm.kg: section 0: group [0, 1, 2, 3, 4, 5, 6, 7] (8 ranks, NVLink; matched across the ranks): data-parallel: allreduce bwd 24, alltoall fwd 32, alltoall bwd 8" ]
+	[ "${stderr_lines[0]}" = "graph-scale-dp: dlrm.kg: section 0: group [0, 1, 2, 3, 4, 5, 6, 7] (8 ranks, NVLink; matched across the ranks): data-parallel; kernels: allreduce bwd 24, alltoall fwd 32, alltoall bwd 8" ]
 	[ "${stderr_lines[1]}" = "graph-scale-dp: dlrm.kg: section 0: data-parallel degree 8 -> 16, tensor-parallel 1, 8 GPUs a node" ]
 	[[ "${stderr_lines[2]}" == "graph-scale-dp: warning: dlrm.kg: section 0: no collective over the network in the job: it is taken to be the built-in h100 topology's"* ]]
 	# 16 ranks span two nodes: every collective of the group takes longer
@@ -288,8 +288,15 @@ durations() {
 	run -0 --separate-stderr graph-scale-dp -v -o 8.kg 8 ddp.kg
 	# 3 steps of 5 gradient buckets and 2 buffer broadcasts (the trace's
 	# record_param_comms: 15 allreduce, 6 broadcast)
-	[ "${stderr_lines[0]}" = "graph-scale-dp: ddp.kg: section 0: group [0, 1] (2 ranks, NVLink; the trace's process-group ranks): data-parallel: allreduce bwd 15, broadcast fwd 6" ]
+	[ "${stderr_lines[0]}" = "graph-scale-dp: ddp.kg: section 0: group [0, 1] (2 ranks, NVLink; the trace's process-group ranks): data-parallel; kernels: allreduce bwd 15, broadcast fwd 6" ]
 	[ "${stderr_lines[1]}" = "graph-scale-dp: ddp.kg: section 0: data-parallel degree 2 -> 8, tensor-parallel 1, 8 GPUs a node" ]
 	graph-scale-dp 2 ddp.kg > 2.kg
 	diff <(durations ddp.kg) <(durations 2.kg)
+}
+
+@test "graph-scale-dp: a DDP job at world size 1 (no NCCL kernel at all) is refused with the reason" {
+	[ -f "$ROOT/../shared/gpu/traces/gpt_L8_H1024_ddp1.json.gz" ] || skip "no ../shared/gpu"
+	kineto2graph -q "$ROOT/../shared/gpu/traces/gpt_L8_H1024_ddp1.json.gz" | graph-deps --merge > ddp1.kg
+	run -1 --separate-stderr graph-scale-dp 8 ddp1.kg
+	[ "$stderr" = "graph-scale-dp: ddp1.kg: section 0: no collective kernel in the job (NCCL launches none at world size 1): nothing to re-time (adding a data-parallel group's collectives to a job that ran without them is not done)" ]
 }

@@ -345,6 +345,13 @@ retime(const struct opts *o, struct section *s, const char *name, int index, cha
 		    "matching collectives across ranks (graph-deps --merge)", name, index);
 		goto fail;
 	}
+	if (s->nc == 0) {
+		errmsg("%s: section %d: no collective kernel in the job%s: nothing to re-time "
+		    "(adding a data-parallel group's collectives to a job that ran without "
+		    "them is not done)", name, index, s->h.world == 1 ?
+		    " (NCCL launches none at world size 1)" : "");
+		goto fail;
+	}
 	for (i = 0; i < s->nc; i++)
 		nogroup += s->c[i].group == UINT32_MAX;
 	if (nogroup > 0 && s->h.nranks > 1)

@@ -591,6 +591,17 @@ kern - 216" ]
 	[ "$(cov coll_recognised commkern.kg)" = 12 ]
 }
 
+@test "kineto2graph: a collective that names its process group only gets the ranks from distributedInfo's pg_config" {
+	k2g pgconfig
+	# group "0" is ranks 0-3 and "1" ranks 0 and 2 in pg_config; "7" is
+	# in no table: no ranks; the last carries its own ranks
+	run -0 tasks pgconfig.kg '.k == "coll"' '\(.corr) \(.pg) \(.pgr // "-")'
+	[ "$output" = "101 0 [0, 1, 2, 3]
+102 1 [0, 2]
+103 7 -
+104 1 [0, 2]" ]
+}
+
 @test "graphstat: the kernels of the communication table count as exposed communication" {
 	kineto2graph -o commkern.kg "$RULES/commkern.json"
 	# 12 communication kernels of 40 us each, one every 50 us, none

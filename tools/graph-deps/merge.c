@@ -788,9 +788,9 @@ one_job_matched(const struct job *j)
 		matched += j->rk[i].matched;
 	}
 	if (with >= 2 && matched == 0) {
-		warnmsg("%s: no collective matched another rank's (%s the first): not ranks of "
-		    "one job, or not the same steps? the ranks are replayed without meeting",
-		    j->rk[1].file, j->rk[0].file);
+		warnmsg("%s: section %d: no collective of the %zu ranks matched another rank's: "
+		    "not ranks of one job, or not the same steps? they are replayed without "
+		    "meeting", j->rk[0].file, j->rk[0].section, j->nrk);
 		return 0;
 	}
 	for (i = 0; i < j->nrk && with >= 2; i++)

@@ -1377,6 +1377,14 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 			k->seq = cm->seq;
 			k->pg = cm->pg;
 			k->pgr = cm->pgr;
+			if (k->pgr == KG_NONE && cm->pg != KG_NONE) {
+				/* the group by name only: distributedInfo's table */
+				size_t q;
+
+				for (q = 0; q < t->npgcfg; q++)
+					if (t->pgcfg[q].name == cm->pg)
+						k->pgr = t->pgcfg[q].ranks;
+			}
 			k->dtype = cm->dtype;
 			if (ne > 0 && sz > 0)
 				k->bytes = (uint64_t)ne * (uint64_t)sz;

@@ -33,7 +33,8 @@
 #define MAX_TIME (INT64_MAX / 2)
 
 /* Where a token sits. */
-enum ctx { C_TOP, C_EVENTS, C_EVENT, C_ARGS, C_DIST, C_SKIP, C_CAPTURE };
+enum ctx { C_TOP, C_EVENTS, C_EVENT, C_ARGS, C_DIST, C_SKIP, C_CAPTURE, C_PGCFG, C_PGENT,
+	C_PGRANKS };
 
 /* Keys we act on, in events (E_), args (A_), the top level (T_), distributedInfo (D_). */
 enum key {
@@ -43,7 +44,7 @@ enum key {
 	A_GSIZE, A_DTYPE, A_PGNAME, A_PGRANKS, A_SEQ, A_SYNCKIND, A_WSTREAM,
 	A_WCORR, A_NAME, A_ITYPE, A_SEQNR,
 	T_EVENTS, T_BASE, T_DIST,
-	D_RANK, D_WORLD
+	D_RANK, D_WORLD, D_PGCFG, G_NAME, G_RANKS
 };
 
 /*
@@ -93,6 +94,8 @@ struct jp {
 	int key;     /* key of the value that comes next */
 	int capkey;  /* A_DIMS, A_ITYPE or A_PGRANKS while capturing */
 	int capdepth;
+	uint32_t pgname, pgranks; /* the pg_config entry being read */
+	int pgranks_n;
 	int seen_events;
 	int top;     /* the top-level value opened a container */
 	struct cur c;
@@ -143,7 +146,8 @@ keyname(int k)
 		"args.wait_on_cuda_event_record_corr_id", "args.name", "args.Input type",
 		"args.Sequence number",
 		"traceEvents", "baseTimeNanoseconds", "distributedInfo",
-		"distributedInfo.rank", "distributedInfo.world_size"
+		"distributedInfo.rank", "distributedInfo.world_size",
+		"distributedInfo.pg_config", "pg_config.pg_name", "pg_config.ranks"
 	};
 	return n[k];
 }
@@ -416,6 +420,19 @@ on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr)
 
 	if (isstr > 0 && len > MAX_STRING)
 		return fail(p, "string longer than %s bytes", "1048576");
+	if (ctx == C_PGENT) {
+		if (k == G_NAME && isstr > 0)
+			p->pgname = intern_get(&p->t->str, (const char *)s, len);
+		return 1;
+	}
+	if (ctx == C_PGRANKS) {
+		if (isstr != 0 || to_i64((const char *)s, len, &v) < 0)
+			return fail(p, "field %s: expected an integer", keyname(G_RANKS));
+		if (p->pgranks_n++ > 0)
+			cap_put(c, ", ", 2);
+		cap_put(c, (const char *)s, len);
+		return 1;
+	}
 	if (ctx == C_CAPTURE) {
 		cap_sep(p);
 		if (isstr > 0)
@@ -630,7 +647,12 @@ cb_key(void *ctx, const unsigned char *s, size_t len)
 		break;
 	case C_DIST:
 		p->key = len == 4 && memcmp(s, "rank", 4) == 0 ? D_RANK :
-		    len == 10 && memcmp(s, "world_size", 10) == 0 ? D_WORLD : K_NONE;
+		    len == 10 && memcmp(s, "world_size", 10) == 0 ? D_WORLD :
+		    len == 9 && memcmp(s, "pg_config", 9) == 0 ? D_PGCFG : K_NONE;
+		break;
+	case C_PGENT:
+		p->key = len == 7 && memcmp(s, "pg_name", 7) == 0 ? G_NAME :
+		    len == 5 && memcmp(s, "ranks", 5) == 0 ? G_RANKS : K_NONE;
 		break;
 	case C_CAPTURE:
 		cap_sep(p);
@@ -668,6 +690,18 @@ push(struct jp *p, int is_map)
 		p->seen_events = 1;
 	} else if (parent == C_TOP && k == T_DIST && is_map)
 		nc = C_DIST;
+	else if (parent == C_DIST && k == D_PGCFG && !is_map)
+		nc = C_PGCFG;
+	else if (parent == C_PGCFG && is_map) {
+		p->pgname = KG_NONE;
+		p->pgranks = KG_NONE;
+		nc = C_PGENT;
+	} else if (parent == C_PGENT && k == G_RANKS && !is_map) {
+		p->c.caplen = 0;
+		p->pgranks_n = 0;
+		cap_put(&p->c, "[", 1);
+		nc = C_PGRANKS;
+	}
 	else if (parent == C_EVENTS) {
 		if (!is_map)
 			return fail(p, "%s", "traceEvents: an event is not an object");
@@ -704,7 +738,16 @@ pop(struct jp *p, int is_map)
 	int c = p->ctx[p->depth];
 
 	p->depth--;
-	if (c == C_CAPTURE) {
+	if (c == C_PGRANKS) {
+		cap_put(&p->c, "]", 1);
+		p->pgranks = intern_get(&p->t->str, p->c.cap, p->c.caplen);
+	} else if (c == C_PGENT) {
+		if (p->pgname != KG_NONE && p->pgranks != KG_NONE) {
+			struct pgcfg e = { p->pgname, p->pgranks };
+
+			VEC_PUSH(p->t->pgcfg, p->t->npgcfg, p->t->cappgcfg, e);
+		}
+	} else if (c == C_CAPTURE) {
 		cap_put(&p->c, is_map ? "}" : "]", 1);
 		if (p->depth + 1 == p->capdepth) {
 			uint32_t id = intern_get(&p->t->str, p->c.cap, p->c.caplen);
@@ -1158,6 +1201,7 @@ trace_release(struct trace *t)
 	intern_release(&t->str);
 	free(t->ev);
 	free(t->coll);
+	free(t->pgcfg);
 	free(t->sync);
 	free(t->bytes);
 	free(t->proc);

@@ -231,3 +231,41 @@ pgroups_ranks_text(const int64_t *r, size_t n, char *buf, size_t len)
 	w = snprintf(buf + k, len - k, "]");
 	return w < 0 || (size_t)w >= len - k ? -1 : 0;
 }
+
+int
+pgroups_assume(const struct comm_model *m, const uint8_t *used, struct comm_given *given,
+    char assumed[COMM_NLINK], char msg[COMM_NLINK][192], char *note, size_t notelen)
+{
+	static const char *const what[COMM_NLINK] = { "NVLink", "network" };
+	static const char *const over[COMM_NLINK] = { "NVLink", "the network" };
+	struct comm_given b;
+	int l, c, n = 0, need, any;
+	size_t k;
+
+	note[0] = '\0';
+	memset(&b, 0, sizeof(b));
+	comm_topology_builtin(COMM_TOPOLOGY_DEFAULT, &b, 0);
+	for (l = 0; l < COMM_NLINK; l++) {
+		assumed[l] = 0;
+		msg[l][0] = '\0';
+		need = any = 0;
+		for (c = 1; c < KG_NCOLL; c++) {
+			need |= used[c * COMM_NLINK + l] && m->c[c][l].samples == 0;
+			any |= m->c[c][l].samples > 0;
+		}
+		if (!need || any || given->set[l])
+			continue;
+		given->set[l] = 1;
+		given->gbps[l] = b.gbps[l];
+		given->us[l] = b.us[l];
+		assumed[l] = 1;
+		snprintf(msg[l], 192, "no collective over %s in the job: it is taken to be the "
+		    "built-in %s topology's (%g GB/s a GPU, %g us a step; give it with --net or "
+		    "--topology)", over[l], COMM_TOPOLOGY_DEFAULT, b.gbps[l], b.us[l]);
+		k = strlen(note);
+		snprintf(note + k, notelen - k, "%s%s: built-in %s (%g GB/s, %g us a step)",
+		    k ? "; " : "assumed ", what[l], COMM_TOPOLOGY_DEFAULT, b.gbps[l], b.us[l]);
+		n++;
+	}
+	return n;
+}

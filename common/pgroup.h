@@ -91,6 +91,20 @@ void pgroups_fit(const struct pgroups *s, const struct kg_task *const *c, const 
     size_t n, const struct comm_given *given, struct comm_model *m);
 
 /*
+ * The links a prediction needs that the job never used and no one gave:
+ * used[coll * COMM_NLINK + link] marks the classes the tool times. For
+ * each link of m with no sample at all, needed by a used class, and not
+ * set in given, given gets the built-in default topology's link
+ * (COMM_TOPOLOGY_DEFAULT), assumed[link] is set, and msg[link] holds the
+ * sentence to warn with. note gets the words for the section's tools
+ * entry ("assumed network: built-in h100 (50 GB/s, 9.6 us a step)"),
+ * "" when nothing was assumed. Returns how many links were assumed: the
+ * caller then fits again with given.
+ */
+int pgroups_assume(const struct comm_model *m, const uint8_t *used, struct comm_given *given,
+    char assumed[COMM_NLINK], char msg[COMM_NLINK][192], char *note, size_t notelen);
+
+/*
  * Whether a collective of type coll on link is timed with a borrowed fit
  * (1, with the sentence to warn with in msg) or its own (0). Each
  * (type, link) answers 1 once: seen (KG_NCOLL x COMM_NLINK, zeroed by the

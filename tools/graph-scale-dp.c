@@ -333,6 +333,7 @@ retime(const struct opts *o, struct section *s, const char *name, int index, cha
 	struct comm_given given = o->given;
 	uint8_t seen[KG_NCOLL * COMM_NLINK] = { 0 }, used[KG_NCOLL * COMM_NLINK] = { 0 };
 	char assumed[COMM_NLINK] = { 0 };
+	char amsg[COMM_NLINK][192];
 	char msg[160];
 	int64_t d, tp;
 	size_t i, k, nogroup = 0;
@@ -462,35 +463,13 @@ retime(const struct opts *o, struct section *s, const char *name, int index, cha
 	/* A link the job never used, nor given: the built-in topology's,
 	 * said on stderr and recorded in the section's tools entry. */
 	pgroups_fit(&s->pg, ct, grp, s->nc, &given, &m);
-	for (l = 0; l < COMM_NLINK; l++) {
-		int need = 0, c;
-
-		for (c = 1; c < KG_NCOLL; c++)
-			need |= used[c * COMM_NLINK + l] && m.c[c][l].samples == 0;
-		if (!need)
-			continue;
-		for (c = 1; c < KG_NCOLL; c++)
-			if (m.c[c][l].samples > 0)
-				break;
-		if (c < KG_NCOLL || given.set[l])
-			continue;
-		{
-			struct comm_given b;
-
-			memset(&b, 0, sizeof(b));
-			comm_topology_builtin(COMM_TOPOLOGY_DEFAULT, &b, 0);
-			given.set[l] = 1;
-			given.gbps[l] = b.gbps[l];
-			given.us[l] = b.us[l];
-			assumed[l] = 2;
-			warnmsg("%s: section %d: no collective over %s in the job: it is taken to be "
-			    "the built-in %s topology's (%g GB/s a GPU, %g us a step; give it with "
-			    "--net or --topology)", name, index, link_name(l), COMM_TOPOLOGY_DEFAULT,
-			    b.gbps[l], b.us[l]);
-			snprintf(net + strlen(net), netlen - strlen(net), "%s%s: built-in %s (%g GB/s, "
-			    "%g us a step)", net[0] ? "; " : "assumed ", l == COMM_INTER ? "network" :
-			    "NVLink", COMM_TOPOLOGY_DEFAULT, b.gbps[l], b.us[l]);
-		}
+	if (pgroups_assume(&m, used, &given, assumed, amsg, net, netlen) > 0) {
+		for (l = 0; l < COMM_NLINK; l++)
+			if (assumed[l])
+				warnmsg("%s: section %d: %s", name, index, amsg[l]);
+		for (l = 0; l < COMM_NLINK; l++)
+			if (assumed[l])
+				assumed[l] = 2;
 	}
 	for (l = 0; l < COMM_NLINK; l++)
 		if (o->given.set[l] && !assumed[l])

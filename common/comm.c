@@ -271,3 +271,47 @@ fail:
 	fclose(fp);
 	return -1;
 }
+
+/*
+ * Bandwidth: a GPU's peak one-way rate on each link (bus bandwidth as
+ * the model means it). NVLink: the GPU's links x 25 GB/s a direction
+ * (H100 SXM: 18 NVLink 4 links, 900 GB/s both ways; A100 SXM: 12 NVLink
+ * 3, 600 GB/s; V100 SXM2: 6 NVLink 2, 300 GB/s); the network: the DGX
+ * node's NICs shared by its 8 GPUs (DGX H100: 8 ConnectX-7 at 400 Gb/s,
+ * 50 GB/s a GPU; DGX A100: 8 ConnectX-6 at 200 Gb/s, 25 GB/s; DGX-1V: 4
+ * EDR InfiniBand at 100 Gb/s, 6.25 GB/s). Latency a step: NCCL's own
+ * model of a ring step with its Simple protocol (src/graph/tuning.cc,
+ * hwLat: 3.4 us over NVLink, 9.6 us over the network). Peaks: what NCCL
+ * reaches on large messages is lower (nccl-tests' bus bandwidth is
+ * typically 70-90% of them), so a prediction on them is optimistic.
+ */
+static const struct {
+	const char *name;
+	double gbps[COMM_NLINK], us[COMM_NLINK];
+	int64_t gpn;
+} topologies[] = {
+	{ "h100", { 450, 50 }, { 3.4, 9.6 }, 8 },
+	{ "a100", { 300, 25 }, { 3.4, 9.6 }, 8 },
+	{ "v100", { 150, 6.25 }, { 3.4, 9.6 }, 8 },
+};
+
+const char comm_topology_names[] = "h100, a100, v100";
+
+int
+comm_topology_builtin(const char *name, struct comm_given *g, int keep)
+{
+	size_t i;
+	int l;
+
+	for (i = 0; i < sizeof(topologies) / sizeof(topologies[0]); i++) {
+		if (strcmp(name, topologies[i].name) != 0)
+			continue;
+		for (l = 0; l < COMM_NLINK; l++)
+			if (!keep || !g->set[l])
+				given_set(g, l, topologies[i].gbps[l], topologies[i].us[l]);
+		if (!keep || g->gpn == 0)
+			g->gpn = topologies[i].gpn;
+		return 0;
+	}
+	return -1;
+}

@@ -77,6 +77,18 @@ int comm_given_load(const char *path, struct comm_given *g, char *err, size_t er
 /* "GBPS,US" for link; 0, or -1 when it is not two numbers in range. */
 int comm_given_parse(const char *s, struct comm_given *g, int link);
 
+/*
+ * A built-in topology by name ("h100", "a100", "v100": one DGX-class
+ * node of 8 GPUs; the numbers and their sources are in comm.c and
+ * graph-scale-dp(1)): fills g's links (those not set already when
+ * keep is 1) and gpus-per-node. 0, or -1 for an unknown name.
+ */
+int comm_topology_builtin(const char *name, struct comm_given *g, int keep);
+/* The built-in topologies' names, ", " between them. */
+extern const char comm_topology_names[];
+/* The topology the tools fall back on where a link was never used. */
+#define COMM_TOPOLOGY_DEFAULT "h100"
+
 double comm_steps(int coll, int64_t n);
 double comm_factor(int coll, int64_t n);
 /*

@@ -59,6 +59,13 @@ pgroups_p2p(int c)
 	return c == KG_COLL_SEND || c == KG_COLL_RECV || c == KG_COLL_SENDRECV;
 }
 
+/* Reduces: all-reduce, reduce-scatter or reduce (a gradient, an activation). */
+static int
+reduction(int c)
+{
+	return c == KG_COLL_ALLREDUCE || c == KG_COLL_REDUCESCATTER || c == KG_COLL_REDUCE;
+}
+
 void
 pgroups_classify(struct pgroups *s, const struct kg_task *const *c, const uint32_t *grp,
     size_t n)
@@ -74,10 +81,15 @@ pgroups_classify(struct pgroups *s, const struct kg_task *const *c, const uint32
 
 		if (c[i]->phase != KG_PH_NONE)
 			s->phases = 1;
-		if (pgroups_p2p(c[i]->coll) || grp[i] == UINT32_MAX)
+		if (grp[i] == UINT32_MAX)
 			continue;
 		g = &s->g[grp[i]];
-		if (c[i]->phase == KG_PH_FWD)
+		if (c[i]->coll >= 0 && c[i]->coll < KG_NCOLL && c[i]->phase >= 0 &&
+		    c[i]->phase < KG_NPHASE)
+			g->cnt[c[i]->coll][c[i]->phase]++;
+		if (pgroups_p2p(c[i]->coll) || !reduction(c[i]->coll))
+			continue;
+		if (c[i]->phase == KG_PH_FWD && c[i]->coll != KG_COLL_REDUCE)
 			g->nfwd++, g->fwdbytes += (double)c[i]->bytes;
 		else if (c[i]->phase == KG_PH_BWD || c[i]->phase == KG_PH_OPT)
 			g->late = 1;
@@ -89,7 +101,8 @@ pgroups_classify(struct pgroups *s, const struct kg_task *const *c, const uint32
 	for (i = 0; i < n; i++) {
 		const struct pgroup *g = grp[i] == UINT32_MAX ? NULL : &s->g[grp[i]];
 
-		if (g == NULL || g->fwd || !g->late || g->size < 2 || pgroups_p2p(c[i]->coll))
+		if (g == NULL || g->fwd || !g->late || g->size < 2 || !reduction(c[i]->coll) ||
+		    !(c[i]->phase == KG_PH_BWD || c[i]->phase == KG_PH_OPT))
 			continue;
 		for (q = 0; q < nsz && sz[q] != g->size; q++)
 			;
@@ -169,4 +182,90 @@ pgroups_borrowed(const struct comm_model *m, int coll, int link, uint8_t *seen, 
 	    kg_coll_name[coll], link == COMM_INTER ? "the network" : "NVLink",
 	    kg_coll_name[m->c[coll][link].from]);
 	return 1;
+}
+
+void
+pgroups_describe(const struct pgroups *s, const struct pgroup *g, char *buf, size_t len)
+{
+	size_t n;
+	int c, p, any = 0;
+
+	(void)s;
+	snprintf(buf, len, "%s; kernels:", g->fwd ? "tensor-parallel" : g->dp ?
+	    "data-parallel" : "kept as it is");
+	for (c = 0; c < KG_NCOLL; c++)
+		for (p = 0; p < KG_NPHASE; p++) {
+			if (g->cnt[c][p] == 0)
+				continue;
+			n = strlen(buf);
+			if (n + 1 >= len)
+				return;
+			snprintf(buf + n, len - n, "%s %s %s %lld", any ? "," : "",
+			    c == KG_COLL_NONE ? "(type unknown)" : kg_coll_name[c],
+			    p == KG_PH_NONE ? "(no phase)" : kg_phase_name[p],
+			    (long long)g->cnt[c][p]);
+			any = 1;
+		}
+	if (!any) {
+		n = strlen(buf);
+		snprintf(buf + n, len - n, " none");
+	}
+}
+
+int
+pgroups_ranks_text(const int64_t *r, size_t n, char *buf, size_t len)
+{
+	size_t i, k = 0;
+	int w;
+
+	w = snprintf(buf, len, "[");
+	if (w < 0 || (size_t)w >= len)
+		return -1;
+	k = (size_t)w;
+	for (i = 0; i < n; i++) {
+		w = snprintf(buf + k, len - k, "%s%lld", i ? ", " : "", (long long)r[i]);
+		if (w < 0 || (size_t)w >= len - k)
+			return -1;
+		k += (size_t)w;
+	}
+	w = snprintf(buf + k, len - k, "]");
+	return w < 0 || (size_t)w >= len - k ? -1 : 0;
+}
+
+int
+pgroups_assume(const struct comm_model *m, const uint8_t *used, struct comm_given *given,
+    char assumed[COMM_NLINK], char msg[COMM_NLINK][192], char *note, size_t notelen)
+{
+	static const char *const what[COMM_NLINK] = { "NVLink", "network" };
+	static const char *const over[COMM_NLINK] = { "NVLink", "the network" };
+	struct comm_given b;
+	int l, c, n = 0, need, any;
+	size_t k;
+
+	note[0] = '\0';
+	memset(&b, 0, sizeof(b));
+	comm_topology_builtin(COMM_TOPOLOGY_DEFAULT, &b, 0);
+	for (l = 0; l < COMM_NLINK; l++) {
+		assumed[l] = 0;
+		msg[l][0] = '\0';
+		need = any = 0;
+		for (c = 1; c < KG_NCOLL; c++) {
+			need |= used[c * COMM_NLINK + l] && m->c[c][l].samples == 0;
+			any |= m->c[c][l].samples > 0;
+		}
+		if (!need || any || given->set[l])
+			continue;
+		given->set[l] = 1;
+		given->gbps[l] = b.gbps[l];
+		given->us[l] = b.us[l];
+		assumed[l] = 1;
+		snprintf(msg[l], 192, "no collective over %s in the job: it is taken to be the "
+		    "built-in %s topology's (%g GB/s a GPU, %g us a step; give it with --net or "
+		    "--topology)", over[l], COMM_TOPOLOGY_DEFAULT, b.gbps[l], b.us[l]);
+		k = strlen(note);
+		snprintf(note + k, notelen - k, "%s%s: built-in %s (%g GB/s, %g us a step)",
+		    k ? "; " : "assumed ", what[l], COMM_TOPOLOGY_DEFAULT, b.gbps[l], b.us[l]);
+		n++;
+	}
+	return n;
 }

@@ -3,14 +3,21 @@
  * one carries, `pgr`), what each group is for, and the communication
  * model fitted on their transfer times. Shared by the what-if tools.
  *
- * A group whose forward-phase collectives carry more than 1 KiB on
- * average reduces activations: tensor-parallel (a scalar reduced in the
- * forward phase, such as a loss averaged over the replicas, does not
- * count). Of the others that reduce in the backward and optimizer
- * phases, the groups of the size that moves the most bytes there reduce
- * the gradients (a gradient norm's scalars, an embedding's gradient
- * between the first and last stage, weigh far less): they are the
- * data-parallel groups. Send and receive (pipeline) count for neither.
+ * A group whose forward-phase reductions (all-reduce, reduce-scatter)
+ * carry more than 1 KiB on average reduces activations: tensor-parallel
+ * (Megatron's row-parallel all-reduce, or with sequence parallelism its
+ * reduce-scatter; a scalar reduced in the forward phase, such as a loss
+ * averaged over the replicas, does not count). What a group only
+ * gathers, broadcasts or exchanges in the forward phase does not make it
+ * tensor-parallel: FSDP's parameter all-gather, DDP's buffer broadcast,
+ * DLRM's embedding all-to-all, expert parallelism's dispatch. Of the
+ * others that reduce (all-reduce, reduce-scatter, reduce) in the
+ * backward and optimizer phases, the groups of the size whose reductions
+ * move the most bytes there reduce the gradients (a gradient norm's
+ * scalars, an embedding's gradient between the first and last stage,
+ * weigh far less): they are the data-parallel groups (DDP's buckets,
+ * FSDP's reduce-scatter, DLRM's dense all-reduce). Send and receive
+ * (pipeline) count for neither.
  */
 #ifndef KG_PGROUP_H
 #define KG_PGROUP_H
@@ -29,8 +36,10 @@ struct pgroup {
 	int fwd;          /* reduces activations in the forward phase */
 	int late;         /* reduces in the backward or optimizer phase */
 	int dp;           /* a data-parallel group */
-	double fwdbytes;  /* moved by its forward-phase collectives */
+	double fwdbytes;  /* moved by its forward-phase reductions */
 	int64_t nfwd;
+	int64_t cnt[KG_NCOLL][KG_NPHASE];  /* its collectives by type and phase */
+	const char *from; /* where its ranks came from (the caller's words), or NULL */
 };
 
 struct pgroups {
@@ -56,6 +65,19 @@ int pgroups_p2p(int coll);
 void pgroups_classify(struct pgroups *s, const struct kg_task *const *c, const uint32_t *grp,
     size_t n);
 /*
+ * What group g does, in words, from the collectives it ran (after
+ * pgroups_classify): its role and its collectives' kernels (one a
+ * member) by type and phase, e.g. "data-parallel; kernels: allreduce bwd
+ * 26, broadcast fwd 4".
+ */
+void pgroups_describe(const struct pgroups *s, const struct pgroup *g, char *buf, size_t len);
+/*
+ * The groups' ranks text for a list of ranks r[0..n) (sorted, distinct):
+ * "[0, 1, 2]" in buf; 0, or -1 when it does not fit.
+ */
+int pgroups_ranks_text(const int64_t *r, size_t n, char *buf, size_t len);
+
+/*
  * Fit the communication model on the same collectives: each
  * participant's kernel has the transfer time, so each counts once per
  * member. A link given (a topology file, --net) fills the classes of
@@ -67,6 +89,20 @@ void pgroups_classify(struct pgroups *s, const struct kg_task *const *c, const u
  */
 void pgroups_fit(const struct pgroups *s, const struct kg_task *const *c, const uint32_t *grp,
     size_t n, const struct comm_given *given, struct comm_model *m);
+
+/*
+ * The links a prediction needs that the job never used and no one gave:
+ * used[coll * COMM_NLINK + link] marks the classes the tool times. For
+ * each link of m with no sample at all, needed by a used class, and not
+ * set in given, given gets the built-in default topology's link
+ * (COMM_TOPOLOGY_DEFAULT), assumed[link] is set, and msg[link] holds the
+ * sentence to warn with. note gets the words for the section's tools
+ * entry ("assumed network: built-in h100 (50 GB/s, 9.6 us a step)"),
+ * "" when nothing was assumed. Returns how many links were assumed: the
+ * caller then fits again with given.
+ */
+int pgroups_assume(const struct comm_model *m, const uint8_t *used, struct comm_given *given,
+    char assumed[COMM_NLINK], char msg[COMM_NLINK][192], char *note, size_t notelen);
 
 /*
  * Whether a collective of type coll on link is timed with a borrowed fit

@@ -686,3 +686,30 @@ dlrm_job() {
 		END { if (ranks != 8 || job != 1) { print ranks " ranks, " job " job rows"; bad = 1 }
 			exit bad }' stat.csv
 }
+
+@test "graph-deps --merge: ranks of two jobs (an A100 rank of a world of 2, a V100 rank of a world of 8) stop it, with nothing written" {
+	need_traces
+	kineto2graph -q -o a100.kg "$TRACES"/hta_ddp_2rank_a100_nccl_meta/nccl_data.json.gz
+	kineto2graph -q -o v100.kg "$TRACES"/param_dlrm_8rank_v100/kineto/worker1_*.json.gz
+	run -1 --separate-stderr graph-deps --merge -o job.kg v100.kg a100.kg
+	[ "$stderr" = "graph-deps: a100.kg: section 0: a world of 2 ranks, but v100.kg section 0 is of 8: not ranks of one job" ]
+	[ ! -e job.kg ]
+}
+
+@test "graph-deps --merge: a rank past the world size it records is not of the job" {
+	echo '{"n":"K","k":"kern","ts":100,"d":10}' | mkrank 5 2 > r5.kg
+	run -1 --separate-stderr graph-deps --merge r5.kg
+	[ "$stderr" = "graph-deps: r5.kg: section 0: rank 5 of a world of 2" ]
+}
+
+@test "graph-deps --merge: ranks none of whose collectives match are warned about, loudly but not fatally" {
+	# the same broadcast on ranks 0 and 1 of 3, an all-reduce only on 2:
+	# rank 2 matched nothing
+	echo '{"n":"B/0","coll":"broadcast","ts":100,"d":10,"gs":2,"pgr":"[0, 1]"}' | mkrank 0 3 > r0.kg
+	echo '{"n":"B/1","coll":"broadcast","ts":100,"d":10,"gs":2,"pgr":"[0, 1]"}' | mkrank 1 3 > r1.kg
+	echo '{"n":"A/2","coll":"allreduce","ts":100,"d":10,"gs":2,"pgr":"[2, 3]"}' | mkrank 2 3 > r2.kg
+	run -0 --separate-stderr graph-deps --merge -o job.kg r0.kg r1.kg r2.kg
+	[ "$stderr" = "graph-deps: warning: r2.kg: section 0: rank 2: none of its 1 collectives matched another rank's: is it of this job?" ]
+	run -0 --separate-stderr graph-deps -q --merge -o job.kg r0.kg r1.kg r2.kg
+	[ "$stderr" = "" ]
+}

@@ -10,7 +10,7 @@ mkstream() { # JSON lines on stdin -> a graph stream on stdout
 	"$ROOT/tests/tools/jsonl2kg" | zstd -q -c
 }
 
-USAGE='usage: graph-scale-dp [-q] [-o FILE] [--gpus-per-node N] [--net GBPS,US] [--topology FILE] N [FILE ...]'
+USAGE='usage: graph-scale-dp [-qv] [-o FILE] [--dp-group RANKS] [--gpus-per-node N] [--net GBPS,US] [--topology NAME|FILE] N [FILE ...]'
 
 # A job of 4 ranks, tp 2 (groups [0, 1] and [2, 3], forward all-reduces
 # of 4096 bytes) and dp 2 (groups [0, 2] and [1, 3], backward
@@ -121,15 +121,33 @@ durations() {
 	graphsim one.kg | graphstat --csv > /dev/null
 }
 
-@test "graph-scale-dp: a new group across nodes needs the network, from the job or --net" {
+@test "graph-scale-dp: a new group across nodes takes the network from the job, --net, --topology, or the built-in h100's with a warning" {
 	# --gpus-per-node 4: the job's groups are inside node 0; dp 4 puts
 	# [0, 2, 4, 6] on nodes 0 and 1
 	mkjob > job.kg
-	run -1 --separate-stderr graph-scale-dp --gpus-per-node 4 4 job.kg
-	[ "$stderr" = "graph-scale-dp: job.kg: section 0: no allreduce over the network (across nodes) in the job to fit the communication model on (give it with --net GBPS,US)" ]
+	run -0 --separate-stderr graph-scale-dp --gpus-per-node 4 -o h100.kg 4 job.kg
+	[ "$stderr" = "graph-scale-dp: warning: job.kg: section 0: no collective over the network in the job: it is taken to be the built-in h100 topology's (50 GB/s a GPU, 9.6 us a step; give it with --net or --topology)" ]
+	# DGX H100: a 400 Gb/s NIC a GPU (50 GB/s), NCCL's 9.6 us a ring step
+	# over the network: 100000 B among 4 take 6 * 9600 + 150000 / 50 =
+	# 60600 ns (the job's own 12000 ns for 2 ranks on NVLink is the fit's)
+	[ "$(durations h100.kg | awk '$1 % 4 == 2 { print $2 }' | sort -u)" = 60600 ]
+	# recorded in the section's tools entry
+	[ "$(graphcat h100.kg | jq -r 'select(.r == "header") | .tools[-1]')" = "graph-scale-dp $(graph-scale-dp --version | cut -d' ' -f3) assumed network: built-in h100 (50 GB/s, 9.6 us a step)" ]
+	run -0 --separate-stderr graph-scale-dp -q --gpus-per-node 4 4 job.kg
+	[ "$stderr" = "" ]
 	# 5 GB/s and 1 us: 100000 B take (6000 + 30000) / 12000 * 12000
 	graph-scale-dp --gpus-per-node 4 --net 5,1 4 job.kg > net.kg
 	[ "$(durations net.kg | awk '$1 % 4 == 2 { print $2 }' | sort -u)" = 36000 ]
+	# by name: DGX A100's 25 GB/s: 57600 + 150000 / 25 = 63600; no warning
+	run -0 --separate-stderr graph-scale-dp --gpus-per-node 4 --topology a100 -o a100.kg 4 job.kg
+	[ "$stderr" = "" ]
+	[ "$(durations a100.kg | awk '$1 % 4 == 2 { print $2 }' | sort -u)" = 63600 ]
+	[ "$(graphcat a100.kg | jq -r 'select(.r == "header") | .tools[-1]' | cut -d' ' -f1)" = "graph-scale-dp" ]
+	# --net over a named topology, whichever comes first
+	graph-scale-dp --gpus-per-node 4 --net 5,1 --topology v100 4 job.kg > nv.kg
+	cmp <(durations net.kg) <(durations nv.kg)
+	# the report says which network was assumed
+	graphsim h100.kg | graphstat | grep -q '^  network assumed: graph-scale-dp: built-in h100 (50 GB/s, 9.6 us a step)$'
 }
 
 @test "graph-scale-dp: a graph that is not a job, or has no phases or no data-parallel group, stops it" {
@@ -143,14 +161,17 @@ durations() {
 	# every group reducing in the forward phase: tensor-parallel only
 	graphcat job.kg | sed 's/"ph":"bwd"/"ph":"fwd"/; s/,"by":4,/,"by":4096,/' | "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > tponly.kg
 	run -1 --separate-stderr graph-scale-dp 4 tponly.kg
-	[ "$stderr" = "graph-scale-dp: tponly.kg: section 0: no process group reduces only in the backward and optimizer phases: no data-parallel group to scale" ]
+	[ "$stderr" = "graph-scale-dp: tponly.kg: section 0: no process group reduces only in the backward and optimizer phases: no data-parallel group to scale (give it with --dp-group RANKS)" ]
+	# ... unless the user says which: the groups [0, 2] and [1, 3]
+	graph-scale-dp --dp-group 0,2 2 tponly.kg > told.kg
+	diff <(durations tponly.kg) <(durations told.kg)
 	# and no partial output
 	run -1 bash -c 'graph-scale-dp 4 tponly.kg | graphcat'
-	# the DLRM job: no process-group metadata
+	# one rank's collectives without ranks and not matched: say how to tell
 	need_traces
-	kineto2graph -q "$TRACES"/param_dlrm_8rank_v100/kineto/*.json.gz | graph-deps --merge > dlrm.kg
-	run -1 --separate-stderr graph-scale-dp 4 dlrm.kg
-	[ "$stderr" = 'graph-scale-dp: dlrm.kg: section 0: its collectives carry no process-group ranks (NCCL metadata, `pgr`): the groups cannot be told apart' ]
+	kineto2graph -q "$TRACES"/param_dlrm_8rank_v100/kineto/worker0_*.json.gz | graph-deps --merge > one.kg
+	run -1 --separate-stderr graph-scale-dp 4 one.kg
+	[ "$stderr" = 'graph-scale-dp: one.kg: section 0: its collectives carry no process-group ranks (NCCL metadata, `pgr`) and were not matched across ranks: give the data-parallel group with --dp-group RANKS' ]
 }
 
 @test "graph-scale-dp: tracegen's job at its own degree is unchanged, and scales both ways" {
@@ -195,8 +216,9 @@ durations() {
 		print "{\"r\":\"edge\",\"src\":5,\"dst\":7,\"k\":\"rank\"}"
 		print "{\"r\":\"end\",\"tasks\":8,\"edges\":8,\"procs\":4,\"strs\":5}"
 	}' | mkstream > pp.kg
-	run -1 --separate-stderr graph-scale-dp --gpus-per-node 4 4 pp.kg
-	[ "$stderr" = "graph-scale-dp: pp.kg: section 0: no send over the network (across nodes) in the job to fit the communication model on (give it with --net GBPS,US)" ]
+	# with the built-in network: 9600 + 1000 / 50 = 9620 ns
+	graph-scale-dp -q --gpus-per-node 4 4 pp.kg > h100.kg
+	[ "$(durations h100.kg | awk '$1 % 2 == 0 { print $2 }' | sort -u)" = 9620 ]
 	graph-scale-dp --gpus-per-node 4 --net 1,5 4 pp.kg > four.kg
 	[ "$(durations four.kg | awk '$1 % 2 == 0 { print $2 }' | sort -u)" = 6000 ]
 	# at dp 2 nothing moves
@@ -234,4 +256,47 @@ durations() {
 	[ "$stderr" = "graph-scale-dp: bad: line 2: unknown key 'fabric' (nvlink, network, gpus-per-node)" ]
 	run -1 --separate-stderr graph-scale-dp --topology nosuch 4 job.kg
 	[ "$stderr" = "graph-scale-dp: nosuch: No such file or directory" ]
+}
+
+@test "graph-scale-dp: DLRM's 8 ranks without metadata: the group from the collectives matched across ranks, all-to-all and all-reduce re-timed" {
+	need_traces
+	kineto2graph -q "$TRACES"/param_dlrm_8rank_v100/kineto/*.json.gz | graph-deps --merge > dlrm.kg
+	run -0 --separate-stderr graph-scale-dp -v -o 16.kg 16 dlrm.kg
+	# per rank (kernels of 8 ranks): 4 embedding all-to-alls forward, 1
+	# backward, 3 dense gradient all-reduces backward (param_dlrm_8rank_v100's README and
+	# trace: 5 c10d::alltoall_base_, 3 c10d::allreduce_ a rank)
+	[ "${stderr_lines[0]}" = "graph-scale-dp: dlrm.kg: section 0: group [0, 1, 2, 3, 4, 5, 6, 7] (8 ranks, NVLink; matched across the ranks): data-parallel; kernels: allreduce bwd 24, alltoall fwd 32, alltoall bwd 8" ]
+	[ "${stderr_lines[1]}" = "graph-scale-dp: dlrm.kg: section 0: data-parallel degree 8 -> 16, tensor-parallel 1, 8 GPUs a node" ]
+	[[ "${stderr_lines[2]}" == "graph-scale-dp: warning: dlrm.kg: section 0: no collective over the network in the job: it is taken to be the built-in h100 topology's"* ]]
+	# 16 ranks span two nodes: every collective of the group takes longer
+	[ "$(graphcat dlrm.kg | jq -r 'select(.r == "task" and .k == "coll") | .id' | wc -l)" = 64 ]
+	[ "$(paste <(durations dlrm.kg) <(durations 16.kg) | awk '$2 < $4' | wc -l)" = 64 ]
+	# the all-reduce's bytes come from the nccl:all_reduce annotation
+	# (394241 floats: 1576964 B), the all-to-all's from c10d::alltoall_base_
+	[ "$(graphcat dlrm.kg | jq -r 'select(.r == "task" and .coll == "allreduce") | .by' | sort -un | tail -1)" = 1576964 ]
+	# the identity edit is exact
+	graph-scale-dp -q 8 dlrm.kg > 8.kg
+	diff <(durations dlrm.kg) <(durations 8.kg)
+	# the V100 node's own network, by name: no warning
+	run -0 --separate-stderr graph-scale-dp --topology v100 -o v.kg 16 dlrm.kg
+	[ "$stderr" = "" ]
+}
+
+@test "graph-scale-dp: DDP with NCCL metadata: the forward buffer broadcast does not make the group tensor-parallel" {
+	need_traces
+	kineto2graph -q "$TRACES"/hta_ddp_2rank_a100_nccl_meta/nccl_data.json.gz | graph-deps --merge > ddp.kg
+	run -0 --separate-stderr graph-scale-dp -v -o 8.kg 8 ddp.kg
+	# 3 steps of 5 gradient buckets and 2 buffer broadcasts (the trace's
+	# record_param_comms: 15 allreduce, 6 broadcast)
+	[ "${stderr_lines[0]}" = "graph-scale-dp: ddp.kg: section 0: group [0, 1] (2 ranks, NVLink; the trace's process-group ranks): data-parallel; kernels: allreduce bwd 15, broadcast fwd 6" ]
+	[ "${stderr_lines[1]}" = "graph-scale-dp: ddp.kg: section 0: data-parallel degree 2 -> 8, tensor-parallel 1, 8 GPUs a node" ]
+	graph-scale-dp 2 ddp.kg > 2.kg
+	diff <(durations ddp.kg) <(durations 2.kg)
+}
+
+@test "graph-scale-dp: a DDP job at world size 1 (no NCCL kernel at all) is refused with the reason" {
+	[ -f "$ROOT/../shared/gpu/traces/gpt_L8_H1024_ddp1.json.gz" ] || skip "no ../shared/gpu"
+	kineto2graph -q "$ROOT/../shared/gpu/traces/gpt_L8_H1024_ddp1.json.gz" | graph-deps --merge > ddp1.kg
+	run -1 --separate-stderr graph-scale-dp 8 ddp1.kg
+	[ "$stderr" = "graph-scale-dp: ddp1.kg: section 0: no collective kernel in the job (NCCL launches none at world size 1): nothing to re-time (adding a data-parallel group's collectives to a job that ran without them is not done)" ]
 }

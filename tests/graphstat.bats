@@ -179,6 +179,15 @@ USAGE="usage: graphstat [--json | --csv] [--util FILE] [--colls FILE] [--comm FI
 	[ "${lines[1]}" = "0,5,120000,100000,-16.6667,30000,20000,30000,20000,50000,0,40000,30000,0.7500,0.8000" ]
 }
 
+@test "graphstat: a kernel the communication table names counts as communication though the stream says kern" {
+	# basic.jsonl with its NCCL all-reduce turned into a DeepEP combine
+	# written as a compute kernel (a stream from before the table knew
+	# DeepEP): the same numbers as basic's, worked out above
+	fixture oldkern
+	run -0 --separate-stderr graphstat --csv oldkern.kg
+	[ "${lines[1]}" = "0,5,120000,100000,-16.6667,30000,20000,30000,20000,50000,0,40000,30000,0.7500,0.8000" ]
+}
+
 @test "graphstat: --json gives one object a row with the same numbers" {
 	fixture basic
 	run -0 --separate-stderr graphstat --json basic.kg

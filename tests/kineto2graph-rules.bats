@@ -644,6 +644,56 @@ coll allreduce 4096 2 Float 0 [0, 1] 104" ]
 	[ "$(cov coll_bytes nccl.kg)" = 1 ]
 }
 
+@test "kineto2graph: communication kernels beyond NCCL's (DeepEP, multimem, custom all-reduce, ncclSymk) become coll tasks, by common/commkern.c's table" {
+	k2g commkern
+
+	# One line per kernel of the fixture, in launch order: the table's
+	# families (DeepEP dispatch/combine/notify as all-to-all, NVLS and
+	# symmetric-memory all-reduce/all-gather, vLLM and TensorRT-LLM
+	# custom all-reduce, NCCL's symmetric and SendRecv kernels); then
+	# names that only look like them stay compute: DeepEP's layout kernel
+	# (in its layout and, in some forks, internode namespace), a dispatch
+	# outside DeepEP's namespaces, a compute kernel named all_reduce.
+	run -0 tasks commkern.kg '.k == "coll" or .k == "kern"' '\(.k) \(.coll // "-") \(.corr)'
+	[ "$output" = "coll alltoall 201
+coll alltoall 202
+coll alltoall 203
+coll alltoall 204
+coll alltoall 205
+coll allreduce 206
+coll allgather 207
+coll allreduce 208
+coll allreduce 209
+coll allreduce 210
+coll allreduce 211
+coll sendrecv 212
+kern - 213
+kern - 214
+kern - 215
+kern - 216" ]
+	[ "$(cov coll_recognised commkern.kg)" = 12 ]
+}
+
+@test "kineto2graph: a collective that names its process group only gets the ranks from distributedInfo's pg_config" {
+	k2g pgconfig
+	# group "0" is ranks 0-3 and "1" ranks 0 and 2 in pg_config; "7" is
+	# in no table: no ranks; the last carries its own ranks
+	run -0 tasks pgconfig.kg '.k == "coll"' '\(.corr) \(.pg) \(.pgr // "-")'
+	[ "$output" = "101 0 [0, 1, 2, 3]
+102 1 [0, 2]
+103 7 -
+104 1 [0, 2]" ]
+}
+
+@test "graphstat: the kernels of the communication table count as exposed communication" {
+	kineto2graph -o commkern.kg "$RULES/commkern.json"
+	# 12 communication kernels of 40 us each, one every 50 us, none
+	# overlapping another kernel: 0.480 ms exposed communication; the 4
+	# compute kernels: 0.160 ms.
+	run -0 --separate-stderr graphstat --csv commkern.kg
+	[ "$(echo "$output" | sed -n 2p | cut -d, -f10-12)" = "160000,0,480000" ]
+}
+
 @test "kineto2graph: a PyTorch 1.8 trace (Operator, Runtime, Kernel, \"stream 7\" tids) gives the same kind of graph" {
 	k2g legacy
 	check_edges legacy

@@ -355,6 +355,8 @@ cli_links(int link, const char *arg, struct comm_given *g, const char *usage)
 		}
 		return 0;
 	}
+	if (comm_topology_builtin(arg, g, 1) == 0)
+		return 0; /* a built-in topology by name */
 	if (comm_given_load(arg, g, err, sizeof(err)) < 0) {
 		errmsg("%s: %s", arg, err);
 		return 1;

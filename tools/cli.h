@@ -82,7 +82,8 @@ void gin_close(struct gin *g);
 
 /*
  * The what-if tools' links: --net GBPS,US (link 1, the network) or
- * --topology FILE (link -1, a file) into g. A bad --net is a usage error
+ * --topology NAME|FILE (link -1: a built-in topology, comm.h, filling
+ * the links not given already, else a file) into g. A bad --net is a usage error
  * (exit 2); a bad file returns 1 after `tool: FILE: reason`; else 0.
  */
 int cli_links(int link, const char *arg, struct comm_given *g, const char *usage);

@@ -44,19 +44,23 @@
 #define PRODUCER "graph-scale-dp " KG_VERSION
 
 static const char usage[] =
-    "graph-scale-dp [-q] [-o FILE] [--gpus-per-node N] [--net GBPS,US] [--topology FILE] N "
-    "[FILE ...]";
+    "graph-scale-dp [-qv] [-o FILE] [--dp-group RANKS] [--gpus-per-node N] [--net GBPS,US] "
+    "[--topology NAME|FILE] N [FILE ...]";
 
 static const char help[] =
     "Re-time a job graph's data-parallel collectives for N data-parallel ranks.\n"
     "\n"
     "  -o, --output FILE        write the stream to FILE instead of stdout\n"
+    "      --dp-group RANKS     the data-parallel group's ranks (0-7, or 0,2,4,6), where\n"
+    "                           the trace does not tell which group it is\n"
     "      --gpus-per-node N    ranks per node, for the links (default 8)\n"
     "      --net GBPS,US        the network's bandwidth per GPU and latency per step,\n"
     "                           for collectives the job never ran across nodes\n"
-    "      --topology FILE      the links (nvlink, network) and gpus-per-node, for\n"
-    "                           what the job does not show\n"
+    "      --topology NAME|FILE the links (nvlink, network) and gpus-per-node, for\n"
+    "                           what the job does not show: a file, or built in:\n"
+    "                           h100 (the default), a100, v100\n"
     "  -q, --quiet              no warnings\n"
+    "  -v, --verbose            print the groups and the link model used on stderr\n"
     "  -h, --help               this help\n"
     "      --version            the version\n"
     "\n"
@@ -65,7 +69,10 @@ static const char help[] =
 
 struct opts {
 	int64_t n, gpn;
+	int verbose;
 	struct comm_given given; /* --net, --topology: links the job does not show */
+	int64_t *dpg;            /* --dp-group: its ranks, sorted; NULL: not given */
+	size_t ndpg;
 };
 
 /* A collective task: its record, decoded, and where its bytes are. */
@@ -97,7 +104,107 @@ struct section {
 	size_t capedge;
 	struct kg_header h;
 	int job;
+	char **gtext;        /* ranks texts made up for groups found by matching */
+	size_t ngtext, capgtext;
 };
+
+/* The ids of made-up ranks texts (past any str id a stream can have). */
+#define PGR_MADE 0x80000000u
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The index among s->c of the collective with task id, or -1. */
+static long
+coll_index(const struct section *s, uint32_t id)
+{
+	size_t lo = 0, hi = s->nc;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->c[mid].t.id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->nc && s->c[lo].t.id == id ? (long)lo : -1;
+}
+
+/*
+ * Groups for the collectives that carry no ranks (PyTorch before 2.2
+ * wrote no NCCL metadata): graph-deps --merge matched the same sequence
+ * of collectives across ranks and joined each collective's kernels by
+ * rank edges; the ranks a collective joins are its group. A collective
+ * matched on no other rank stays without a group. Returns how many
+ * collectives got one.
+ */
+static size_t
+groups_from_matching(struct section *s)
+{
+	uint32_t *p = xmalloc((s->nc + 1) * sizeof(*p));
+	size_t i, k, got = 0;
+	int64_t *r = xmalloc((s->nc + 1) * sizeof(*r));
+	size_t *members = xmalloc((s->nc + 1) * sizeof(*members));
+	char *text = NULL;
+
+	for (i = 0; i < s->nc; i++)
+		p[i] = (uint32_t)i;
+	for (i = 0; i < s->nrec; i++) {
+		long a, b;
+
+		if (s->type[i] != KG_R_EDGE || s->edge[i].kind != KG_E_RANK)
+			continue;
+		a = coll_index(s, s->edge[i].src);
+		b = coll_index(s, s->edge[i].dst);
+		if (a >= 0 && b >= 0)
+			uf_union(p, (uint32_t)a, (uint32_t)b);
+	}
+	for (i = 0; i < s->nc; i++) {
+		size_t nm = 0, nr = 0, m;
+		uint32_t root;
+		char buf[4096];
+
+		if (s->c[i].group != UINT32_MAX || s->c[i].t.pgr != KG_NONE ||
+		    uf_find(p, (uint32_t)i) != i)
+			continue;
+		root = (uint32_t)i;
+		for (k = 0; k < s->nc; k++)
+			if (s->c[k].t.pgr == KG_NONE && uf_find(p, (uint32_t)k) == root) {
+				members[nm++] = k;
+				if (s->c[k].rank >= 0)
+					r[nr++] = s->c[k].rank;
+			}
+		qsort(r, nr, sizeof(*r), cmp_i64);
+		for (k = 0; k + 1 < nr; k++)
+			if (r[k] == r[k + 1])
+				break;
+		if (nr < 2 || k + 1 < nr || pgroups_ranks_text(r, nr, buf, sizeof(buf)) < 0)
+			continue; /* unmatched, or one rank twice: not a group */
+		for (k = 0; k < s->ngtext && strcmp(s->gtext[k], buf) != 0; k++)
+			;
+		if (k == s->ngtext) {
+			text = xstrndup(buf, strlen(buf));
+			VEC_PUSH(s->gtext, s->ngtext, s->capgtext, text);
+		}
+		for (m = 0; m < nm; m++) {
+			uint32_t g = pgroups_of(&s->pg, PGR_MADE + (uint32_t)k, s->gtext[k]);
+
+			s->c[members[m]].group = g;
+			s->pg.g[g].from = "matched across the ranks";
+			got++;
+		}
+	}
+	free(p);
+	free(r);
+	free(members);
+	return got;
+}
 
 /*
  * The link of a group of the job (its ranks text) once the job has n
@@ -124,60 +231,220 @@ new_link(const char *s, int64_t tp, int64_t d, int64_t n, int64_t gpn)
 	return COMM_INTRA;
 }
 
-/* Re-time the section's data-parallel collectives; 0, or 1 after a message. */
+/* Are the numbers of ranks text t exactly r[0..n) (sorted)? */
 static int
-retime(const struct opts *o, struct section *s, const char *name, int index)
+same_ranks(const char *t, const int64_t *r, size_t n)
+{
+	int64_t *v = NULL;
+	size_t nv = 0, cap = 0, i;
+	long long x;
+	int same;
+
+	while (next_number(&t, &x))
+		VEC_PUSH(v, nv, cap, (int64_t)x);
+	if (nv > 0)
+		qsort(v, nv, sizeof(*v), cmp_i64);
+	same = nv == n;
+	for (i = 0; same && i < n; i++)
+		same = v[i] == r[i];
+	free(v);
+	return same;
+}
+
+static int
+in_ranks(int64_t rank, const int64_t *r, size_t n)
+{
+	return bsearch(&rank, r, n, sizeof(*r), cmp_i64) != NULL;
+}
+
+static const char *
+link_name(int l)
+{
+	return l == COMM_INTER ? "the network" : "NVLink";
+}
+
+/* -v: the groups, what each does, and the degrees. */
+static void
+print_groups(const struct section *s, const char *name, int index, int64_t d, int64_t n,
+    int64_t gpn)
+{
+	char buf[512];
+	size_t k;
+
+	for (k = 0; k < s->pg.ng; k++) {
+		const struct pgroup *g = &s->pg.g[k];
+
+		pgroups_describe(&s->pg, g, buf, sizeof(buf));
+		fprintf(stderr, "%s: %s: section %d: group %s (%lld ranks, %s; %s): %s\n", progname,
+		    name, index, g->text, (long long)g->size, link_name(g->link),
+		    g->from != NULL ? g->from : "the trace's process-group ranks", buf);
+	}
+	fprintf(stderr, "%s: %s: section %d: data-parallel degree %lld -> %lld, tensor-parallel "
+	    "%lld, %lld GPUs a node\n", progname, name, index, (long long)d, (long long)n,
+	    (long long)s->pg.tp, (long long)gpn);
+}
+
+/* -v: the link model, each class used: fitted, given or borrowed. */
+static void
+print_model(const struct comm_model *m, const uint8_t *used, const char *name, int index,
+    const char *assumed)
+{
+	int c, l, k;
+
+	for (c = 1; c < KG_NCOLL; c++)
+		for (l = 0; l < COMM_NLINK; l++) {
+			const struct comm_class *cc = &m->c[c][l];
+
+			if (!used[c * COMM_NLINK + l] || cc->samples == 0)
+				continue;
+			fprintf(stderr, "%s: %s: section %d: model: %s over %s:", progname, name,
+			    index, kg_coll_name[c], link_name(l));
+			for (k = 0; k < cc->nseg; k++)
+				if (cc->seg[k].beta > 0)
+					fprintf(stderr, "%s %.2f us a step, %.1f GB/s", k ? ";" : "",
+					    cc->seg[k].alpha / 1e3, cc->seg[k].beta);
+				else
+					fprintf(stderr, "%s %.2f us a step, no bandwidth term",
+					    k ? ";" : "", cc->seg[k].alpha / 1e3);
+			if (cc->from != 0)
+				fprintf(stderr, " (the %s fit, borrowed)\n", kg_coll_name[cc->from]);
+			else if (cc->mape == 0 && cc->samples == 1 && cc->nseg == 1 && assumed &&
+			    assumed[l])
+				fprintf(stderr, " (given: %s)\n", assumed[l] == 2 ? "built-in " 
+				    COMM_TOPOLOGY_DEFAULT " topology, assumed" : "--net/--topology");
+			else
+				fprintf(stderr, " (fitted on %zu transfers, error %.1f%%)\n",
+				    cc->samples, cc->mape);
+		}
+}
+
+/*
+ * Re-time the section's data-parallel collectives; 0, or 1 after a
+ * message. *net is set to the words the section's tools entry records
+ * when a link was assumed from the built-in topology (else NULL).
+ */
+static int
+retime(const struct opts *o, struct section *s, const char *name, int index, char *net,
+    size_t netlen)
 {
 	const struct kg_task **ct = xmalloc((s->nc + 1) * sizeof(*ct));
 	uint32_t *grp = xmalloc((s->nc + 1) * sizeof(*grp));
 	struct comm_model m;
-	uint8_t seen[KG_NCOLL * COMM_NLINK] = { 0 };
+	struct comm_given given = o->given;
+	uint8_t seen[KG_NCOLL * COMM_NLINK] = { 0 }, used[KG_NCOLL * COMM_NLINK] = { 0 };
+	char assumed[COMM_NLINK] = { 0 };
+	char amsg[COMM_NLINK][192];
 	char msg[160];
 	int64_t d, tp;
-	size_t i;
+	size_t i, k, nogroup = 0;
+	int *lold = NULL, *lnew = NULL, l;
+	int64_t *nnew = NULL;
 
+	net[0] = '\0';
 	if (!s->job) {
 		errmsg("%s: section %d: not a job graph: the transfer times come from "
 		    "matching collectives across ranks (graph-deps --merge)", name, index);
 		goto fail;
 	}
+	if (s->nc == 0) {
+		errmsg("%s: section %d: no collective kernel in the job%s: nothing to re-time "
+		    "(adding a data-parallel group's collectives to a job that ran without "
+		    "them is not done)", name, index, s->h.world == 1 ?
+		    " (NCCL launches none at world size 1)" : "");
+		goto fail;
+	}
+	for (i = 0; i < s->nc; i++)
+		nogroup += s->c[i].group == UINT32_MAX;
+	if (nogroup > 0 && s->h.nranks > 1)
+		groups_from_matching(s);
+	if (o->dpg != NULL) {
+		char buf[4096];
+		uint32_t gid = UINT32_MAX;
+		char *text;
+
+		if (pgroups_ranks_text(o->dpg, o->ndpg, buf, sizeof(buf)) < 0) {
+			errmsg("%s: section %d: --dp-group: too many ranks", name, index);
+			goto fail;
+		}
+		for (i = 0; i < s->nc; i++) {
+			if (s->c[i].group != UINT32_MAX || !in_ranks(s->c[i].rank, o->dpg, o->ndpg))
+				continue;
+			if (gid == UINT32_MAX) {
+				text = xstrndup(buf, strlen(buf));
+				VEC_PUSH(s->gtext, s->ngtext, s->capgtext, text);
+				gid = pgroups_of(&s->pg, PGR_MADE + (uint32_t)(s->ngtext - 1), text);
+				s->pg.g[gid].from = "--dp-group";
+			}
+			s->c[i].group = gid;
+		}
+	}
 	if (s->pg.ng == 0) {
 		errmsg("%s: section %d: its collectives carry no process-group ranks (NCCL "
-		    "metadata, `pgr`): the groups cannot be told apart", name, index);
+		    "metadata, `pgr`) and were not matched across ranks: give the data-parallel "
+		    "group with --dp-group RANKS", name, index);
 		goto fail;
 	}
 	for (i = 0; i < s->nc; i++)
 		ct[i] = &s->c[i].t, grp[i] = s->c[i].group;
 	pgroups_classify(&s->pg, ct, grp, s->nc);
-	if (!s->pg.phases) {
+	if (o->dpg != NULL) {
+		/* the user's word over the phases: that group (and the
+		 * others of its size that reduce, one per replica set) */
+		int64_t size = -1;
+
+		for (k = 0; k < s->pg.ng; k++)
+			if (same_ranks(s->pg.g[k].text, o->dpg, o->ndpg))
+				size = s->pg.g[k].size;
+		if (size < 0) {
+			errmsg("%s: section %d: --dp-group: no collective of the job runs among "
+			    "exactly those ranks", name, index);
+			goto fail;
+		}
+		for (k = 0; k < s->pg.ng; k++) {
+			struct pgroup *g = &s->pg.g[k];
+
+			g->dp = same_ranks(g->text, o->dpg, o->ndpg) ||
+			    (g->size == size && g->late && !g->fwd);
+			if (g->dp)
+				g->fwd = 0;
+		}
+		s->pg.dp = size;
+	} else if (!s->pg.phases) {
 		errmsg("%s: section %d: its collectives have no phase: the data-parallel "
 		    "group is the one that reduces only in the backward and optimizer "
-		    "phases (kineto2graph tags them)", name, index);
+		    "phases (kineto2graph tags them), or give it with --dp-group RANKS", name,
+		    index);
 		goto fail;
-	}
-	if (s->pg.dp < 0) {
+	} else if (s->pg.dp < 0) {
 		errmsg("%s: section %d: no process group reduces only in the backward and "
-		    "optimizer phases: no data-parallel group to scale", name, index);
+		    "optimizer phases: no data-parallel group to scale (give it with "
+		    "--dp-group RANKS)", name, index);
 		goto fail;
 	}
 	d = s->pg.dp, tp = s->pg.tp;
-	pgroups_fit(&s->pg, ct, grp, s->nc, &o->given, &m);
-	free(ct);
-	free(grp);
+	if (o->verbose)
+		print_groups(s, name, index, d, o->n, o->gpn);
+	/* each collective's links and size, before and after */
+	lold = xmalloc((s->nc + 1) * sizeof(*lold));
+	lnew = xmalloc((s->nc + 1) * sizeof(*lnew));
+	nnew = xmalloc((s->nc + 1) * sizeof(*nnew));
 	for (i = 0; i < s->nc; i++) {
 		struct ctask *c = &s->c[i];
 		const struct pgroup *g = c->group == UINT32_MAX ? NULL : &s->pg.g[c->group];
-		int64_t n = g != NULL ? g->size : 0, told, tnew;
-		int lnew, a1, a2;
 
+		lold[i] = lnew[i] = -1;
 		if (g == NULL || c->rank < 0)
 			continue;
+		lold[i] = g->link;
+		nnew[i] = g->size;
 		if (!g->dp || pgroups_p2p(c->t.coll)) {
 			/* another group: the same collective, but its ranks may
 			 * now be on two nodes (a stage moved to another node) */
-			lnew = new_link(g->text, tp, d, o->n, o->gpn);
-			if (lnew == g->link)
+			lnew[i] = new_link(g->text, tp, d, o->n, o->gpn);
+			if (lnew[i] == g->link) {
+				lold[i] = lnew[i] = -1;
 				continue;
+			}
 		} else {
 			/* the new group of this rank: Megatron's order,
 			 * tensor-parallel fastest, then data-parallel, then the
@@ -185,31 +452,72 @@ retime(const struct opts *o, struct section *s, const char *name, int index)
 			int64_t ti = c->rank % tp, st = c->rank / (tp * d);
 			int64_t lo = ti + tp * o->n * st, hi = ti + tp * (o->n - 1 + o->n * st);
 
-			lnew = lo / o->gpn != hi / o->gpn ? COMM_INTER : COMM_INTRA;
-			n = o->n;
+			lnew[i] = lo / o->gpn != hi / o->gpn ? COMM_INTER : COMM_INTRA;
+			nnew[i] = o->n;
 		}
-		told = comm_time(&m, c->t.coll, g->size, c->t.bytes, g->link, &a1);
-		tnew = comm_time(&m, c->t.coll, n, c->t.bytes, lnew, &a2);
+		if (c->t.coll > KG_COLL_NONE && c->t.coll < KG_NCOLL) {
+			used[c->t.coll * COMM_NLINK + lold[i]] = 1;
+			used[c->t.coll * COMM_NLINK + lnew[i]] = 1;
+		}
+	}
+	/* A link the job never used, nor given: the built-in topology's,
+	 * said on stderr and recorded in the section's tools entry. */
+	pgroups_fit(&s->pg, ct, grp, s->nc, &given, &m);
+	if (pgroups_assume(&m, used, &given, assumed, amsg, net, netlen) > 0) {
+		for (l = 0; l < COMM_NLINK; l++)
+			if (assumed[l])
+				warnmsg("%s: section %d: %s", name, index, amsg[l]);
+		for (l = 0; l < COMM_NLINK; l++)
+			if (assumed[l])
+				assumed[l] = 2;
+	}
+	for (l = 0; l < COMM_NLINK; l++)
+		if (o->given.set[l] && !assumed[l])
+			assumed[l] = 1;
+	if (net[0] != '\0')
+		pgroups_fit(&s->pg, ct, grp, s->nc, &given, &m);
+	free(ct);
+	free(grp);
+	ct = NULL, grp = NULL;
+	if (o->verbose)
+		print_model(&m, used, name, index, assumed);
+	for (i = 0; i < s->nc; i++) {
+		struct ctask *c = &s->c[i];
+		int64_t n = nnew[i], told, tnew;
+		int a1, a2;
+
+		if (lold[i] < 0)
+			continue;
+		told = comm_time(&m, c->t.coll, s->pg.g[c->group].size, c->t.bytes, lold[i], &a1);
+		tnew = comm_time(&m, c->t.coll, n, c->t.bytes, lnew[i], &a2);
 		if (told <= 0 || tnew < 0 || a1 || a2) {
-			int l = a2 || tnew < 0 ? lnew : g->link;
+			int ll = a2 || tnew < 0 ? lnew[i] : lold[i];
 
 			errmsg("%s: section %d: no %s over %s in the job to fit the "
-			    "communication model on%s", name, index, kg_coll_name[c->t.coll],
-			    l == COMM_INTER ? "the network (across nodes)" : "NVLink (inside a node)",
-			    l == COMM_INTER ? " (give it with --net GBPS,US)" : "");
-			return 1;
+			    "communication model on%s", name, index,
+			    c->t.coll > KG_COLL_NONE && c->t.coll < KG_NCOLL ?
+			    kg_coll_name[c->t.coll] : "collective of a known type",
+			    ll == COMM_INTER ? "the network (across nodes)" : "NVLink (inside a node)",
+			    ll == COMM_INTER ? " (give it with --net GBPS,US)" : "");
+			goto fail;
 		}
-		if (pgroups_borrowed(&m, c->t.coll, lnew, seen, msg, sizeof(msg)) ||
-		    pgroups_borrowed(&m, c->t.coll, g->link, seen, msg, sizeof(msg)))
+		if (pgroups_borrowed(&m, c->t.coll, lnew[i], seen, msg, sizeof(msg)) ||
+		    pgroups_borrowed(&m, c->t.coll, lold[i], seen, msg, sizeof(msg)))
 			warnmsg("%s: section %d: %s", name, index, msg);
 		if (n < 2)
 			tnew = 0; /* one rank: nothing to reduce */
 		c->t.dur = llround((double)c->t.dur * (double)tnew / (double)told);
 	}
+	free(lold);
+	free(lnew);
+	free(nnew);
 	return 0;
 fail:
 	free(ct);
 	free(grp);
+	free(lold);
+	free(lnew);
+	free(nnew);
 	return 1;
 }
 
@@ -237,11 +545,15 @@ is_dp(const struct section *s, uint32_t id)
  * meet, so the rank edges of the data-parallel collectives go.
  */
 static int
-write_section(const struct opts *o, struct section *s, struct gout *g)
+write_section(const struct opts *o, struct section *s, struct gout *g, const char *net)
 {
+	char tool[512];
 	size_t i, k = 0;
 
-	if (kg_write_header_tool(&g->w, &s->h, PRODUCER) < 0)
+	/* a link taken from the built-in topology is recorded with the tool
+	 * (graphstat reports it) */
+	snprintf(tool, sizeof(tool), "%s%s%s", PRODUCER, net[0] ? " " : "", net);
+	if (kg_write_header_tool(&g->w, &s->h, tool) < 0)
 		return -1;
 	for (i = 0; i < s->nrec; i++) {
 		size_t end = i + 1 < s->nrec ? s->off[i + 1] : s->len;
@@ -261,11 +573,22 @@ write_section(const struct opts *o, struct section *s, struct gout *g)
 	return 0;
 }
 
+static void
+free_gtext(struct section *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->ngtext; i++)
+		free(s->gtext[i]);
+	s->ngtext = 0;
+}
+
 static int
 process(const struct opts *o, const char *path, struct gout *g)
 {
 	struct gin in;
 	struct section s;
+	char net[256];
 	int t, rc = 0, index = 0;
 
 	if (gin_open(&in, path) < 0)
@@ -276,6 +599,7 @@ process(const struct opts *o, const char *path, struct gout *g)
 			s.h = in.rec.header;
 			s.job = s.h.nranks > 0;
 			s.nrec = s.len = s.nc = s.np = 0;
+			free_gtext(&s);
 			pgroups_release(&s.pg);
 			pgroups_init(&s.pg, o->gpn);
 			continue; /* written anew with the section */
@@ -301,8 +625,9 @@ process(const struct opts *o, const char *path, struct gout *g)
 		if (t == KG_R_END) {
 			/* the header was copied when read; its strings are the
 			 * reader's until the next header */
-			rc = retime(o, &s, in.name, index);
-			if (rc == 0 && (write_section(o, &s, g) < 0 || kg_write_end(&g->w) < 0)) {
+			rc = retime(o, &s, in.name, index, net, sizeof(net));
+			if (rc == 0 && (write_section(o, &s, g, net) < 0 ||
+			    kg_write_end(&g->w) < 0)) {
 				errmsg("%s: %s", g->name, g->w.err);
 				rc = 1;
 			}
@@ -330,10 +655,52 @@ process(const struct opts *o, const char *path, struct gout *g)
 	free(s.type);
 	free(s.c);
 	pgroups_release(&s.pg);
+	free_gtext(&s);
+	free(s.gtext);
 	free(s.prank);
 	free(s.edge);
 	gin_close(&in);
 	return rc;
+}
+
+/*
+ * --dp-group RANKS: "0-7", "0,2,4,6", "0-3,8-11" (a range takes both
+ * ends); at least two distinct ranks, sorted into *out.
+ */
+static int
+parse_ranks(const char *arg, int64_t **out, size_t *n)
+{
+	char *copy = xstrndup(arg, strlen(arg)), *tok, *save = NULL, *dash;
+	size_t cap = 0, i;
+	int64_t a, b, r;
+
+	*out = NULL;
+	*n = 0;
+	for (tok = strtok_r(copy, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		dash = strchr(tok, '-');
+		if (dash != NULL)
+			*dash = '\0';
+		if (parse_i64(tok, 0, 1 << 20, &a) < 0 ||
+		    (dash != NULL && parse_i64(dash + 1, 0, 1 << 20, &b) < 0))
+			goto bad;
+		if (dash == NULL)
+			b = a;
+		if (b < a || b - a > (1 << 20))
+			goto bad;
+		for (r = a; r <= b; r++)
+			VEC_PUSH(*out, *n, cap, r);
+	}
+	if (*n < 2)
+		goto bad;
+	qsort(*out, *n, sizeof(**out), cmp_i64);
+	for (i = 0; i + 1 < *n; i++)
+		if ((*out)[i] == (*out)[i + 1])
+			goto bad;
+	free(copy);
+	return 0;
+bad:
+	free(copy);
+	return -1;
 }
 
 int
@@ -344,7 +711,9 @@ main(int argc, char **argv)
 		{ "gpus-per-node", required_argument, NULL, 'G' },
 		{ "net", required_argument, NULL, 'N' },
 		{ "topology", required_argument, NULL, 'T' },
+		{ "dp-group", required_argument, NULL, 'D' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -357,7 +726,7 @@ main(int argc, char **argv)
 	cli_init("graph-scale-dp");
 	memset(&o, 0, sizeof(o));
 	o.gpn = 8;
-	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			output = optarg;
@@ -374,8 +743,20 @@ main(int argc, char **argv)
 			if (cli_links(c == 'N' ? COMM_INTER : -1, optarg, &o.given, usage) != 0)
 				return 1;
 			break;
+		case 'D':
+			free(o.dpg);
+			o.dpg = NULL;
+			if (parse_ranks(optarg, &o.dpg, &o.ndpg) < 0) {
+				errmsg("invalid --dp-group '%s' (ranks: 0-7, or 0,2,4,6)", optarg);
+				free(o.dpg);
+				usage_exit(usage);
+			}
+			break;
 		case 'q':
 			quiet = 1;
+			break;
+		case 'v':
+			o.verbose = 1;
 			break;
 		case 'h':
 			printf("usage: %s\n\n%s", usage, help);
@@ -406,5 +787,6 @@ main(int argc, char **argv)
 		rc = process(&o, NULL, &g);
 	for (i = 0; i < argc && rc == 0; i++)
 		rc = process(&o, argv[i], &g);
+	free(o.dpg);
 	return gout_close(&g, rc, PRODUCER);
 }

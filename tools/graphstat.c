@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "commkern.h"
 #include "colls.h"
 #include "kg.h"
 #include "util.h"
@@ -164,6 +165,7 @@ overlap1(struct iv iv, const struct iv *x, size_t nx)
 }
 
 struct section {
+	char net[512];    /* a network a what-if tool assumed (its tools entry) */
 	struct stask *t;
 	size_t n, cap;
 	uint8_t *pkind;   /* per proc: KG_THREAD / KG_STREAM */
@@ -509,6 +511,8 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 			printf(" %s=%lld", s->cov.name[i], (long long)s->cov.val[i]);
 		putchar('\n');
 	}
+	if (s->net[0] != '\0')
+		printf("  %s\n", s->net);
 	if (o->top > 0) {
 		struct rank_kernel *rk = xmalloc((nstr + 1) * sizeof(*rk));
 		size_t nk = 0;
@@ -549,6 +553,18 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 			s.colls.gpus_per_node = o->gpus_per_node;
 			s.sim = 0;
 			kg_cov_release(&s.cov);
+			s.net[0] = '\0';
+			for (size_t k = 0; k < in.rec.header.ntools; k++) {
+				/* "graph-scale-dp 0.1 assumed network: built-in h100 (...)" */
+				const char *tool = in.rec.header.tools[k];
+				const char *a = strstr(tool, " assumed network: ");
+				size_t len = strlen(s.net);
+
+				if (a != NULL && len + strlen(tool) + 32 < sizeof(s.net))
+					snprintf(s.net + len, sizeof(s.net) - len, "%s%.*s: %s",
+					    len ? "; " : "network assumed: ", (int)strcspn(tool, " "),
+					    tool, a + 18);
+			}
 			break;
 		case KG_R_PROC: {
 			size_t c = s.capp;
@@ -571,6 +587,14 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 			x.ss = x.se = 0;
 			x.it = in.rec.task.iter;
 			x.rank = s.prank[in.rec.task.proc];
+			/* a stream from before a kernel family was known as
+			 * communication: the same table kineto2graph uses */
+			if (in.rec.task.kind == KG_KERN && in.rec.task.name != KG_NONE) {
+				int cc = commkern_classify(kg_str(&in.r, in.rec.task.name), NULL);
+
+				if (cc >= 0)
+					in.rec.task.kind = KG_COLL, in.rec.task.coll = (uint8_t)cc;
+			}
 			if (in.rec.task.kind == KG_COLL)
 				colls_task(&s.colls, in.rec.task.id, in.rec.task.coll, in.rec.task.bytes,
 				    in.rec.task.dur);

@@ -738,6 +738,69 @@ out:
 	return rc < 0 ? 1 : 0;
 }
 
+/*
+ * Ranks of one job agree on the world size and each is inside it: a rank
+ * of another job (another world, or a rank past this one's) stops the
+ * merge before anything is written.
+ */
+static int
+one_job_worlds(const struct job *j)
+{
+	size_t i, first = SIZE_MAX;
+
+	for (i = 0; i < j->nrk; i++) {
+		const struct rank *r = &j->rk[i];
+
+		if (r->world <= 0)
+			continue;
+		if (r->rank >= r->world) {
+			errmsg("%s: section %d: rank %lld of a world of %lld", r->file, r->section,
+			    (long long)r->rank, (long long)r->world);
+			return 1;
+		}
+		if (first == SIZE_MAX) {
+			first = i;
+		} else if (r->world != j->rk[first].world) {
+			errmsg("%s: section %d: a world of %lld ranks, but %s section %d is of %lld: "
+			    "not ranks of one job", r->file, r->section, (long long)r->world,
+			    j->rk[first].file, j->rk[first].section, (long long)j->rk[first].world);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Ranks of one job run the same collectives: when two or more ranks ran
+ * some and none matched another rank's, they are likely not one job (or
+ * not the same steps; or one job whose groups cannot be told apart), and
+ * a rank none of whose collectives matched, while others did, likely
+ * not of this job: both are warned about (-q silences them).
+ */
+static int
+one_job_matched(const struct job *j)
+{
+	size_t i, with = 0;
+	uint64_t matched = 0;
+
+	for (i = 0; i < j->nrk; i++) {
+		with += j->rk[i].colls > 0;
+		matched += j->rk[i].matched;
+	}
+	if (with >= 2 && matched == 0) {
+		warnmsg("%s: section %d: no collective of the %zu ranks matched another rank's: "
+		    "not ranks of one job, or not the same steps? they are replayed without "
+		    "meeting", j->rk[0].file, j->rk[0].section, j->nrk);
+		return 0;
+	}
+	for (i = 0; i < j->nrk && with >= 2; i++)
+		if (j->rk[i].colls > 0 && j->rk[i].matched == 0)
+			warnmsg("%s: section %d: rank %lld: none of its %llu collectives matched "
+			    "another rank's: is it of this job?", j->rk[i].file, j->rk[i].section,
+			    (long long)j->rk[i].rank, (unsigned long long)j->rk[i].colls);
+	return 0;
+}
+
 int
 merge_run(char **paths, int n, const char *output, int verbose)
 {
@@ -763,12 +826,17 @@ merge_run(char **paths, int n, const char *output, int verbose)
 		errmsg("no section to merge");
 		rc = 1;
 	}
+	if (rc == 0)
+		rc = one_job_worlds(&j);
 	if (rc == 0) {
 		match(&j, &ends, &erk, &istart, &ninst);
 		clocks(&j, ends, erk, istart, ninst);
 		free(ends);
 		free(erk);
 		free(istart);
+		rc = one_job_matched(&j);
+	}
+	if (rc == 0) {
 		if (verbose) {
 			struct rank **ord = xmalloc(j.nrk * sizeof(*ord));
 

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commkern.h"
 #include "k2g.h"
 #include "util.h"
 
@@ -122,6 +123,11 @@ struct brun {
 	uint32_t first, last;
 };
 
+struct annref {
+	int64_t ts;
+	uint32_t ev;
+};
+
 struct gb {
 	struct trace *t;
 	const struct build_opts *o;
@@ -152,6 +158,8 @@ struct gb {
 	size_t nevheld, capevheld;
 	struct gap *gaps;   /* rule 6, by position in the sorted GPU events */
 	struct tagger tags; /* rule 7 */
+	struct annref *commann; /* nccl: annotations with a message size, by start */
+	size_t ncommann;
 	uint8_t *bwd;       /* per proc: a backward thread (rules 5 and 7) */
 	uint32_t *mleaf;    /* the main thread's selected leaves, in time order */
 	size_t nmleaf;
@@ -448,38 +456,61 @@ coll_from_meta(const char *s)
 	return KG_COLL_NONE;
 }
 
-/*
- * NCCL kernel names, three generations:
- *   ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)
- *   ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)
- *   ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)
- */
 static int
-nccl_kernel(const char *name)
+cmp_annref(const void *a, const void *b)
 {
-	static const struct collname tab[] = {
-		{ "AllReduce", KG_COLL_ALLREDUCE }, { "AllGather", KG_COLL_ALLGATHER },
-		{ "ReduceScatter", KG_COLL_REDUCESCATTER }, { "Broadcast", KG_COLL_BROADCAST },
-		{ "SendRecv", KG_COLL_SENDRECV }, { "Send", KG_COLL_SEND },
-		{ "Recv", KG_COLL_RECV }, { "Reduce", KG_COLL_REDUCE },
-		{ "AllToAll", KG_COLL_ALLTOALL }, { NULL, 0 }
-	};
-	const char *p;
-	size_t i, len;
+	const struct annref *x = a, *y = b;
 
-	if (starts(name, "void "))
-		name += 5;
-	if (starts(name, "ncclKernel_"))
-		p = name + 11;
-	else if (starts(name, "ncclDevKernel_"))
-		p = name + 14;
-	else
-		return -1;
-	len = strcspn(p, "_(<");
-	for (i = 0; tab[i].s; i++)
-		if (strlen(tab[i].s) == len && strncmp(p, tab[i].s, len) == 0)
-			return tab[i].coll;
-	return KG_COLL_NONE; /* an NCCL kernel of a kind we do not name */
+	return x->ts < y->ts ? -1 : x->ts > y->ts ? 1 : (x->ev > y->ev) - (x->ev < y->ev);
+}
+
+/* The nccl: annotations that carry a message size, sorted by start. */
+static void
+comm_annotations(struct gb *g)
+{
+	struct trace *t = g->t;
+	size_t i, cap = 0;
+
+	for (i = 0; i < t->nev; i++)
+		if (t->ev[i].cls == EV_ANNOT && t->ev[i].extra != KG_NONE &&
+		    starts(t->str.str[t->ev[i].name], "nccl:")) {
+			grow(&g->commann, &cap, g->ncommann + 1, sizeof(*g->commann));
+			g->commann[g->ncommann].ts = t->ev[i].ts;
+			g->commann[g->ncommann++].ev = (uint32_t)i;
+		}
+	if (g->ncommann > 1)
+		qsort(g->commann, g->ncommann, sizeof(*g->commann), cmp_annref);
+}
+
+/*
+ * The nccl: annotation (PyTorch's "nccl:all_reduce" record_function
+ * around the NCCL call) with a message size that holds launch call rt
+ * on its thread, or NULL: where the c10d:: op above carries no size.
+ */
+static const struct collmeta *
+comm_annotation(const struct gb *g, uint32_t rt)
+{
+	const struct trace *t = g->t;
+	const struct ev *l = &t->ev[rt];
+	size_t lo = 0, hi = g->ncommann, k;
+
+	while (lo < hi) { /* the first starting after the launch */
+		size_t mid = (lo + hi) / 2;
+
+		if (g->commann[mid].ts <= l->ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* the nearest before it on the same thread, if it holds the launch */
+	for (k = lo; k > 0 && lo - k < 64; k--) {
+		const struct ev *a = &t->ev[g->commann[k - 1].ev];
+
+		if (a->proc != l->proc)
+			continue;
+		return a->ts + a->dur >= l->ts + l->dur ? &t->coll[a->extra] : NULL;
+	}
+	return NULL;
 }
 
 static int64_t
@@ -1310,7 +1341,7 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 	else if (g->tags.stage >= 0) /* launched before the window: the rank's stage */
 		k->stage = g->tags.stage, tagged = TAG_ST_INF;
 	if (e->cls == EV_KERN) {
-		int c = nccl_kernel(t->str.str[e->name]), opc = KG_COLL_NONE, depth;
+		int c = commkern_classify(t->str.str[e->name], NULL), opc = KG_COLL_NONE, depth;
 		const struct collmeta *cm = NULL;
 		uint32_t up;
 
@@ -1346,9 +1377,28 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 			k->seq = cm->seq;
 			k->pg = cm->pg;
 			k->pgr = cm->pgr;
+			if (k->pgr == KG_NONE && cm->pg != KG_NONE) {
+				/* the group by name only: distributedInfo's table */
+				size_t q;
+
+				for (q = 0; q < t->npgcfg; q++)
+					if (t->pgcfg[q].name == cm->pg)
+						k->pgr = t->pgcfg[q].ranks;
+			}
 			k->dtype = cm->dtype;
 			if (ne > 0 && sz > 0)
 				k->bytes = (uint64_t)ne * (uint64_t)sz;
+		}
+		if (k->bytes == 0 && g->launch[x] != KG_NONE) {
+			const struct collmeta *a = comm_annotation(g, g->launch[x]);
+			int64_t sz = a != NULL && a->dtype != KG_NONE ?
+			    dtype_size(t->str.str[a->dtype]) : 0;
+
+			if (a != NULL && a->in_nelems > 0 && sz > 0) {
+				k->bytes = (uint64_t)a->in_nelems * (uint64_t)sz;
+				if (k->dtype == KG_NONE)
+					k->dtype = a->dtype;
+			}
 		}
 	}
 	return tagged;
@@ -1486,6 +1536,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	g.t = t;
 	g.o = o;
 	g.w = w;
+	comm_annotations(&g);
 
 	/* Streams that only cuda_sync records name get their processor now,
 	 * so the per-processor arrays below cover them. */
@@ -1859,6 +1910,7 @@ out_free:
 	free(g.iter);
 	free(g.sel);
 	free(g.encl);
+	free(g.commann);
 	free(g.launch);
 	free(g.nextgpu);
 	free(g.nextleaf);

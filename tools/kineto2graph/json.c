@@ -33,7 +33,8 @@
 #define MAX_TIME (INT64_MAX / 2)
 
 /* Where a token sits. */
-enum ctx { C_TOP, C_EVENTS, C_EVENT, C_ARGS, C_DIST, C_SKIP, C_CAPTURE };
+enum ctx { C_TOP, C_EVENTS, C_EVENT, C_ARGS, C_DIST, C_SKIP, C_CAPTURE, C_PGCFG, C_PGENT,
+	C_PGRANKS };
 
 /* Keys we act on, in events (E_), args (A_), the top level (T_), distributedInfo (D_). */
 enum key {
@@ -43,7 +44,7 @@ enum key {
 	A_GSIZE, A_DTYPE, A_PGNAME, A_PGRANKS, A_SEQ, A_SYNCKIND, A_WSTREAM,
 	A_WCORR, A_NAME, A_ITYPE, A_SEQNR, A_MODH, A_TALLOC, A_TRES, A_MBYTES, A_DEVTYPE,
 	T_EVENTS, T_BASE, T_DIST,
-	D_RANK, D_WORLD
+	D_RANK, D_WORLD, D_PGCFG, G_NAME, G_RANKS
 };
 
 /*
@@ -96,6 +97,8 @@ struct jp {
 	int key;     /* key of the value that comes next */
 	int capkey;  /* A_DIMS, A_ITYPE or A_PGRANKS while capturing */
 	int capdepth;
+	uint32_t pgname, pgranks; /* the pg_config entry being read */
+	int pgranks_n;
 	int seen_events;
 	int top;     /* the top-level value opened a container */
 	struct cur c;
@@ -147,7 +150,8 @@ keyname(int k)
 		"args.Sequence number", "args.Module Hierarchy", "args.Total Allocated",
 		"args.Total Reserved", "args.Bytes", "args.Device Type",
 		"traceEvents", "baseTimeNanoseconds", "distributedInfo",
-		"distributedInfo.rank", "distributedInfo.world_size"
+		"distributedInfo.rank", "distributedInfo.world_size",
+		"distributedInfo.pg_config", "pg_config.pg_name", "pg_config.ranks"
 	};
 	return n[k];
 }
@@ -440,6 +444,19 @@ on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr)
 
 	if (isstr > 0 && len > MAX_STRING)
 		return fail(p, "string longer than %s bytes", "1048576");
+	if (ctx == C_PGENT) {
+		if (k == G_NAME && isstr > 0)
+			p->pgname = intern_get(&p->t->str, (const char *)s, len);
+		return 1;
+	}
+	if (ctx == C_PGRANKS) {
+		if (isstr != 0 || to_i64((const char *)s, len, &v) < 0)
+			return fail(p, "field %s: expected an integer", keyname(G_RANKS));
+		if (p->pgranks_n++ > 0)
+			cap_put(c, ", ", 2);
+		cap_put(c, (const char *)s, len);
+		return 1;
+	}
 	if (ctx == C_CAPTURE) {
 		cap_sep(p);
 		if (isstr > 0)
@@ -670,7 +687,12 @@ cb_key(void *ctx, const unsigned char *s, size_t len)
 		break;
 	case C_DIST:
 		p->key = len == 4 && memcmp(s, "rank", 4) == 0 ? D_RANK :
-		    len == 10 && memcmp(s, "world_size", 10) == 0 ? D_WORLD : K_NONE;
+		    len == 10 && memcmp(s, "world_size", 10) == 0 ? D_WORLD :
+		    len == 9 && memcmp(s, "pg_config", 9) == 0 ? D_PGCFG : K_NONE;
+		break;
+	case C_PGENT:
+		p->key = len == 7 && memcmp(s, "pg_name", 7) == 0 ? G_NAME :
+		    len == 5 && memcmp(s, "ranks", 5) == 0 ? G_RANKS : K_NONE;
 		break;
 	case C_CAPTURE:
 		cap_sep(p);
@@ -708,6 +730,18 @@ push(struct jp *p, int is_map)
 		p->seen_events = 1;
 	} else if (parent == C_TOP && k == T_DIST && is_map)
 		nc = C_DIST;
+	else if (parent == C_DIST && k == D_PGCFG && !is_map)
+		nc = C_PGCFG;
+	else if (parent == C_PGCFG && is_map) {
+		p->pgname = KG_NONE;
+		p->pgranks = KG_NONE;
+		nc = C_PGENT;
+	} else if (parent == C_PGENT && k == G_RANKS && !is_map) {
+		p->c.caplen = 0;
+		p->pgranks_n = 0;
+		cap_put(&p->c, "[", 1);
+		nc = C_PGRANKS;
+	}
 	else if (parent == C_EVENTS) {
 		if (!is_map)
 			return fail(p, "%s", "traceEvents: an event is not an object");
@@ -744,7 +778,16 @@ pop(struct jp *p, int is_map)
 	int c = p->ctx[p->depth];
 
 	p->depth--;
-	if (c == C_CAPTURE) {
+	if (c == C_PGRANKS) {
+		cap_put(&p->c, "]", 1);
+		p->pgranks = intern_get(&p->t->str, p->c.cap, p->c.caplen);
+	} else if (c == C_PGENT) {
+		if (p->pgname != KG_NONE && p->pgranks != KG_NONE) {
+			struct pgcfg e = { p->pgname, p->pgranks };
+
+			VEC_PUSH(p->t->pgcfg, p->t->npgcfg, p->t->cappgcfg, e);
+		}
+	} else if (c == C_CAPTURE) {
 		cap_put(&p->c, is_map ? "}" : "]", 1);
 		if (p->depth + 1 == p->capdepth) {
 			uint32_t id = intern_get(&p->t->str, p->c.cap, p->c.caplen);
@@ -816,7 +859,10 @@ skip_flush(struct jp *p)
  * Communication ops without NCCL metadata (PyTorch before 2.2): the
  * message is the first input, so its element count is the product of the
  * first list of Input Dims and its type the first of Input type, e.g.
- * c10d::alltoall_base_ with [[6144], [6144], ...] and ["float", ...].
+ * c10d::alltoall_base_ with [[6144], [6144], ...] and ["float", ...]. An
+ * all-reduce of a bucket's TensorList has none there ([[], ...]), but the
+ * nccl:all_reduce annotation inside it has ([[394241]], ["float"]:
+ * param_dlrm_8rank_v100), so those annotations are read too.
  */
 static void
 comm_op_size(struct trace *t, struct cur *c)
@@ -828,6 +874,7 @@ comm_op_size(struct trace *t, struct cur *c)
 	if (c->dims == KG_NONE || c->itypes == KG_NONE)
 		return;
 	if (!(c->namelen > 6 && memcmp(c->name, "c10d::", 6) == 0) &&
+	    !(c->namelen > 5 && memcmp(c->name, "nccl:", 5) == 0) &&
 	    !(c->namelen == 18 && memcmp(c->name, "record_param_comms", 18) == 0))
 		return;
 	d = t->str.str[c->dims];
@@ -1082,9 +1129,9 @@ keep_event(struct jp *p)
 	}
 	if (cls == EV_OP && c->modh != KG_NONE)
 		module_path(t, &e, t->str.str[c->modh]);
-	if (cls == EV_OP && !c->cm_any)
+	if ((cls == EV_OP || cls == EV_ANNOT) && !c->cm_any)
 		comm_op_size(t, c);
-	if (c->cm_any && (cls == EV_OP || cls == EV_KERN)) {
+	if (c->cm_any && (cls == EV_OP || cls == EV_KERN || cls == EV_ANNOT)) {
 		e.extra = (uint32_t)t->ncoll;
 		VEC_PUSH(t->coll, t->ncoll, t->capcoll, c->cm);
 	}
@@ -1361,6 +1408,7 @@ trace_release(struct trace *t)
 	intern_release(&t->str);
 	free(t->ev);
 	free(t->coll);
+	free(t->pgcfg);
 	free(t->sync);
 	free(t->bytes);
 	free(t->proc);

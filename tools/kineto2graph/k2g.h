@@ -105,6 +105,10 @@ struct trace {
 	size_t nmod, capmod;
 	struct memev *mem;     /* GPU allocator events, in the order read */
 	size_t nmem, capmem;
+	/* distributedInfo.pg_config (PyTorch 2.3+): a group's name to its ranks
+	 * text ("[0, 1]"), for collectives that name their group only */
+	struct pgcfg { uint32_t name, ranks; } *pgcfg;
+	size_t npgcfg, cappgcfg;
 	/* Metadata from the top level. */
 	int64_t base_ns;       /* baseTimeNanoseconds, 0 if absent */
 	int64_t rank, world;   /* -1 if absent */

@@ -1,0 +1,635 @@
+/*
+ * graph2chrome: graph streams as Chrome trace-event JSON (the JSON object
+ * format Perfetto, chrome://tracing and speedscope load): a process per
+ * rank and view (measured, simulated), a track per thread and stream, a
+ * complete event per task with what the graph knows of it in its args,
+ * flow arrows for launches and for the waits of collectives across
+ * ranks, and metadata naming each section's source and the tools that
+ * made it.
+ *
+ * A task's times come at the end of its section (the `sim` record), so
+ * each task's event is written in two halves: what the task record says
+ * (name, category, args) is spooled to a temporary file as the record
+ * is read, and at the section's end each line is read back, in task id
+ * order, behind the times of the view asked for.
+ *
+ * State: one section at a time: 24 bytes a task, 8 bytes a launch or
+ * rank edge, and the reader's string table and simulated times; the
+ * spool file on disk holds the section's args text.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "kg.h"
+#include "util.h"
+
+static const char usage[] =
+    "graph2chrome [--measured | --simulated | --both] [-o FILE] [FILE ...]";
+
+static const char help[] =
+    "Write graph streams as Chrome trace-event JSON, for Perfetto,\n"
+    "chrome://tracing and speedscope.\n"
+    "\n"
+    "      --measured    the traced times (ts, od)\n"
+    "      --simulated   the simulated times (graphsim's sim record)\n"
+    "      --both        both, as two processes per rank side by side\n"
+    "  -o FILE           write to FILE (made whole or not at all)\n"
+    "  -h, --help        this help\n"
+    "      --version     the version\n"
+    "\n"
+    "Without a view option, a section with simulated times shows them and\n"
+    "one without shows the measured times. With no FILE, or FILE -, read\n"
+    "standard input. See graph2chrome(1).\n";
+
+enum { V_AUTO, V_MEAS, V_SIM, V_BOTH };
+
+struct opts {
+	int view;
+	const char *out;
+};
+
+/* A task as kept until its section's end. */
+struct ctask {
+	int64_t ts, te; /* measured */
+	uint32_t proc;
+	uint32_t pad;
+};
+
+struct pair {
+	uint32_t src, dst;
+};
+
+/* The whole run's state: what is written once, what spans sections. */
+struct run {
+	const struct opts *o;
+	FILE *out, *spool;
+	char *line;
+	size_t linecap;
+	int64_t tbase0;   /* the first section's time origin */
+	int have_tbase0;
+	int nsec;
+	int64_t next_pid;
+	uint64_t next_flow;
+	int first;        /* no event written yet */
+	/* otherData: one object per section, text */
+	char *meta;
+	size_t nmeta, capmeta;
+	/* the section */
+	struct ctask *t;
+	size_t n, cap;
+	struct kg_proc *p;
+	char **pname;
+	size_t np, capp, capn;
+	int64_t rank;
+	int64_t off;      /* measured times: this section's origin after the first's */
+	int sim;          /* the section has simulated times */
+	struct pair *launch, *rnk;
+	size_t nl, capl, nr, capr;
+	uint32_t *up; /* union-find over tasks in rank edges */
+	size_t capup;
+};
+
+static void
+meta_add(struct run *R, const char *s, size_t len)
+{
+	grow(&R->meta, &R->capmeta, R->nmeta + len + 1, 1);
+	memcpy(R->meta + R->nmeta, s, len);
+	R->nmeta += len;
+	R->meta[R->nmeta] = '\0';
+}
+
+static void
+meta_lit(struct run *R, const char *s)
+{
+	meta_add(R, s, strlen(s));
+}
+
+/* A JSON string into the metadata text (through a memory stream). */
+static void
+meta_str(struct run *R, const char *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (f == NULL) {
+		errmsg("out of memory");
+		exit(1);
+	}
+	json_str(f, s, strlen(s));
+	fclose(f);
+	meta_add(R, buf, len);
+	free(buf);
+}
+
+static void
+meta_fmt(struct run *R, const char *fmt, long long v)
+{
+	char b[64];
+	int k = snprintf(b, sizeof(b), fmt, v);
+
+	meta_add(R, b, (size_t)k);
+}
+
+/* ns as microseconds with three decimals: exact, no float rounding. */
+static void
+put_us(FILE *f, int64_t ns)
+{
+	if (ns < 0) {
+		putc('-', f);
+		ns = ns == INT64_MIN ? INT64_MAX : -ns;
+	}
+	fprintf(f, "%lld.%03lld", (long long)(ns / 1000), (long long)(ns % 1000));
+}
+
+/* Before each event: the document's opening before the first, else a comma. */
+static void
+sep(struct run *R)
+{
+	if (R->first)
+		fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", R->out);
+	else
+		fputs(",\n", R->out);
+	R->first = 0;
+}
+
+/* The task record's half of its event, one line on the spool. */
+static void
+spool_task(struct run *R, const struct kg_reader *r, const struct kg_task *k)
+{
+	FILE *f = R->spool;
+	const char *s;
+
+#define STR(key, id)                                           \
+	do {                                                   \
+		if ((id) != KG_NONE && (s = kg_str(r, id)) != NULL) { \
+			fputs(",\"" key "\":", f);             \
+			json_str(f, s, strlen(s));             \
+		}                                              \
+	} while (0)
+	s = kg_str(r, k->name);
+	fputs("\"name\":", f);
+	json_str(f, s ? s : "", s ? strlen(s) : 0);
+	fprintf(f, ",\"cat\":\"%s\",\"args\":{\"task\":%u,\"iteration\":", kg_task_kind_name[k->kind],
+	    k->id);
+	if (k->iter >= 0)
+		fprintf(f, "%lld", (long long)k->iter);
+	else
+		fputs("null", f);
+	fprintf(f, ",\"d_ns\":%lld", (long long)k->dur);
+	if (k->odur != k->dur)
+		fprintf(f, ",\"od_ns\":%lld", (long long)k->odur);
+	STR("op", k->op);
+	STR("shapes", k->shapes);
+	if (k->coll != KG_COLL_NONE)
+		fprintf(f, ",\"collective\":\"%s\"", kg_coll_name[k->coll]);
+	if (k->bytes > 0)
+		fprintf(f, ",\"bytes\":%llu", (unsigned long long)k->bytes);
+	STR("group", k->pg);
+	STR("group_ranks", k->pgr);
+	if (k->gsize >= 0)
+		fprintf(f, ",\"group_size\":%lld", (long long)k->gsize);
+	if (k->seq >= 0)
+		fprintf(f, ",\"seq\":%lld", (long long)k->seq);
+	STR("dtype", k->dtype);
+	if (k->phase != KG_PH_NONE)
+		fprintf(f, ",\"phase\":\"%s\"", kg_phase_name[k->phase]);
+	if (k->mb >= 0)
+		fprintf(f, ",\"micro_batch\":%lld", (long long)k->mb);
+	if (k->layer >= 0)
+		fprintf(f, ",\"layer\":%lld", (long long)k->layer);
+	if (k->stage >= 0)
+		fprintf(f, ",\"stage\":%lld", (long long)k->stage);
+	if (k->corr >= 0)
+		fprintf(f, ",\"correlation\":%lld", (long long)k->corr);
+	fputs("}}\n", f);
+#undef STR
+}
+
+/* The header's half of the metadata: what made the section. */
+static void
+meta_section(struct run *R, const struct kg_header *h, const char *input)
+{
+	size_t i;
+
+	if (R->nmeta > 0)
+		meta_lit(R, ",");
+	meta_lit(R, "{\"input\":");
+	meta_str(R, input);
+	meta_lit(R, ",\"source\":");
+	meta_str(R, h->source);
+	meta_lit(R, ",\"producer\":");
+	meta_str(R, h->producer);
+	meta_lit(R, ",\"tools\":[");
+	for (i = 0; i < h->ntools; i++) {
+		if (i > 0)
+			meta_lit(R, ",");
+		meta_str(R, h->tools[i]);
+	}
+	meta_lit(R, "]");
+	if (h->nranks > 0) {
+		meta_lit(R, ",\"ranks\":[");
+		for (i = 0; i < h->nranks; i++)
+			meta_fmt(R, i ? ",%lld" : "%lld", h->ranks[i]);
+		meta_lit(R, "]");
+	} else if (h->rank >= 0) {
+		meta_fmt(R, ",\"rank\":%lld", h->rank);
+	}
+	if (h->world >= 0)
+		meta_fmt(R, ",\"world\":%lld", h->world);
+	meta_lit(R, ",\"iterations\":[");
+	for (i = 0; i < h->niters; i++)
+		meta_fmt(R, i ? ",%lld" : "%lld", h->iters[i]);
+	meta_lit(R, "]");
+}
+
+static int64_t
+proc_rank(const struct run *R, uint32_t p)
+{
+	return R->p[p].rank >= 0 ? R->p[p].rank : R->rank;
+}
+
+/* The view's start of task i. */
+static int64_t
+t_start(const struct run *R, const struct kg_reader *r, int sim, int64_t off, uint32_t i)
+{
+	return sim ? r->ss[i] : R->t[i].ts + off;
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	const int64_t *x = a, *y = b;
+
+	return *x < *y ? -1 : *x > *y;
+}
+
+/*
+ * One view of the section: its processes and tracks, its tasks (read
+ * back from the spool), its flows. pidv[k] is the pid of the k-th rank
+ * of ranks[].
+ */
+static int
+write_view(struct run *R, const struct kg_reader *r, int sim, const int64_t *ranks,
+    size_t nranks, const int64_t *pidv, const char *label)
+{
+	FILE *f = R->out;
+	int64_t off = sim ? 0 : R->off;
+	size_t i, k;
+
+#define PID(p) (pidv[(int64_t *)bsearch(&(int64_t){ proc_rank(R, p) }, ranks, nranks, \
+    sizeof(*ranks), cmp_i64) - ranks])
+	for (k = 0; k < nranks; k++) {
+		sep(R);
+		fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%lld,\"args\":{\"name\":\"",
+		    (long long)pidv[k]);
+		if (ranks[k] >= 0)
+			fprintf(f, "rank %lld", (long long)ranks[k]);
+		else
+			fprintf(f, "section %d", R->nsec);
+		fprintf(f, " (%s)\"}},\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%lld,"
+		    "\"args\":{\"sort_index\":%lld}}", label, (long long)pidv[k], (long long)pidv[k]);
+	}
+	for (i = 0; i < R->np; i++) {
+		const struct kg_proc *p = &R->p[i];
+		int64_t pid = PID((uint32_t)i);
+
+		sep(R);
+		fprintf(f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%lld,\"tid\":%zu,\"args\":{\"name\":",
+		    (long long)pid, i);
+		if (p->kind == KG_THREAD) {
+			char b[96];
+			const char *n = R->pname[i];
+
+			if (n == NULL) {
+				snprintf(b, sizeof(b), "thread %lld%s", (long long)p->tid,
+				    p->main ? " (main)" : "");
+				n = b;
+			}
+			json_str(f, n, strlen(n));
+		} else {
+			fprintf(f, "\"GPU %lld stream %lld\"", (long long)p->pid, (long long)p->tid);
+		}
+		fprintf(f, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%lld,\"tid\":%zu,"
+		    "\"args\":{\"sort_index\":%zu}}", (long long)pid, i, i);
+	}
+	if (fseek(R->spool, 0, SEEK_SET) != 0) {
+		errmsg("spool file: %s", strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < R->n; i++) {
+		ssize_t len = getline(&R->line, &R->linecap, R->spool);
+		int64_t a = t_start(R, r, sim, off, (uint32_t)i);
+		int64_t b = sim ? r->se[i] : R->t[i].te + off;
+
+		if (len <= 0) {
+			errmsg("spool file: %s", ferror(R->spool) ? strerror(errno) : "short read");
+			return -1;
+		}
+		sep(R);
+		fprintf(f, "{\"ph\":\"X\",\"pid\":%lld,\"tid\":%u,\"ts\":", (long long)PID(R->t[i].proc),
+		    R->t[i].proc);
+		put_us(f, a);
+		fputs(",\"dur\":", f);
+		put_us(f, b - a);
+		putc(',', f);
+		fwrite(R->line, 1, (size_t)len - 1, f);
+	}
+	/* Launches: the runtime call to the work it launched. */
+	for (i = 0; i < R->nl; i++) {
+		uint32_t s = R->launch[i].src, d = R->launch[i].dst;
+		uint64_t id = ++R->next_flow;
+
+		sep(R);
+		fprintf(f, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":%llu,"
+		    "\"pid\":%lld,\"tid\":%u,\"ts\":", (unsigned long long)id,
+		    (long long)PID(R->t[s].proc), R->t[s].proc);
+		put_us(f, t_start(R, r, sim, off, s));
+		fprintf(f, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\","
+		    "\"id\":%llu,\"pid\":%lld,\"tid\":%u,\"ts\":", (unsigned long long)id,
+		    (long long)PID(R->t[d].proc), R->t[d].proc);
+		put_us(f, t_start(R, r, sim, off, d));
+		putc('}', f);
+	}
+	/*
+	 * Waits across ranks: in each rendezvous group, from the member that
+	 * started last (the one the others waited for) to each other member.
+	 */
+	if (R->nr > 0) {
+		uint32_t *last;
+
+		grow(&R->up, &R->capup, R->n, sizeof(*R->up));
+		for (i = 0; i < R->n; i++)
+			R->up[i] = (uint32_t)i;
+		for (i = 0; i < R->nr; i++)
+			uf_union(R->up, R->rnk[i].src, R->rnk[i].dst);
+		last = xmalloc(R->n * sizeof(*last));
+		for (i = 0; i < R->n; i++)
+			last[i] = KG_NONE;
+		for (i = 0; i < R->nr; i++) {
+			uint32_t e[2] = { R->rnk[i].src, R->rnk[i].dst };
+
+			for (k = 0; k < 2; k++) {
+				uint32_t g = uf_find(R->up, e[k]);
+
+				if (last[g] == KG_NONE ||
+				    t_start(R, r, sim, off, e[k]) > t_start(R, r, sim, off, last[g]) ||
+				    (t_start(R, r, sim, off, e[k]) == t_start(R, r, sim, off, last[g]) &&
+					e[k] < last[g]))
+					last[g] = e[k];
+			}
+		}
+		for (i = 0; i < R->n; i++) {
+			uint32_t g, l;
+			uint64_t id;
+
+			if (R->up[i] == i && last[i] == KG_NONE)
+				continue; /* in no group */
+			g = uf_find(R->up, (uint32_t)i);
+			l = last[g];
+			if (l == i || l == KG_NONE)
+				continue;
+			id = ++R->next_flow;
+			sep(R);
+			fprintf(f, "{\"ph\":\"s\",\"cat\":\"rank wait\",\"name\":\"waited for rank %lld\","
+			    "\"id\":%llu,\"pid\":%lld,\"tid\":%u,\"ts\":", (long long)proc_rank(R, R->t[l].proc),
+			    (unsigned long long)id, (long long)PID(R->t[l].proc), R->t[l].proc);
+			put_us(f, t_start(R, r, sim, off, l));
+			fprintf(f, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"rank wait\","
+			    "\"name\":\"waited for rank %lld\",\"id\":%llu,\"pid\":%lld,\"tid\":%u,\"ts\":",
+			    (long long)proc_rank(R, R->t[l].proc), (unsigned long long)id,
+			    (long long)PID((uint32_t)R->t[i].proc), R->t[i].proc);
+			put_us(f, t_start(R, r, sim, off, l));
+			putc('}', f);
+		}
+		free(last);
+	}
+#undef PID
+	return 0;
+}
+
+/* The section's end: both halves of every event, in the views asked for. */
+static int
+end_section(struct run *R, const struct kg_reader *r, const char *name)
+{
+	int views[2], nv = 0, v, rc = 0;
+	int64_t *ranks, *pidv;
+	size_t nranks = 0, i, k;
+
+	switch (R->o->view) {
+	case V_AUTO:
+		views[nv++] = R->sim;
+		break;
+	case V_MEAS:
+		views[nv++] = 0;
+		break;
+	case V_SIM:
+	case V_BOTH:
+		if (!R->sim && R->n > 0) {
+			errmsg("%s: section %d has no simulated times (run graphsim first)", name,
+			    R->nsec);
+			return -1;
+		}
+		if (R->o->view == V_BOTH)
+			views[nv++] = 0;
+		views[nv++] = 1;
+		break;
+	}
+	/* the section's ranks, ascending, and a pid for each in each view */
+	ranks = xmalloc((R->np + 1) * sizeof(*ranks));
+	for (i = 0; i < R->np; i++)
+		ranks[nranks++] = proc_rank(R, (uint32_t)i);
+	if (nranks > 1)
+		qsort(ranks, nranks, sizeof(*ranks), cmp_i64);
+	for (i = k = 0; i < nranks; i++)
+		if (k == 0 || ranks[i] != ranks[k - 1])
+			ranks[k++] = ranks[i];
+	nranks = k;
+	pidv = xmalloc((nranks + 1) * sizeof(*pidv));
+	meta_lit(R, ",\"view\":\"");
+	meta_lit(R, nv == 2 ? "both" : views[0] ? "simulated" : "measured");
+	meta_lit(R, "\"}");
+	for (v = 0; v < nv && rc == 0; v++) {
+		for (k = 0; k < nranks; k++)
+			pidv[k] = R->next_pid + (int64_t)(k * (size_t)nv) + v;
+		rc = write_view(R, r, views[v], ranks, nranks, pidv,
+		    views[v] ? "simulated" : "measured");
+	}
+	R->next_pid += (int64_t)(nranks * (size_t)nv);
+	free(ranks);
+	free(pidv);
+	if (rc == 0 && ferror(R->spool)) {
+		errmsg("spool file: write error");
+		rc = -1;
+	}
+	return rc;
+}
+
+static void
+section_reset(struct run *R)
+{
+	for (size_t i = 0; i < R->np; i++)
+		free(R->pname[i]);
+	R->n = R->np = R->nl = R->nr = 0;
+	R->sim = 0;
+	rewind(R->spool);
+}
+
+/* One input: 0, or 1 after the message. */
+static int
+process(struct run *R, const char *path)
+{
+	struct gin in;
+	int t, rc = 0;
+
+	if (gin_open(&in, path) < 0)
+		return 1;
+	while (rc == 0 && (t = gin_read(&in)) > 0) {
+		switch (t) {
+		case KG_R_HEADER: {
+			const struct kg_header *h = &in.rec.header;
+
+			section_reset(R);
+			R->nsec++;
+			R->rank = h->rank;
+			if (!R->have_tbase0) {
+				R->tbase0 = h->tbase;
+				R->have_tbase0 = 1;
+			}
+			R->off = h->tbase - R->tbase0;
+			meta_section(R, h, in.name);
+			break;
+		}
+		case KG_R_PROC: {
+			const char *n = in.rec.proc.name != KG_NONE ? kg_str(&in.r, in.rec.proc.name) : NULL;
+
+			grow(&R->p, &R->capp, R->np + 1, sizeof(*R->p));
+			grow(&R->pname, &R->capn, R->np + 1, sizeof(*R->pname));
+			R->p[R->np] = in.rec.proc;
+			R->pname[R->np] = n != NULL ? xstrndup(n, strlen(n)) : NULL;
+			R->np++;
+			break;
+		}
+		case KG_R_TASK: {
+			struct ctask x = { in.rec.task.ts, in.rec.task.ts + in.rec.task.odur,
+				in.rec.task.proc, 0 };
+
+			VEC_PUSH(R->t, R->n, R->cap, x);
+			spool_task(R, &in.r, &in.rec.task);
+			break;
+		}
+		case KG_R_EDGE: {
+			struct pair e = { in.rec.edge.src, in.rec.edge.dst };
+
+			if (in.rec.edge.kind == KG_E_LAUNCH && in.rec.edge.how != KG_HOW_INFERRED)
+				VEC_PUSH(R->launch, R->nl, R->capl, e);
+			else if (in.rec.edge.kind == KG_E_RANK)
+				VEC_PUSH(R->rnk, R->nr, R->capr, e);
+			break;
+		}
+		case KG_R_SIM:
+			R->sim = in.rec.sim.ss != NULL && in.rec.sim.n == R->n && R->n > 0;
+			break;
+		case KG_R_END:
+			if (end_section(R, &in.r, in.name) < 0)
+				rc = 1;
+			break;
+		}
+	}
+	if (t < 0)
+		rc = 1;
+	gin_close(&in);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "measured", no_argument, NULL, 'M' },
+		{ "simulated", no_argument, NULL, 'S' },
+		{ "both", no_argument, NULL, 'B' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct opts o;
+	struct run R;
+	struct out out;
+	int c, i, rc = 0;
+
+	cli_init("graph2chrome");
+	memset(&o, 0, sizeof(o));
+	while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'M':
+		case 'S':
+		case 'B': {
+			int v = c == 'M' ? V_MEAS : c == 'S' ? V_SIM : V_BOTH;
+
+			if (o.view != V_AUTO && o.view != v) {
+				errmsg("--measured, --simulated and --both exclude each other");
+				usage_exit(usage);
+			}
+			o.view = v;
+			break;
+		}
+		case 'o':
+			o.out = optarg;
+			break;
+		case 'h':
+			printf("usage: %s\n\n%s", usage, help);
+			return close_stdout();
+		case 'V':
+			version_exit();
+		default:
+			usage_exit(usage);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	memset(&R, 0, sizeof(R));
+	R.o = &o;
+	R.first = 1;
+	if ((R.spool = tmpfile()) == NULL) {
+		errmsg("temporary file: %s", strerror(errno));
+		return 1;
+	}
+	if (out_open(&out, o.out, 0) < 0) {
+		fclose(R.spool);
+		return 1;
+	}
+	R.out = out.fp;
+	if (argc == 0)
+		rc = process(&R, NULL);
+	for (i = 0; i < argc && rc == 0; i++)
+		rc = process(&R, argv[i]);
+	if (rc == 0) {
+		if (R.first) /* no event: an empty document */
+			fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", R.out);
+		fputs("\n],\"otherData\":{\"producer\":\"graph2chrome " KG_VERSION "\",\"sections\":[",
+		    R.out);
+		if (R.nmeta > 0)
+			fwrite(R.meta, 1, R.nmeta, R.out);
+		fputs("]}}\n", R.out);
+	}
+	section_reset(&R);
+	fclose(R.spool);
+	free(R.line);
+	free(R.meta);
+	free(R.t);
+	free(R.p);
+	free(R.pname);
+	free(R.launch);
+	free(R.rnk);
+	free(R.up);
+	if (rc != 0) {
+		out_abort(&out);
+		return 1;
+	}
+	return out_commit(&out) != 0;
+}

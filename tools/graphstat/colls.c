@@ -230,7 +230,7 @@ colls_text(const struct colls *c, const struct kg_reader *r, int top)
 	free(ord);
 }
 
-static void
+void
 csv_str(FILE *f, const char *s)
 {
 	fputc('"', f);

@@ -79,5 +79,7 @@ void colls_csv(const struct colls *c, const struct kg_reader *r, FILE *f, int *h
  * collective, observed against fitted.
  */
 void colls_comm(const struct colls *c, FILE *f, int *header, int text);
+/* s as a CSV field: quoted, quotes doubled. */
+void csv_str(FILE *f, const char *s);
 
 #endif

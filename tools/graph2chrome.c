@@ -62,6 +62,12 @@ struct pair {
 	uint32_t src, dst;
 };
 
+/* A line being built: appends without stdio's per-call cost. */
+struct sb {
+	char *p;
+	size_t n, cap;
+};
+
 /* The whole run's state: what is written once, what spans sections. */
 struct run {
 	const struct opts *o;
@@ -90,6 +96,9 @@ struct run {
 	size_t nl, capl, nr, capr;
 	uint32_t *up; /* union-find over tasks in rank edges */
 	size_t capup;
+	char **esc;   /* the section's strings as JSON, escaped when first used */
+	size_t nesc, capesc;
+	struct sb sb;
 };
 
 static void
@@ -134,17 +143,6 @@ meta_fmt(struct run *R, const char *fmt, long long v)
 	meta_add(R, b, (size_t)k);
 }
 
-/* ns as microseconds with three decimals: exact, no float rounding. */
-static void
-put_us(FILE *f, int64_t ns)
-{
-	if (ns < 0) {
-		putc('-', f);
-		ns = ns == INT64_MIN ? INT64_MAX : -ns;
-	}
-	fprintf(f, "%lld.%03lld", (long long)(ns / 1000), (long long)(ns % 1000));
-}
-
 /* Before each event: the document's opening before the first, else a comma. */
 static void
 sep(struct run *R)
@@ -156,57 +154,149 @@ sep(struct run *R)
 	R->first = 0;
 }
 
+static void
+sb_put(struct sb *b, const char *s, size_t n)
+{
+	if (b->n + n + 1 > b->cap)
+		grow(&b->p, &b->cap, b->n + n + 1, 1);
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+}
+
+#define SB_LIT(b, lit) sb_put(b, lit, sizeof(lit) - 1)
+
+static void
+sb_int(struct sb *b, int64_t v)
+{
+	char t[24], *e = t + sizeof(t), *q = e;
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+
+	do
+		*--q = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*--q = '-';
+	sb_put(b, q, (size_t)(e - q));
+}
+
+/* ns as microseconds with three decimals: exact, no float rounding. */
+static void
+sb_us(struct sb *b, int64_t ns)
+{
+	uint64_t u = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
+	char f[4] = { '.', (char)('0' + u % 1000 / 100), (char)('0' + u % 100 / 10),
+		(char)('0' + u % 10) };
+
+	if (ns < 0)
+		SB_LIT(b, "-");
+	sb_int(b, (int64_t)(u / 1000));
+	sb_put(b, f, 4);
+}
+
+/* ns as microseconds on f (flows: few). */
+static void
+put_us(FILE *f, int64_t ns)
+{
+	struct sb b = { NULL, 0, 0 };
+
+	sb_us(&b, ns);
+	fwrite(b.p, 1, b.n, f);
+	free(b.p);
+}
+
+/* String id's text as a JSON string, escaped once a section (R->esc). */
+static void
+sb_sid(struct run *R, struct sb *b, const struct kg_reader *r, uint32_t id)
+{
+	if (id >= R->nesc) {
+		size_t old = R->nesc;
+
+		grow(&R->esc, &R->capesc, (size_t)id + 1, sizeof(*R->esc));
+		memset(R->esc + old, 0, ((size_t)id + 1 - old) * sizeof(*R->esc));
+		R->nesc = (size_t)id + 1;
+	}
+	if (R->esc[id] == NULL) {
+		const char *s = kg_str(r, id);
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		if (f == NULL) {
+			errmsg("out of memory");
+			exit(1);
+		}
+		json_str(f, s != NULL ? s : "", s != NULL ? strlen(s) : 0);
+		fclose(f);
+		R->esc[id] = buf;
+	}
+	sb_put(b, R->esc[id], strlen(R->esc[id]));
+}
+
 /* The task record's half of its event, one line on the spool. */
 static void
 spool_task(struct run *R, const struct kg_reader *r, const struct kg_task *k)
 {
-	FILE *f = R->spool;
-	const char *s;
+	struct sb *b = &R->sb;
 
-#define STR(key, id)                                           \
-	do {                                                   \
-		if ((id) != KG_NONE && (s = kg_str(r, id)) != NULL) { \
-			fputs(",\"" key "\":", f);             \
-			json_str(f, s, strlen(s));             \
-		}                                              \
+#define STR(key, id)                              \
+	do {                                      \
+		if ((id) != KG_NONE && kg_str(r, id) != NULL) { \
+			SB_LIT(b, ",\"" key "\":"); \
+			sb_sid(R, b, r, id);      \
+		}                                 \
 	} while (0)
-	s = kg_str(r, k->name);
-	fputs("\"name\":", f);
-	json_str(f, s ? s : "", s ? strlen(s) : 0);
-	fprintf(f, ",\"cat\":\"%s\",\"args\":{\"task\":%u,\"iteration\":", kg_task_kind_name[k->kind],
-	    k->id);
+#define INT(key, v)                               \
+	do {                                      \
+		SB_LIT(b, ",\"" key "\":");        \
+		sb_int(b, v);                     \
+	} while (0)
+	b->n = 0;
+	SB_LIT(b, "\"name\":");
+	sb_sid(R, b, r, k->name);
+	SB_LIT(b, ",\"cat\":\"");
+	sb_put(b, kg_task_kind_name[k->kind], strlen(kg_task_kind_name[k->kind]));
+	SB_LIT(b, "\",\"args\":{\"task\":");
+	sb_int(b, k->id);
 	if (k->iter >= 0)
-		fprintf(f, "%lld", (long long)k->iter);
+		INT("iteration", k->iter);
 	else
-		fputs("null", f);
-	fprintf(f, ",\"d_ns\":%lld", (long long)k->dur);
+		SB_LIT(b, ",\"iteration\":null");
+	INT("d_ns", k->dur);
 	if (k->odur != k->dur)
-		fprintf(f, ",\"od_ns\":%lld", (long long)k->odur);
+		INT("od_ns", k->odur);
 	STR("op", k->op);
 	STR("shapes", k->shapes);
-	if (k->coll != KG_COLL_NONE)
-		fprintf(f, ",\"collective\":\"%s\"", kg_coll_name[k->coll]);
+	if (k->coll != KG_COLL_NONE) {
+		SB_LIT(b, ",\"collective\":\"");
+		sb_put(b, kg_coll_name[k->coll], strlen(kg_coll_name[k->coll]));
+		SB_LIT(b, "\"");
+	}
 	if (k->bytes > 0)
-		fprintf(f, ",\"bytes\":%llu", (unsigned long long)k->bytes);
+		INT("bytes", (int64_t)k->bytes);
 	STR("group", k->pg);
 	STR("group_ranks", k->pgr);
 	if (k->gsize >= 0)
-		fprintf(f, ",\"group_size\":%lld", (long long)k->gsize);
+		INT("group_size", k->gsize);
 	if (k->seq >= 0)
-		fprintf(f, ",\"seq\":%lld", (long long)k->seq);
+		INT("seq", k->seq);
 	STR("dtype", k->dtype);
-	if (k->phase != KG_PH_NONE)
-		fprintf(f, ",\"phase\":\"%s\"", kg_phase_name[k->phase]);
+	if (k->phase != KG_PH_NONE) {
+		SB_LIT(b, ",\"phase\":\"");
+		sb_put(b, kg_phase_name[k->phase], strlen(kg_phase_name[k->phase]));
+		SB_LIT(b, "\"");
+	}
 	if (k->mb >= 0)
-		fprintf(f, ",\"micro_batch\":%lld", (long long)k->mb);
+		INT("micro_batch", k->mb);
 	if (k->layer >= 0)
-		fprintf(f, ",\"layer\":%lld", (long long)k->layer);
+		INT("layer", k->layer);
 	if (k->stage >= 0)
-		fprintf(f, ",\"stage\":%lld", (long long)k->stage);
+		INT("stage", k->stage);
 	if (k->corr >= 0)
-		fprintf(f, ",\"correlation\":%lld", (long long)k->corr);
-	fputs("}}\n", f);
+		INT("correlation", k->corr);
+	SB_LIT(b, "}}\n");
+	fwrite(b->p, 1, b->n, R->spool);
 #undef STR
+#undef INT
 }
 
 /* The header's half of the metadata: what made the section. */
@@ -330,13 +420,18 @@ write_view(struct run *R, const struct kg_reader *r, int sim, const int64_t *ran
 			return -1;
 		}
 		sep(R);
-		fprintf(f, "{\"ph\":\"X\",\"pid\":%lld,\"tid\":%u,\"ts\":", (long long)PID(R->t[i].proc),
-		    R->t[i].proc);
-		put_us(f, a);
-		fputs(",\"dur\":", f);
-		put_us(f, b - a);
-		putc(',', f);
-		fwrite(R->line, 1, (size_t)len - 1, f);
+		R->sb.n = 0;
+		SB_LIT(&R->sb, "{\"ph\":\"X\",\"pid\":");
+		sb_int(&R->sb, PID(R->t[i].proc));
+		SB_LIT(&R->sb, ",\"tid\":");
+		sb_int(&R->sb, R->t[i].proc);
+		SB_LIT(&R->sb, ",\"ts\":");
+		sb_us(&R->sb, a);
+		SB_LIT(&R->sb, ",\"dur\":");
+		sb_us(&R->sb, b - a);
+		SB_LIT(&R->sb, ",");
+		sb_put(&R->sb, R->line, (size_t)len - 1);
+		fwrite(R->sb.p, 1, R->sb.n, f);
 	}
 	/* Launches: the runtime call to the work it launched. */
 	for (i = 0; i < R->nl; i++) {
@@ -473,6 +568,9 @@ section_reset(struct run *R)
 {
 	for (size_t i = 0; i < R->np; i++)
 		free(R->pname[i]);
+	for (size_t i = 0; i < R->nesc; i++)
+		free(R->esc[i]);
+	R->nesc = 0;
 	R->n = R->np = R->nl = R->nr = 0;
 	R->sim = 0;
 	rewind(R->spool);
@@ -627,6 +725,8 @@ main(int argc, char **argv)
 	free(R.launch);
 	free(R.rnk);
 	free(R.up);
+	free(R.esc);
+	free(R.sb.p);
 	if (rc != 0) {
 		out_abort(&out);
 		return 1;

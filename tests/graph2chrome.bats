@@ -180,7 +180,14 @@ mkjob() {
 	mkjob > job.kg
 	run -0 graph2chrome job.kg
 	run -0 jq -c '.otherData' <<< "$output"
-	[ "$output" = '{"producer":"graph2chrome 0.1","sections":[{"input":"job.kg","source":"","producer":"t","tools":["kineto2graph 0.1","graph-deps 0.1","graphsim 0.1"],"ranks":[0,1],"world":2,"iterations":[3],"view":"simulated"}]}' ]
+	# the configuration from the tags: task 1's layer 3, micro-batch 1,
+	# stage 0; no collective names its group's ranks: no dp, tp 1
+	[ "$output" = '{"producer":"graph2chrome 0.1","sections":[{"input":"job.kg","source":"","producer":"t","tools":["kineto2graph 0.1","graph-deps 0.1","graphsim 0.1"],"ranks":[0,1],"world":2,"iterations":[3],"edits":[],"configuration":{"ranks":2,"tp":1,"pp":1,"layers":4,"micro_batches":2},"view":"simulated"}]}' ]
+	# a what-if tool among the tools is an edit
+	mkjob | graphcat | sed 's/"graph-deps 0.1",/"graph-deps 0.1","graph-scale-dp 0.1",/' |
+		"$ROOT/tests/tools/jsonl2kg" | zstd -q -c > dp.kg
+	run -0 graph2chrome dp.kg
+	[ "$(jq -c '.otherData.sections[0].edits' <<< "$output")" = '["graph-scale-dp 0.1"]' ]
 }
 
 @test "graph2chrome: --simulated refuses a section without simulated times" {

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "config.h"
 #include "kg.h"
 #include "util.h"
 
@@ -96,6 +97,7 @@ struct run {
 	size_t nl, capl, nr, capr;
 	uint32_t *up; /* union-find over tasks in rank edges */
 	size_t capup;
+	struct config cfg; /* what the section tells of its configuration */
 	char **esc;   /* the section's strings as JSON, escaped when first used */
 	size_t nesc, capesc;
 	struct sb sb;
@@ -544,6 +546,26 @@ end_section(struct run *R, const struct kg_reader *r, const char *name)
 			ranks[k++] = ranks[i];
 	nranks = k;
 	pidv = xmalloc((nranks + 1) * sizeof(*pidv));
+	/* what the graph tells of its configuration, and the edits that made it */
+	config_finish(&R->cfg, r);
+	meta_lit(R, ",\"edits\":[");
+	for (i = k = 0; i < r->ntools; i++)
+		if (config_is_edit(r->tools[i])) {
+			if (k++ > 0)
+				meta_lit(R, ",");
+			meta_str(R, r->tools[i]);
+		}
+	meta_fmt(R, "],\"configuration\":{\"ranks\":%lld", R->cfg.nranks);
+	if (R->cfg.dp > 0)
+		meta_fmt(R, ",\"dp\":%lld", R->cfg.dp);
+	meta_fmt(R, ",\"tp\":%lld", R->cfg.tp);
+	if (R->cfg.pp > 0)
+		meta_fmt(R, ",\"pp\":%lld", R->cfg.pp);
+	if (R->cfg.layers > 0)
+		meta_fmt(R, ",\"layers\":%lld", R->cfg.layers);
+	if (R->cfg.mbs > 0)
+		meta_fmt(R, ",\"micro_batches\":%lld", R->cfg.mbs);
+	meta_lit(R, "}");
 	meta_lit(R, ",\"view\":\"");
 	meta_lit(R, nv == 2 ? "both" : views[0] ? "simulated" : "measured");
 	meta_lit(R, "\"}");
@@ -599,6 +621,8 @@ process(struct run *R, const char *path)
 			}
 			R->off = h->tbase - R->tbase0;
 			meta_section(R, h, in.name);
+			config_header(&R->cfg, h);
+			R->cfg.groups = 1;
 			break;
 		}
 		case KG_R_PROC: {
@@ -617,6 +641,7 @@ process(struct run *R, const char *path)
 
 			VEC_PUSH(R->t, R->n, R->cap, x);
 			spool_task(R, &in.r, &in.rec.task);
+			config_task(&R->cfg, &in.rec.task);
 			break;
 		}
 		case KG_R_EDGE: {
@@ -691,6 +716,7 @@ main(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	memset(&R, 0, sizeof(R));
+	config_init(&R.cfg);
 	R.o = &o;
 	R.first = 1;
 	if ((R.spool = tmpfile()) == NULL) {
@@ -726,6 +752,7 @@ main(int argc, char **argv)
 	free(R.rnk);
 	free(R.up);
 	free(R.esc);
+	config_release(&R.cfg);
 	free(R.sb.p);
 	if (rc != 0) {
 		out_abort(&out);

@@ -9,24 +9,18 @@
 #include "report.h"
 #include "util.h"
 
-/* The tools that edit a graph for a what-if question (the header's tools). */
-static int
-is_edit(const char *tool)
-{
-	return strncmp(tool, "graph-scale-", 12) == 0 || strncmp(tool, "graph-retime", 12) == 0;
-}
-
 void
 whatif_init(struct whatif *w)
 {
 	memset(w, 0, sizeof(*w));
+	config_init(&w->cfg);
 }
 
 void
 whatif_release(struct whatif *w)
 {
 	free(w->made);
-	free(w->coll);
+	config_release(&w->cfg);
 	free(w->b);
 	memset(w, 0, sizeof(*w));
 }
@@ -36,16 +30,13 @@ whatif_header(struct whatif *w, const struct kg_header *h)
 {
 	size_t i, len = 1;
 
-	w->edited = 0;
-	w->nc = 0;
+	config_header(&w->cfg, h);
+	w->edited = w->cfg.edited;
+	w->cfg.groups = w->edited; /* the degrees only for a prediction */
 	w->shown = 0;
-	w->maxly = w->maxmb = w->maxst = -1;
-	w->nranks = h->nranks > 0 ? (int64_t)h->nranks : 1;
-	w->world = h->world;
-	for (i = 0; i < h->ntools; i++) {
+	w->nranks = w->cfg.nranks;
+	for (i = 0; i < h->ntools; i++)
 		len += strlen(h->tools[i]) + 3;
-		w->edited |= is_edit(h->tools[i]);
-	}
 	free(w->made);
 	w->made = xmalloc(len);
 	w->made[0] = '\0';
@@ -59,49 +50,29 @@ whatif_header(struct whatif *w, const struct kg_header *h)
 void
 whatif_task(struct whatif *w, const struct kg_task *t)
 {
-	if (t->layer > w->maxly)
-		w->maxly = t->layer;
-	if (t->mb > w->maxmb)
-		w->maxmb = t->mb;
-	if (t->stage > w->maxst)
-		w->maxst = t->stage;
-	if (w->edited && t->kind == KG_COLL && t->pgr != KG_NONE)
-		VEC_PUSH(w->coll, w->nc, w->capc, *t);
+	config_task(&w->cfg, t);
 }
 
 /* The configuration an edited graph carries, as one text line. */
 static void
 config_text(struct whatif *w, const struct kg_reader *r)
 {
-	struct pgroups pg;
-	const struct kg_task **c = xmalloc((w->nc + 1) * sizeof(*c));
-	uint32_t *grp = xmalloc((w->nc + 1) * sizeof(*grp));
-	size_t i;
+	struct config *c = &w->cfg;
 
-	pgroups_init(&pg, 8);
-	for (i = 0; i < w->nc; i++) {
-		const char *s = kg_str(r, w->coll[i].pgr);
-
-		c[i] = &w->coll[i];
-		grp[i] = s != NULL ? pgroups_of(&pg, w->coll[i].pgr, s) : UINT32_MAX;
-	}
-	pgroups_classify(&pg, c, grp, w->nc);
-	printf("  configuration: %lld rank%s", (long long)w->nranks, w->nranks == 1 ? "" : "s");
-	if (w->world > 0 && w->world != w->nranks)
-		printf(" (of %lld)", (long long)w->world);
-	if (pg.dp > 0)
-		printf(", dp %lld", (long long)pg.dp);
-	printf(", tp %lld", (long long)pg.tp);
-	if (w->maxst >= 0)
-		printf(", pp %lld", (long long)w->maxst + 1);
-	if (w->maxly >= 0)
-		printf(", %lld layers", (long long)w->maxly + 1);
-	if (w->maxmb >= 0)
-		printf(", %lld micro-batches", (long long)w->maxmb + 1);
+	config_finish(c, r);
+	printf("  configuration: %lld rank%s", (long long)c->nranks, c->nranks == 1 ? "" : "s");
+	if (c->world > 0 && c->world != c->nranks)
+		printf(" (of %lld)", (long long)c->world);
+	if (c->dp > 0)
+		printf(", dp %lld", (long long)c->dp);
+	printf(", tp %lld", (long long)c->tp);
+	if (c->pp > 0)
+		printf(", pp %lld", (long long)c->pp);
+	if (c->layers > 0)
+		printf(", %lld layers", (long long)c->layers);
+	if (c->mbs > 0)
+		printf(", %lld micro-batches", (long long)c->mbs);
 	printf("; GPU and network: not recorded in the graph\n");
-	pgroups_release(&pg);
-	free(c);
-	free(grp);
 }
 
 void

@@ -14,8 +14,8 @@
 
 #include <stdint.h>
 
+#include "config.h"
 #include "kg.h"
-#include "pgroup.h"
 
 /* The numbers of one view (measured or simulated) of one iteration. */
 struct view {
@@ -45,9 +45,8 @@ struct whatif {
 	/* the section */
 	int edited;              /* a what-if tool edited the graph */
 	char *made;              /* the header's tools, joined */
-	int64_t nranks, maxly, maxmb, maxst, world;
-	struct kg_task *coll;    /* its collectives (edited graphs) */
-	size_t nc, capc;
+	int64_t nranks;
+	struct config cfg;       /* what the graph tells of its configuration */
 	int shown;               /* the table's layout printed for this section */
 	int layout;              /* the text layout last printed: 0 none, 1 measured, 2 predicted */
 	/* --base */

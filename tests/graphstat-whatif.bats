@@ -108,6 +108,10 @@ setup() {
 	run -0 --separate-stderr graphstat --base base.kg pp4.kg
 	[ "${lines[0]}" = "prediction: a graph made by kineto2graph 0.1 | graph-deps 0.1 | graph-scale-pp 0.1 | graphsim 0.1" ]
 	[ "${lines[1]}" = "  configuration: 16 ranks, dp 2, tp 2, pp 4, 4 layers, 4 micro-batches; GPU and network: not recorded in the graph" ]
+	# the collectives' last ranks, simulated, with no "measured" one
+	grep -q '^  collectives across ranks: ' <<< "$output"
+	grep -q ' last: rank [0-9]*  waited: ' <<< "$output"
+	[[ $output != *"(measured: rank"* ]]
 	# each job row's change is its time against the base job's, by awk
 	graphstat --csv base.kg | awk -F, '$1 == "job" { print $2, $4 }' > b
 	graphstat --csv --base base.kg pp4.kg | awk -F, '$1 == "job" { print $2, $4, $17, $18 }' > p

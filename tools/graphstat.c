@@ -386,6 +386,7 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 		print_row(o->fmt, o->wi, &jobs[k], header);
 	if (o->fmt != F_TEXT || o->wi->collect)
 		goto out;
+	s->colls.predicted = o->wi->edited;
 	colls_text(&s->colls, r, o->top);
 	if (o->top > 0)
 		colls_comm(&s->colls, NULL, NULL, 1);

@@ -58,6 +58,7 @@ struct colls {
 	struct cmember *mem;
 	size_t nmem, capmem;
 	int sim;
+	int predicted;              /* an edited graph: its traced times measure nothing */
 };
 
 void colls_reset(struct colls *c);

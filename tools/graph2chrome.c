@@ -4,8 +4,8 @@
  * rank and view (measured, simulated), a track per thread and stream, a
  * complete event per task with what the graph knows of it in its args,
  * flow arrows for launches and for the waits of collectives across
- * ranks, and metadata naming each section's source and the tools that
- * made it.
+ * ranks, and metadata naming each section's source, the tools that made
+ * it, the edits among them and the configuration it tells.
  *
  * A task's times come at the end of its section (the `sim` record), so
  * each task's event is written in two halves: what the task record says
@@ -14,8 +14,9 @@
  * order, behind the times of the view asked for.
  *
  * State: one section at a time: 24 bytes a task, 8 bytes a launch or
- * rank edge, and the reader's string table and simulated times; the
- * spool file on disk holds the section's args text.
+ * rank edge, a copy of each collective's record (common/config), the
+ * section's strings escaped, and the reader's string table and simulated
+ * times; the spool file on disk holds the section's args text.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -370,10 +371,16 @@ write_view(struct run *R, const struct kg_reader *r, int sim, const int64_t *ran
 {
 	FILE *f = R->out;
 	int64_t off = sim ? 0 : R->off;
+	int64_t *pidp = xmalloc((R->np + 1) * sizeof(*pidp)); /* each processor's pid */
 	size_t i, k;
 
-#define PID(p) (pidv[(int64_t *)bsearch(&(int64_t){ proc_rank(R, p) }, ranks, nranks, \
-    sizeof(*ranks), cmp_i64) - ranks])
+	for (i = 0; i < R->np; i++) {
+		int64_t rk = proc_rank(R, (uint32_t)i);
+		const int64_t *at = bsearch(&rk, ranks, nranks, sizeof(*ranks), cmp_i64);
+
+		pidp[i] = pidv[at - ranks];
+	}
+#define PID(p) pidp[p]
 	for (k = 0; k < nranks; k++) {
 		sep(R);
 		fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%lld,\"args\":{\"name\":\"",
@@ -410,6 +417,7 @@ write_view(struct run *R, const struct kg_reader *r, int sim, const int64_t *ran
 	}
 	if (fseek(R->spool, 0, SEEK_SET) != 0) {
 		errmsg("spool file: %s", strerror(errno));
+		free(pidp);
 		return -1;
 	}
 	for (i = 0; i < R->n; i++) {
@@ -419,6 +427,7 @@ write_view(struct run *R, const struct kg_reader *r, int sim, const int64_t *ran
 
 		if (len <= 0) {
 			errmsg("spool file: %s", ferror(R->spool) ? strerror(errno) : "short read");
+			free(pidp);
 			return -1;
 		}
 		sep(R);
@@ -505,6 +514,7 @@ write_view(struct run *R, const struct kg_reader *r, int sim, const int64_t *ran
 		free(last);
 	}
 #undef PID
+	free(pidp);
 	return 0;
 }
 

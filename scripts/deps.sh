@@ -4,10 +4,14 @@
 set -eu
 
 pkgs="gcc make pkg-config libmsgpack-dev libzstd-dev libxxhash-dev \
-libyajl-dev zlib1g-dev bats jq python3 perl zstd mandoc xxhash"
-# `deps.sh fuzz` (make fuzz-deps): clang and its libFuzzer for make fuzz.
+libyajl-dev zlib1g-dev bats jq python3 perl zstd mandoc xxhash librsvg2-bin"
+# `deps.sh fuzz` (make fuzz-deps): clang and its libFuzzer for make fuzz;
+# `deps.sh viewer`: Chromium and Node.js for the viewer test
+# (tests/viewer.bats; .ci/run installs them, the demo does not need them).
 if [ "${1:-}" = fuzz ]; then
 	pkgs="clang libclang-rt-14-dev"
+elif [ "${1:-}" = viewer ]; then
+	pkgs="chromium nodejs"
 fi
 
 missing=

@@ -41,9 +41,10 @@ ran() { awk '$1 == "run" { print $2 }' work/steps.log | sort; }
 hits() { awk '$1 == "hit" { print $2 }' work/steps.log | sort; }
 key_of() { awk -v l="$1" '$2 == l { k = $3 } END { print k }' work/steps.log; }
 
-# The job rows of graphstat --csv for a graph stream, prefixed by PREFIX.
+# The job rows of graphstat --csv for a graph stream, prefixed by PREFIX,
+# against base.kg (the sweep's --base).
 job_rows() { # PREFIX
-	graphsim | graphstat --csv | awk -F, -v p="$1" '$1 == "job" { print p "," $0 }'
+	graphsim | graphstat --csv --base base.kg | awk -F, -v p="$1" '$1 == "job" { print p "," $0 }'
 }
 
 @test "pipelines: a DP sweep with -j2 gives the job rows of every point, as the pipeline run by hand does" {
@@ -103,7 +104,7 @@ job_rows() { # PREFIX
 	[ "${#lines[@]}" -eq 3 ]
 	[ "${lines[0]}" = "graph-scale-dp --net 50,5 4 $(cat work/ref/base.ref)" ]
 	[ "${lines[1]}" = "graphsim $(cat work/ref/base-dp4.ref)" ]
-	[ "${lines[2]}" = "graphstat --csv" ]
+	[ "${lines[2]}" = "graphstat --csv --base $(cat work/ref/base.ref)" ]
 	[ "$(cut -d, -f1 sweep.csv | uniq | tr '\n' ' ')" = "dp 2 4 " ]
 }
 
@@ -210,11 +211,12 @@ job_rows() { # PREFIX
 	[ ! -e calls ]
 	[ "$(hits | tr '\n' ' ')" = "base base-layers dp2-pp2-l4 " ]
 	[ "$(cut -d, -f1-5 sweep.csv | tail -1)" = "2,2,4,job,11" ]
-	# Another name is another key.
+	# Another name is another key: the base's, and the point's stats,
+	# which name the base's graph (graphstat --base CACHE/KEY.kg)
 	mv job/rank-7.json.gz job/rank-7.trace.json.gz
 	: > work/steps.log
 	sweep BIN="$PWD/tools" BASE="$PWD/job"
-	[ "$(ran | tr '\n' ' ')" = "base " ]
+	[ "$(ran | tr '\n' ' ')" = "base dp2-pp2-l4 " ]
 }
 
 @test "pipelines: a DP axis on a base whose traces do not tell its degree asks for BASE_DP" {
@@ -288,7 +290,8 @@ job_rows() { # PREFIX
 	# 8 ranks and the job, 2 iterations each
 	[ "$(wc -l < sweep.csv)" -eq 19 ]
 	tracegen --preset tiny --jobs 1 -d job
-	kineto2graph job/*.json.gz | graph-deps --merge | graphsim | graphstat --csv |
+	kineto2graph job/*.json.gz | graph-deps --merge > base.kg
+	graphsim base.kg | graphstat --csv --base base.kg |
 	    awk 'NR > 1 { print "2,2,4," $0 }' > expected
 	[ "$(tail -n +2 sweep.csv)" = "$(cat expected)" ]
 }

@@ -363,3 +363,44 @@ cli_links(int link, const char *arg, struct comm_given *g, const char *usage)
 	}
 	return 0;
 }
+
+void
+json_str(FILE *f, const char *s, size_t len)
+{
+	size_t i;
+
+	putc('"', f);
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\') {
+			putc('\\', f);
+			putc(c, f);
+		} else if (c == '\n') {
+			fputs("\\n", f);
+		} else if (c == '\t') {
+			fputs("\\t", f);
+		} else if (c < 0x20 || c == 0x7f) {
+			fprintf(f, "\\u%04x", c);
+		} else if (c < 0x80) {
+			putc(c, f);
+		} else {
+			/* Pass valid UTF-8 through; anything else becomes U+FFFD. */
+			size_t n = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+			size_t k;
+
+			if (n == 0 || i + n > len)
+				n = 0;
+			for (k = 1; k < n; k++)
+				if (((unsigned char)s[i + k] & 0xc0) != 0x80)
+					n = 0;
+			if (n == 0) {
+				fputs("\\ufffd", f);
+			} else {
+				fwrite(s + i, 1, n, f);
+				i += n - 1;
+			}
+		}
+	}
+	putc('"', f);
+}

@@ -88,6 +88,12 @@ void gin_close(struct gin *g);
  */
 int cli_links(int link, const char *arg, struct comm_given *g, const char *usage);
 
+/*
+ * s[0..len) as a JSON string, quoted and escaped, on f; bytes that are
+ * not valid UTF-8 become U+FFFD.
+ */
+void json_str(FILE *f, const char *s, size_t len);
+
 /* Close stdout checking for write errors (text tools); 0 or 1. */
 int close_stdout(void);
 

@@ -25,47 +25,6 @@ static const char help[] =
     "\n"
     "With no FILE, or FILE -, read standard input. See graphcat(1).\n";
 
-static void
-put_str(const char *s, size_t len)
-{
-	size_t i;
-
-	putchar('"');
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '"' || c == '\\') {
-			putchar('\\');
-			putchar(c);
-		} else if (c == '\n') {
-			fputs("\\n", stdout);
-		} else if (c == '\t') {
-			fputs("\\t", stdout);
-		} else if (c < 0x20 || c == 0x7f) {
-			printf("\\u%04x", c);
-		} else if (c < 0x80) {
-			putchar(c);
-		} else {
-			/* Pass valid UTF-8 through; anything else becomes U+FFFD. */
-			size_t n = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
-			size_t k;
-
-			if (n == 0 || i + n > len)
-				n = 0;
-			for (k = 1; k < n; k++)
-				if (((unsigned char)s[i + k] & 0xc0) != 0x80)
-					n = 0;
-			if (n == 0) {
-				fputs("\\ufffd", stdout);
-			} else {
-				fwrite(s + i, 1, n, stdout);
-				i += n - 1;
-			}
-		}
-	}
-	putchar('"');
-}
-
 /* Keys that hold string ids, by record type. */
 static int
 is_str_key(int type, const struct mp_val *k)
@@ -115,7 +74,7 @@ put_val(struct mp *c, const struct kg_reader *r, int type)
 		break;
 	case MP_STR:
 	case MP_BIN:
-		put_str(v.s, v.n);
+		json_str(stdout, v.s, v.n);
 		break;
 	case MP_ARRAY:
 		putchar('[');
@@ -140,7 +99,7 @@ put_val(struct mp *c, const struct kg_reader *r, int type)
 			if (r != NULL && mp_next(&k, &kv) == 0 && kv.type == MP_STR &&
 			    is_str_key(type, &kv) && mp_next(&k, &x) == 0 && x.type == MP_UINT &&
 			    x.u < UINT32_MAX && (s = kg_str(r, (uint32_t)x.u)) != NULL) {
-				put_str(s, strlen(s));
+				json_str(stdout, s, strlen(s));
 				*c = k;
 			} else {
 				put_val(c, NULL, 0);

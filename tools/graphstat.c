@@ -29,11 +29,13 @@
 #include "cli.h"
 #include "commkern.h"
 #include "colls.h"
+#include "critical.h"
+#include "report.h"
 #include "kg.h"
 #include "util.h"
 
 static const char usage[] =
-    "graphstat [--json | --csv] [--util FILE] [--colls FILE] [--comm FILE] "
+    "graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE] [--colls FILE] [--comm FILE] "
     "[--gpus-per-node N] [--top N] [FILE ...]";
 
 static const char help[] =
@@ -42,6 +44,8 @@ static const char help[] =
     "\n"
     "      --json        one JSON object per (rank, iteration) line\n"
     "      --csv         one CSV row per (rank, iteration), with a header\n"
+    "      --critical    report each iteration's critical path instead\n"
+    "      --base FILE   compare each iteration's time with the graph stream FILE's\n"
     "      --util FILE   write the 1 ms utilization series to FILE as CSV\n"
     "      --colls FILE  write each collective's waits per rank (job sections) as CSV\n"
     "      --comm FILE   write each collective's transfer time against the fitted\n"
@@ -56,10 +60,10 @@ static const char help[] =
 #define WINDOW 1000000 /* ns: utilization windows */
 #define UTIL_SERIES_MAX 1000000 /* windows of one view written by --util: 1000 s */
 
-enum fmt { F_TEXT, F_JSON, F_CSV };
-
 struct opts {
 	int fmt;
+	int critical;
+	struct whatif *wi; /* the what-if report, and the --base rows */
 	const char *util, *colls, *comm;
 	int top;
 	int64_t gpus_per_node;
@@ -67,21 +71,6 @@ struct opts {
 
 struct iv {
 	int64_t a, b;
-};
-
-/* The numbers of one view (measured or simulated) of one iteration. */
-struct view {
-	int64_t start, end, span;
-	int64_t comp, comm, over, other; /* exposed compute, exposed comm, overlapped */
-	double util;                     /* mean of the 1 ms windows */
-};
-
-#define JOB INT64_MIN /* row.rank of a job's row */
-
-struct row {
-	int64_t rank, iter;
-	int sim;
-	struct view m, s;
 };
 
 static int
@@ -183,6 +172,7 @@ struct section {
 	int64_t *expo;
 	size_t capexpo;
 	struct colls colls; /* a job section's collectives */
+	struct crit crit;   /* with --critical: durations and edges */
 };
 
 static int
@@ -347,98 +337,6 @@ view(struct section *s, const struct stask *t, size_t n, int simv, struct view *
 	return 0;
 }
 
-static double
-pct(int64_t sim, int64_t meas, int64_t base)
-{
-	double v = base ? 100.0 * (double)(sim - meas) / (double)base : 0;
-
-	return v > -5e-5 && v < 5e-5 ? 0 : v; /* no "-0.0000" */
-}
-
-static void
-print_row(const struct opts *o, const struct row *r, int *header)
-{
-	const struct view *v = r->sim ? &r->s : &r->m;
-
-	if (o->fmt == F_CSV) {
-		if (!*header) {
-			printf("rank,iteration,measured_ns,simulated_ns,error_pct,"
-			    "exposed_compute_ns,overlapped_ns,exposed_comm_ns,other_ns,"
-			    "measured_exposed_compute_ns,measured_overlapped_ns,"
-			    "measured_exposed_comm_ns,measured_other_ns,"
-			    "measured_util,simulated_util\n");
-			*header = 1;
-		}
-		if (r->rank == JOB)
-			printf("job,%lld,%lld,", (long long)r->iter, (long long)r->m.span);
-		else
-			printf("%lld,%lld,%lld,", (long long)r->rank, (long long)r->iter,
-			    (long long)r->m.span);
-		if (r->sim)
-			printf("%lld,%.4f,", (long long)r->s.span, pct(r->s.span, r->m.span, r->m.span));
-		else
-			printf(",,");
-		printf("%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%.4f,", (long long)v->comp,
-		    (long long)v->over, (long long)v->comm, (long long)v->other,
-		    (long long)r->m.comp, (long long)r->m.over, (long long)r->m.comm,
-		    (long long)r->m.other, r->m.util);
-		if (r->sim)
-			printf("%.4f\n", r->s.util);
-		else
-			printf("\n");
-	} else if (o->fmt == F_JSON) {
-		if (r->rank == JOB)
-			printf("{\"rank\":\"job\",\"iteration\":%lld,\"measured_ns\":%lld,",
-			    (long long)r->iter, (long long)r->m.span);
-		else
-			printf("{\"rank\":%lld,\"iteration\":%lld,\"measured_ns\":%lld,",
-			    (long long)r->rank, (long long)r->iter, (long long)r->m.span);
-		if (r->sim)
-			printf("\"simulated_ns\":%lld,\"error_pct\":%.4f,", (long long)r->s.span,
-			    pct(r->s.span, r->m.span, r->m.span));
-		else
-			printf("\"simulated_ns\":null,\"error_pct\":null,");
-		printf("\"exposed_compute_ns\":%lld,\"overlapped_ns\":%lld,"
-		    "\"exposed_comm_ns\":%lld,\"other_ns\":%lld,", (long long)v->comp,
-		    (long long)v->over, (long long)v->comm, (long long)v->other);
-		printf("\"measured\":{\"exposed_compute_ns\":%lld,\"overlapped_ns\":%lld,"
-		    "\"exposed_comm_ns\":%lld,\"other_ns\":%lld,\"util\":%.4f}",
-		    (long long)r->m.comp, (long long)r->m.over, (long long)r->m.comm,
-		    (long long)r->m.other, r->m.util);
-		if (r->sim)
-			printf(",\"simulated\":{\"exposed_compute_ns\":%lld,\"overlapped_ns\":%lld,"
-			    "\"exposed_comm_ns\":%lld,\"other_ns\":%lld,\"util\":%.4f}",
-			    (long long)r->s.comp, (long long)r->s.over, (long long)r->s.comm,
-			    (long long)r->s.other, r->s.util);
-		printf("}\n");
-	} else {
-		if (!*header) {
-			printf("%-5s %-9s %10s %10s %7s | %9s %9s %9s %9s | %5s\n", "rank", "iter",
-			    "meas ms", "sim ms", "err %", "exp.comp", "overlap", "exp.comm",
-			    "other", "util");
-			*header = 1;
-		}
-		if (r->rank == JOB)
-			printf("%-5s %-9lld %10.3f ", "job", (long long)r->iter, (double)r->m.span / 1e6);
-		else
-			printf("%-5lld %-9lld %10.3f ", (long long)r->rank, (long long)r->iter,
-			    (double)r->m.span / 1e6);
-		if (r->sim)
-			printf("%10.3f %+7.2f", (double)r->s.span / 1e6,
-			    pct(r->s.span, r->m.span, r->m.span));
-		else
-			printf("%10s %7s", "-", "-");
-		printf(" | %9.3f %9.3f %9.3f %9.3f | %4.0f%%\n", (double)v->comp / 1e6,
-		    (double)v->over / 1e6, (double)v->comm / 1e6, (double)v->other / 1e6,
-		    100 * (r->sim ? r->s.util : r->m.util));
-		if (r->sim)
-			printf("%-5s %-9s %10s %10s %7s | %+9.2f %+9.2f %+9.2f %+9.2f | (err, %% of span)\n",
-			    "", "", "", "", "", pct(r->s.comp, r->m.comp, r->m.span),
-			    pct(r->s.over, r->m.over, r->m.span), pct(r->s.comm, r->m.comm, r->m.span),
-			    pct(r->s.other, r->m.other, r->m.span));
-	}
-}
-
 struct rank_kernel {
 	int64_t t;
 	uint32_t name;
@@ -454,18 +352,45 @@ cmp_rk(const void *a, const void *b)
 	return x->name < y->name ? -1 : x->name > y->name;
 }
 
+/* The `top` kernels of expo[0..nstr) under a heading that says their scope. */
+static void
+print_top(const struct kg_reader *r, const int64_t *expo, int top, const char *scope)
+{
+	size_t i, nk = 0, nstr = r->nstr;
+	struct rank_kernel *rk = xmalloc((nstr + 1) * sizeof(*rk));
+
+	for (i = 0; i < nstr; i++)
+		if (expo[i] > 0)
+			rk[nk].t = expo[i], rk[nk++].name = (uint32_t)i;
+	if (nk > 1)
+		qsort(rk, nk, sizeof(*rk), cmp_rk);
+	if (nk > 0)
+		printf("  most exposed kernels (%s):\n", scope);
+	for (i = 0; i < nk && i < (size_t)top; i++)
+		printf("  %10.3f ms  %.100s\n", (double)rk[i].t / 1e6, kg_str(r, rk[i].name));
+	free(rk);
+}
+
 static void
 report_section(const struct opts *o, struct section *s, const struct kg_reader *r,
     FILE *util, int *header)
 {
-	size_t i, j, k, nj = 0, capj = 0;
+	size_t i, j, k, nj = 0, capj = 0, nrows = 0;
 	size_t nstr = r->nstr;
 	struct row *jobs = NULL;
+	/* exposed time per kernel: of each row (rexpo), summed over a rank's
+	 * rows (s->expo), and of each job iteration's slowest rank (jexpo) */
+	int tops = o->fmt == F_TEXT && o->top > 0 && !o->wi->collect;
+	int64_t *rexpo = NULL, *jexpo = NULL, *jrank = NULL, last_iter = -1;
+	char scope[128];
 
+	whatif_text(o->wi, r, o->fmt);
 	if (s->n > 1)
 		qsort(s->t, s->n, sizeof(*s->t), cmp_task_it);
 	grow(&s->expo, &s->capexpo, nstr + 1, sizeof(*s->expo));
 	memset(s->expo, 0, (nstr + 1) * sizeof(*s->expo));
+	if (tops)
+		rexpo = xmalloc((nstr + 1) * sizeof(*rexpo));
 	for (i = 0; i < s->n; i = j) {
 		struct row row;
 
@@ -475,12 +400,19 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 		row.rank = s->t[i].rank;
 		row.iter = s->t[i].it;
 		row.sim = s->sim;
-		if (view(s, s->t + i, j - i, 0, &row.m, s->sim ? NULL : s->expo, util, row.rank,
+		if (rexpo != NULL)
+			memset(rexpo, 0, (nstr + 1) * sizeof(*rexpo));
+		if (view(s, s->t + i, j - i, 0, &row.m, s->sim ? NULL : rexpo, util, row.rank,
 		    row.iter) < 0)
 			continue; /* nothing on the main thread: not an iteration to report */
 		if (s->sim)
-			view(s, s->t + i, j - i, 1, &row.s, s->expo, util, row.rank, row.iter);
-		print_row(o, &row, header);
+			view(s, s->t + i, j - i, 1, &row.s, rexpo, util, row.rank, row.iter);
+		print_row(o->fmt, o->wi, &row, header);
+		nrows++;
+		last_iter = row.iter;
+		if (rexpo != NULL && !s->job)
+			for (k = 0; k < nstr; k++)
+				s->expo[k] += rexpo[k];
 		if (s->job) {
 			/* the job's row: its slowest rank, measured and simulated */
 			for (k = 0; k < nj && jobs[k].iter != row.iter; k++)
@@ -489,6 +421,16 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 				grow(&jobs, &capj, nj + 1, sizeof(*jobs));
 				jobs[nj++] = row;
 				jobs[k].rank = JOB;
+				if (rexpo != NULL) {
+					jexpo = xrealloc(jexpo, nj * (nstr + 1) * sizeof(*jexpo));
+					jrank = xrealloc(jrank, nj * sizeof(*jrank));
+					jrank[k] = -2;
+				}
+			}
+			if (rexpo != NULL && (jrank[k] == -2 ||
+			    (s->sim ? row.s.span > jobs[k].s.span : row.m.span > jobs[k].m.span))) {
+				memcpy(jexpo + k * (nstr + 1), rexpo, (nstr + 1) * sizeof(*rexpo));
+				jrank[k] = row.rank;
 			}
 			if (row.m.span > jobs[k].m.span)
 				jobs[k].m = row.m;
@@ -497,10 +439,10 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 		}
 	}
 	for (k = 0; k < nj; k++)
-		print_row(o, &jobs[k], header);
-	free(jobs);
-	if (o->fmt != F_TEXT)
-		return;
+		print_row(o->fmt, o->wi, &jobs[k], header);
+	if (o->fmt != F_TEXT || o->wi->collect)
+		goto out;
+	s->colls.predicted = o->wi->edited;
 	colls_text(&s->colls, r, o->top);
 	if (o->top > 0)
 		colls_comm(&s->colls, NULL, NULL, 1);
@@ -513,22 +455,33 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 	}
 	if (s->net[0] != '\0')
 		printf("  %s\n", s->net);
-	if (o->top > 0) {
-		struct rank_kernel *rk = xmalloc((nstr + 1) * sizeof(*rk));
-		size_t nk = 0;
+	if (tops && s->job) {
+		for (k = 0; k < nj; k++) {
+			snprintf(scope, sizeof(scope), "%s; rank %lld, iteration %lld: the job's slowest rank",
+			    s->sim ? "simulated" : "measured", (long long)jrank[k], (long long)jobs[k].iter);
+			print_top(r, jexpo + k * (nstr + 1), o->top, scope);
+		}
+	} else if (tops && nrows > 0) {
+		char rk[32], it[32];
 
-		for (i = 0; i < nstr; i++)
-			if (s->expo[i] > 0)
-				rk[nk].t = s->expo[i], rk[nk++].name = (uint32_t)i;
-		if (nk > 1)
-			qsort(rk, nk, sizeof(*rk), cmp_rk);
-		if (nk > 0)
-			printf("  most exposed kernels (%s, all iterations):\n",
-			    s->sim ? "simulated" : "measured");
-		for (i = 0; i < nk && i < (size_t)o->top; i++)
-			printf("  %10.3f ms  %.100s\n", (double)rk[i].t / 1e6, kg_str(r, rk[i].name));
-		free(rk);
+		snprintf(rk, sizeof(rk), s->rank >= 0 ? "%lld" : "-", (long long)s->rank);
+		snprintf(it, sizeof(it), last_iter >= 0 ? "%lld" : "-", (long long)last_iter);
+		if (nrows > 1) {
+			for (k = 0; k < nstr; k++)
+				s->expo[k] /= (int64_t)nrows;
+			snprintf(scope, sizeof(scope), "%s; rank %s, per iteration: the mean of %zu",
+			    s->sim ? "simulated" : "measured", rk, nrows);
+		} else {
+			snprintf(scope, sizeof(scope), "%s; rank %s, iteration %s",
+			    s->sim ? "simulated" : "measured", rk, it);
+		}
+		print_top(r, s->expo, o->top, scope);
 	}
+out:
+	free(jobs);
+	free(rexpo);
+	free(jexpo);
+	free(jrank);
 }
 
 static int
@@ -550,6 +503,8 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 			s.rank = in.rec.header.rank;
 			s.job = in.rec.header.nranks > 0;
 			colls_reset(&s.colls);
+			whatif_header(o->wi, &in.rec.header);
+			crit_reset(&s.crit);
 			s.colls.gpus_per_node = o->gpus_per_node;
 			s.sim = 0;
 			kg_cov_release(&s.cov);
@@ -598,6 +553,9 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 			if (in.rec.task.kind == KG_COLL)
 				colls_task(&s.colls, in.rec.task.id, in.rec.task.coll, in.rec.task.bytes,
 				    in.rec.task.dur);
+			if (o->critical)
+				crit_task(&s.crit, in.rec.task.dur);
+			whatif_task(o->wi, &in.rec.task);
 			x.proc = in.rec.task.proc;
 			x.name = in.rec.task.name;
 			x.kind = (uint8_t)in.rec.task.kind;
@@ -615,6 +573,8 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 		case KG_R_EDGE:
 			if (in.rec.edge.kind == KG_E_RANK)
 				colls_edge(&s.colls, in.rec.edge.src, in.rec.edge.dst);
+			if (o->critical)
+				crit_edge(&s.crit, &in.rec.edge);
 			break;
 		case KG_R_COV:
 			for (size_t i = 0; i < in.rec.cov.n; i++)
@@ -635,6 +595,12 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 			}
 			if (s.n == 0)
 				s.sim = 0;
+			if (o->critical && !o->wi->collect) {
+				crit_report(&s.crit, s.t, s.n, s.sim, s.pmain, s.pkind, s.job, &in.r,
+				    o->fmt == F_JSON ? CRIT_JSON : o->fmt == F_CSV ? CRIT_CSV : CRIT_TEXT,
+				    o->top, header);
+				break;
+			}
 			colls_build(&s.colls, s.t, s.n, s.sim);
 			report_section(o, &s, &in.r, util, header);
 			if (colls != NULL)
@@ -652,6 +618,7 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 	free(s.pmain);
 	free(s.prank);
 	colls_release(&s.colls);
+	crit_release(&s.crit);
 	free(s.a);
 	free(s.b);
 	free(s.u);
@@ -692,6 +659,8 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'J' },
 		{ "csv", no_argument, NULL, 'C' },
+		{ "critical", no_argument, NULL, 'P' },
+		{ "base", required_argument, NULL, 'B' },
 		{ "util", required_argument, NULL, 'U' },
 		{ "colls", required_argument, NULL, 'K' },
 		{ "comm", required_argument, NULL, 'M' },
@@ -702,12 +671,15 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct opts o;
+	struct whatif wi;
 	FILE *util = NULL, *colls = NULL, *comm = NULL;
 	int c, i, rc = 0, header = 0, cheader = 0, mheader = 0;
 	int64_t v;
 
 	cli_init("graphstat");
 	memset(&o, 0, sizeof(o));
+	whatif_init(&wi);
+	o.wi = &wi;
 	o.top = 10;
 	o.gpus_per_node = 8;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -719,6 +691,12 @@ main(int argc, char **argv)
 				usage_exit(usage);
 			}
 			o.fmt = c == 'J' ? F_JSON : F_CSV;
+			break;
+		case 'P':
+			o.critical = 1;
+			break;
+		case 'B':
+			wi.base = optarg;
 			break;
 		case 'U':
 			o.util = optarg;
@@ -758,6 +736,16 @@ main(int argc, char **argv)
 	    (o.colls != NULL && (colls = side_open(o.colls)) == NULL) ||
 	    (o.comm != NULL && (comm = side_open(o.comm)) == NULL))
 		return 1;
+	if (wi.base != NULL) { /* the base's rows first, kept, nothing printed */
+		int h = 0, ch = 0, mh = 0;
+
+		wi.collect = 1;
+		if (process(&o, wi.base, NULL, NULL, NULL, &h, &ch, &mh) != 0) {
+			whatif_release(&wi);
+			return 1;
+		}
+		wi.collect = 0;
+	}
 	if (util != NULL)
 		fprintf(util, "rank,iteration,view,window_ms,busy\n");
 	if (argc == 0)
@@ -768,6 +756,7 @@ main(int argc, char **argv)
 		colls_csv(&(struct colls){ 0 }, NULL, colls, &cheader);
 	if (comm != NULL && !mheader)
 		colls_comm(&(struct colls){ 0 }, comm, &mheader, 0);
+	whatif_release(&wi);
 	rc |= side_close(util, o.util);
 	rc |= side_close(colls, o.colls);
 	rc |= side_close(comm, o.comm);

@@ -214,7 +214,7 @@ colls_text(const struct colls *c, const struct kg_reader *r, int top)
 
 		printf("  %10.3f ms  iter %lld  last: rank %lld", (double)(c->sim ? g->stotal : g->mtotal) / 1e6,
 		    (long long)g->it, (long long)(c->sim ? g->slast : g->mlast));
-		if (c->sim)
+		if (c->sim && !c->predicted)
 			printf(" (measured: rank %lld)", (long long)g->mlast);
 		m = xmalloc(g->nm * sizeof(*m));
 		memcpy(m, c->mem + g->m0, g->nm * sizeof(*m));
@@ -230,7 +230,7 @@ colls_text(const struct colls *c, const struct kg_reader *r, int top)
 	free(ord);
 }
 
-static void
+void
 csv_str(FILE *f, const char *s)
 {
 	fputc('"', f);

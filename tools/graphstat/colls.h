@@ -58,6 +58,7 @@ struct colls {
 	struct cmember *mem;
 	size_t nmem, capmem;
 	int sim;
+	int predicted;              /* an edited graph: its traced times measure nothing */
 };
 
 void colls_reset(struct colls *c);
@@ -79,5 +80,7 @@ void colls_csv(const struct colls *c, const struct kg_reader *r, FILE *f, int *h
  * collective, observed against fitted.
  */
 void colls_comm(const struct colls *c, FILE *f, int *header, int text);
+/* s as a CSV field: quoted, quotes doubled. */
+void csv_str(FILE *f, const char *s);
 
 #endif

@@ -1,0 +1,50 @@
+#!/usr/bin/env bats
+# graph2chrome's export opened by a real viewer: speedscope (npm, in
+# tests/viewer/node_modules: `npm ci --prefix tests/viewer`) under
+# headless Chromium (Debian's chromium), driven by playwright-core
+# (tests/viewer/speedscope.js). .ci/run installs both; elsewhere the
+# tests skip, saying what is missing.
+
+load helpers
+
+VIEWER="$ROOT/tests/viewer"
+
+need_viewer() {
+	command -v node > /dev/null || skip "no node (apt-get install nodejs)"
+	[ -x "${CHROMIUM:-/usr/bin/chromium}" ] || skip "no chromium (apt-get install chromium)"
+	[ -d "$VIEWER/node_modules/speedscope" ] && [ -d "$VIEWER/node_modules/playwright-core" ] ||
+		skip "no speedscope or playwright-core (npm ci --prefix tests/viewer)"
+}
+
+# Each track with events (a thread or stream of a rank) is a profile in
+# speedscope; jq counts them in the export.
+tracks() {
+	jq '[.traceEvents[] | select(.ph == "X") | [.pid, .tid]] | unique | length' "$1"
+}
+
+@test "viewer: speedscope opens a simulated job's export with a profile per track, and draws it" {
+	need_viewer
+	need_traces
+	kineto2graph -q "$TRACES"/param_dlrm_8rank_v100/kineto/*.json.gz | graph-deps --merge 2> /dev/null |
+		graphsim | graph2chrome -o job.json
+	run -0 --separate-stderr node "$VIEWER/speedscope.js" job.json shot.png
+	[ "$output" = "$(tracks job.json) job.json - speedscope" ]
+	# 8 ranks, each with a main thread, a second thread and 4 streams,
+	# all of which have tasks
+	[ "$(tracks job.json)" -eq 48 ]
+	# the screenshot is the 1200x700 viewport, drawn: the flame chart's
+	# colours and anti-aliased labels make hundreds of pixel values
+	read -r w h colours < <("$ROOT/tests/tools/pngstat" shot.png)
+	[ "$w $h" = "1200 700" ]
+	[ "$colours" -gt 100 ]
+}
+
+@test "viewer: speedscope opens a measured and simulated export of a one-rank trace" {
+	need_viewer
+	kineto2graph -q "$ROOT/examples/ddp-step.json" | graphsim | graph2chrome --both -o both.json
+	run -0 --separate-stderr node "$VIEWER/speedscope.js" both.json
+	# both views: twice the tracks of one
+	n=$(tracks both.json)
+	[ "$output" = "$n both.json - speedscope" ]
+	[ $((n % 2)) -eq 0 ] && [ "$n" -ge 4 ]
+}

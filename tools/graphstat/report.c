@@ -1,0 +1,289 @@
+/*
+ * report: graphstat's rows and the what-if report (report.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "report.h"
+#include "util.h"
+
+void
+whatif_init(struct whatif *w)
+{
+	memset(w, 0, sizeof(*w));
+	config_init(&w->cfg);
+}
+
+void
+whatif_release(struct whatif *w)
+{
+	free(w->made);
+	config_release(&w->cfg);
+	free(w->b);
+	memset(w, 0, sizeof(*w));
+}
+
+void
+whatif_header(struct whatif *w, const struct kg_header *h)
+{
+	size_t i, len = 1;
+
+	config_header(&w->cfg, h);
+	w->edited = w->cfg.edited;
+	w->cfg.groups = w->edited; /* the degrees only for a prediction */
+	w->shown = 0;
+	w->nranks = w->cfg.nranks;
+	for (i = 0; i < h->ntools; i++)
+		len += strlen(h->tools[i]) + 3;
+	free(w->made);
+	w->made = xmalloc(len);
+	w->made[0] = '\0';
+	for (i = 0; i < h->ntools; i++) {
+		if (i > 0)
+			strcat(w->made, " | ");
+		strcat(w->made, h->tools[i]);
+	}
+}
+
+void
+whatif_task(struct whatif *w, const struct kg_task *t)
+{
+	config_task(&w->cfg, t);
+}
+
+/* The configuration an edited graph carries, as one text line. */
+static void
+config_text(struct whatif *w, const struct kg_reader *r)
+{
+	struct config *c = &w->cfg;
+
+	config_finish(c, r);
+	printf("  configuration: %lld rank%s", (long long)c->nranks, c->nranks == 1 ? "" : "s");
+	if (c->world > 0 && c->world != c->nranks)
+		printf(" (of %lld)", (long long)c->world);
+	if (c->dp > 0)
+		printf(", dp %lld", (long long)c->dp);
+	printf(", tp %lld", (long long)c->tp);
+	if (c->pp > 0)
+		printf(", pp %lld", (long long)c->pp);
+	if (c->layers > 0)
+		printf(", %lld layers", (long long)c->layers);
+	if (c->mbs > 0)
+		printf(", %lld micro-batches", (long long)c->mbs);
+	printf("; GPU and network: not recorded in the graph\n");
+}
+
+void
+whatif_text(struct whatif *w, const struct kg_reader *r, int fmt)
+{
+	if (fmt != F_TEXT || w->collect)
+		return;
+	if (w->edited) {
+		printf("prediction: a graph made by %s\n", w->made);
+		config_text(w, r);
+	}
+	if (w->base != NULL) {
+		int sim = 1;
+
+		for (size_t i = 0; i < w->nb; i++)
+			sim &= w->b[i].sim;
+		printf("  base: %s, %s\n", w->base, w->nb == 0 ? "no iteration" :
+		    sim ? "simulated" : "measured");
+	}
+}
+
+static double
+pct(int64_t sim, int64_t meas, int64_t base)
+{
+	double v = base ? 100.0 * (double)(sim - meas) / (double)base : 0;
+
+	return v > -5e-5 && v < 5e-5 ? 0 : v; /* no "-0.0000" */
+}
+
+/*
+ * The base row a row compares with: the same rank and iteration (unless
+ * the prediction has another number of ranks: rank R is then not the
+ * same rank's work), else the base's job row of the iteration, else its
+ * slowest row of it.
+ */
+static const struct brow *
+base_of(const struct whatif *w, const struct row *r)
+{
+	const struct brow *best = NULL;
+	size_t i;
+
+	if (!w->edited || w->base_ranks == w->nranks)
+		for (i = 0; i < w->nb; i++)
+			if (w->b[i].iter == r->iter && w->b[i].rank == r->rank)
+				return &w->b[i];
+	if (r->rank != JOB && !w->edited)
+		return NULL;
+	for (i = 0; i < w->nb; i++)
+		if (w->b[i].iter == r->iter && w->b[i].rank == JOB)
+			return &w->b[i];
+	if (r->rank != JOB)
+		return NULL;
+	for (i = 0; i < w->nb; i++)
+		if (w->b[i].iter == r->iter && (best == NULL || w->b[i].ns > best->ns))
+			best = &w->b[i];
+	return best;
+}
+
+/* rank and iteration: "job", a number, or none ("-"; JSON null). */
+static void
+put_key(int64_t v, const char *none, int width, int job)
+{
+	char b[32];
+
+	if (job)
+		snprintf(b, sizeof(b), "%s", width ? "job" : "\"job\"");
+	else if (v < 0)
+		snprintf(b, sizeof(b), "%s", none);
+	else
+		snprintf(b, sizeof(b), "%lld", (long long)v);
+	printf("%-*s", width, b);
+}
+
+void
+print_row(int fmt, struct whatif *w, const struct row *r, int *header)
+{
+	const struct view *v = r->sim ? &r->s : &r->m;
+	const struct brow *b;
+	int pred = w->edited;
+
+	if (w->collect) {
+		struct brow x = { r->rank, r->iter, r->sim ? r->s.span : r->m.span, r->sim };
+
+		VEC_PUSH(w->b, w->nb, w->capb, x);
+		w->base_ranks = w->nranks;
+		return;
+	}
+	b = w->base != NULL ? base_of(w, r) : NULL;
+	if (fmt == F_CSV) {
+		if (!*header) {
+			printf("rank,iteration,measured_ns,simulated_ns,error_pct,"
+			    "exposed_compute_ns,overlapped_ns,exposed_comm_ns,other_ns,"
+			    "measured_exposed_compute_ns,measured_overlapped_ns,"
+			    "measured_exposed_comm_ns,measured_other_ns,"
+			    "measured_util,simulated_util,predicted,base_ns,change_pct\n");
+			*header = 1;
+		}
+		if (r->rank == JOB)
+			printf("job,");
+		else
+			put_key(r->rank, "-", 0, 0), printf(",");
+		put_key(r->iter, "-", 0, 0);
+		printf(",");
+		if (!pred)
+			printf("%lld", (long long)r->m.span);
+		printf(",");
+		if (r->sim)
+			printf("%lld", (long long)r->s.span);
+		printf(",");
+		if (r->sim && !pred)
+			printf("%.4f", pct(r->s.span, r->m.span, r->m.span));
+		printf(",%lld,%lld,%lld,%lld,", (long long)v->comp, (long long)v->over,
+		    (long long)v->comm, (long long)v->other);
+		if (!pred)
+			printf("%lld,%lld,%lld,%lld,%.4f,", (long long)r->m.comp, (long long)r->m.over,
+			    (long long)r->m.comm, (long long)r->m.other, r->m.util);
+		else
+			printf(",,,,,");
+		if (r->sim)
+			printf("%.4f", r->s.util);
+		printf(",%d,", pred);
+		if (b != NULL)
+			printf("%lld,%.4f", (long long)b->ns, pct(v->span, b->ns, b->ns));
+		else
+			printf(",");
+		printf("\n");
+	} else if (fmt == F_JSON) {
+		printf("{\"rank\":");
+		put_key(r->rank, "null", 0, r->rank == JOB);
+		printf(",\"iteration\":");
+		put_key(r->iter, "null", 0, 0);
+		if (pred)
+			printf(",\"measured_ns\":null,");
+		else
+			printf(",\"measured_ns\":%lld,", (long long)r->m.span);
+		if (r->sim && !pred)
+			printf("\"simulated_ns\":%lld,\"error_pct\":%.4f,", (long long)r->s.span,
+			    pct(r->s.span, r->m.span, r->m.span));
+		else if (r->sim)
+			printf("\"simulated_ns\":%lld,\"error_pct\":null,", (long long)r->s.span);
+		else
+			printf("\"simulated_ns\":null,\"error_pct\":null,");
+		printf("\"exposed_compute_ns\":%lld,\"overlapped_ns\":%lld,"
+		    "\"exposed_comm_ns\":%lld,\"other_ns\":%lld,", (long long)v->comp,
+		    (long long)v->over, (long long)v->comm, (long long)v->other);
+		if (pred)
+			printf("\"measured\":null");
+		else
+			printf("\"measured\":{\"exposed_compute_ns\":%lld,\"overlapped_ns\":%lld,"
+			    "\"exposed_comm_ns\":%lld,\"other_ns\":%lld,\"util\":%.4f}",
+			    (long long)r->m.comp, (long long)r->m.over, (long long)r->m.comm,
+			    (long long)r->m.other, r->m.util);
+		if (r->sim)
+			printf(",\"simulated\":{\"exposed_compute_ns\":%lld,\"overlapped_ns\":%lld,"
+			    "\"exposed_comm_ns\":%lld,\"other_ns\":%lld,\"util\":%.4f}",
+			    (long long)r->s.comp, (long long)r->s.over, (long long)r->s.comm,
+			    (long long)r->s.other, r->s.util);
+		printf(",\"predicted\":%s", pred ? "true" : "false");
+		if (b != NULL)
+			printf(",\"base_ns\":%lld,\"change_pct\":%.4f", (long long)b->ns,
+			    pct(v->span, b->ns, b->ns));
+		else
+			printf(",\"base_ns\":null,\"change_pct\":null");
+		printf("}\n");
+	} else {
+		int layout = pred || w->base != NULL ? 2 : 1;
+
+		if (!*header || w->layout != layout) {
+			if (layout == 2)
+				printf("%-5s %-9s %10s %10s %8s | %9s %9s %9s %9s | %5s\n", "rank", "iter",
+				    "base ms", pred ? "pred ms" : "sim ms", "change %", "exp.comp",
+				    "overlap", "exp.comm", "other", "util");
+			else
+				printf("%-5s %-9s %10s %10s %7s | %9s %9s %9s %9s | %5s\n", "rank", "iter",
+				    "meas ms", "sim ms", "err %", "exp.comp", "overlap", "exp.comm",
+				    "other", "util");
+			*header = 1;
+			w->layout = layout;
+		}
+		put_key(r->rank, "-", 5, r->rank == JOB);
+		putchar(' ');
+		put_key(r->iter, "-", 9, 0);
+		putchar(' ');
+		if (layout == 2) {
+			if (b != NULL)
+				printf("%10.3f ", (double)b->ns / 1e6);
+			else
+				printf("%10s ", "-");
+			if (r->sim || !pred)
+				printf("%10.3f", (double)v->span / 1e6);
+			else
+				printf("%10s", "-");
+			if (b != NULL && (r->sim || !pred))
+				printf(" %+8.2f", pct(v->span, b->ns, b->ns));
+			else
+				printf(" %8s", "-");
+		} else {
+			printf("%10.3f ", (double)r->m.span / 1e6);
+			if (r->sim)
+				printf("%10.3f %+7.2f", (double)r->s.span / 1e6,
+				    pct(r->s.span, r->m.span, r->m.span));
+			else
+				printf("%10s %7s", "-", "-");
+		}
+		printf(" | %9.3f %9.3f %9.3f %9.3f | %4.0f%%\n", (double)v->comp / 1e6,
+		    (double)v->over / 1e6, (double)v->comm / 1e6, (double)v->other / 1e6,
+		    100 * (r->sim ? r->s.util : r->m.util));
+		if (r->sim && layout == 1)
+			printf("%-5s %-9s %10s %10s %7s | %+9.2f %+9.2f %+9.2f %+9.2f | (err, %% of span)\n",
+			    "", "", "", "", "", pct(r->s.comp, r->m.comp, r->m.span),
+			    pct(r->s.over, r->m.over, r->m.span), pct(r->s.comm, r->m.comm, r->m.span),
+			    pct(r->s.other, r->m.other, r->m.span));
+	}
+}

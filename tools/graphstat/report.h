@@ -1,0 +1,71 @@
+/*
+ * report: graphstat's rows (one per rank and iteration, and a job's
+ * slowest rank per iteration) as text, JSON or CSV, and what a what-if
+ * graph predicts: a graph edited by a what-if tool (the header's tools)
+ * is a prediction, reported with the configuration the graph carries and,
+ * with --base, the base's time and the predicted change, never as an
+ * error against a measurement of another configuration.
+ *
+ * State: the section's collectives (a copy of each record, for the
+ * groups' degrees) when the graph is a prediction; the base's rows.
+ */
+#ifndef KG_REPORT_H
+#define KG_REPORT_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "kg.h"
+
+/* The numbers of one view (measured or simulated) of one iteration. */
+struct view {
+	int64_t start, end, span;
+	int64_t comp, comm, over, other; /* exposed compute, exposed comm, overlapped */
+	double util;                     /* mean of the 1 ms windows */
+};
+
+#define JOB INT64_MIN /* row.rank of a job's row */
+
+struct row {
+	int64_t rank, iter;
+	int sim;
+	struct view m, s;
+};
+
+/* Output forms. */
+enum fmt { F_TEXT, F_JSON, F_CSV };
+
+/* A base row: its time (simulated when the base has it, else measured). */
+struct brow {
+	int64_t rank, iter, ns;
+	int sim;
+};
+
+struct whatif {
+	/* the section */
+	int edited;              /* a what-if tool edited the graph */
+	char *made;              /* the header's tools, joined */
+	int64_t nranks;
+	struct config cfg;       /* what the graph tells of its configuration */
+	int shown;               /* the table's layout printed for this section */
+	int layout;              /* the text layout last printed: 0 none, 1 measured, 2 predicted */
+	/* --base */
+	const char *base;
+	int collect;             /* reading the base: rows kept, nothing printed */
+	struct brow *b;
+	size_t nb, capb;
+	int64_t base_ranks;      /* the base's number of ranks */
+};
+
+void whatif_init(struct whatif *w);
+void whatif_release(struct whatif *w);
+/* A section begins: what made it. */
+void whatif_header(struct whatif *w, const struct kg_header *h);
+/* Each task, for the configuration. */
+void whatif_task(struct whatif *w, const struct kg_task *t);
+/* In text, before a section's rows: what it predicts (edited graphs) and against what. */
+void whatif_text(struct whatif *w, const struct kg_reader *r, int fmt);
+/* One row in fmt (or kept, when reading the base). */
+void print_row(int fmt, struct whatif *w, const struct row *r, int *header);
+
+#endif

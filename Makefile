@@ -31,6 +31,7 @@ ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 LIBS = -lm $(PKG_LIBS)
 
 TOOLS = kineto2graph graphcat graph-deps graphsim graphstat tracegen graph-scale-dp graph-scale-layers graph-scale-pp
+TOOLS += opmodel graph-retime
 BINS = $(TOOLS:%=bin/%)
 MANS = $(TOOLS:%=doc/%.1)
 
@@ -61,10 +62,17 @@ build/libcommon.a: $(COMMON_OBJ)
 	$(AR) rcs $@ $^
 
 define tool_rule
-bin/$(1): $(call tool_objs,$(1)) $(CLI_OBJ) build/libcommon.a
+bin/$(1): $(call tool_objs,$(1)) $$(EXTRA_OBJ_$(1)) $(CLI_OBJ) build/libcommon.a
 	@mkdir -p bin
-	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$(LIBS)
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$(LIBS) $$(EXTRA_LIBS_$(1))
 endef
+# The op model (common/opmodel.c) needs XGBoost's C API; only the tools
+# that use it link it. opmodel reads Kineto traces with kineto2graph's
+# reader and graph builder.
+EXTRA_LIBS_opmodel = -lxgboost
+EXTRA_LIBS_graph-retime = -lxgboost
+EXTRA_OBJ_opmodel = $(patsubst %.c,build/%.o,$(wildcard tools/kineto2graph/*.c))
+build/tools/opmodel/%.o: ALL_CFLAGS += -Itools/kineto2graph
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
 
 # The suite: bats through prove for a closing summary line.

@@ -4,7 +4,8 @@
 set -eu
 
 pkgs="gcc make pkg-config libmsgpack-dev libzstd-dev libxxhash-dev \
-libyajl-dev zlib1g-dev bats jq python3 perl zstd mandoc xxhash"
+libyajl-dev zlib1g-dev bats jq python3 perl zstd mandoc xxhash \
+libxgboost-dev"
 
 missing=
 for p in $pkgs; do

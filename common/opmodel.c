@@ -192,6 +192,37 @@ name_layout(const char *k)
 	return -1;
 }
 
+/* log2 of the largest power of two dividing v, at most 8 (256): how well
+ * a dimension fits the tiles and vector loads. */
+static float
+align2(double v)
+{
+	int64_t x = (int64_t)v;
+	int a = 0;
+
+	while (a < 8 && x > 0 && (x & 1) == 0)
+		x >>= 1, a++;
+	return (float)a;
+}
+
+/* The tile (rows x columns) in a cuBLAS nvjet kernel's name, e.g.
+ * nvjet_sm90_tst_320x128_64x3_...: 0 when the name does not say. */
+static int
+name_tile(const char *k, double *tm, double *tn)
+{
+	const char *p;
+	int a, b;
+
+	if (k == NULL || strncmp(k, "nvjet", 5) != 0)
+		return 0;
+	for (p = k; (p = strchr(p, '_')) != NULL; p++)
+		if (sscanf(p + 1, "%dx%d", &a, &b) == 2 && a > 0 && b > 0) {
+			*tm = a, *tn = b;
+			return 1;
+		}
+	return 0;
+}
+
 static float
 opcode(const char *op)
 {
@@ -199,8 +230,10 @@ opcode(const char *op)
 }
 
 static void
-desc_gemm(const char *op, const struct dims *o, int layout, int sms, struct om_desc *d)
+desc_gemm(const char *op, const struct dims *o, int layout, const char *kernel, int sms,
+    struct om_desc *d)
 {
+	double tm, tn;
 	double m = 0, n = 0, k = 0, b = 1;
 	int a = 0;
 
@@ -244,6 +277,14 @@ desc_gemm(const char *op, const struct dims *o, int layout, int sms, struct om_d
 	d->x[7] = lg(d->flops / d->bytes);
 	waves(b * ceil(m / 128) * ceil(n / 128), sms, &d->x[8], &d->x[9]);
 	waves(b * ceil(m / 256) * ceil(n / 128), sms, &d->x[10], &d->x[11]);
+	d->x[12] = align2(m);
+	d->x[13] = align2(n);
+	d->x[14] = align2(k);
+	if (name_tile(kernel, &tm, &tn)) {
+		float w;
+
+		waves(b * ceil(m / tm) * ceil(n / tn), sms, &w, &d->x[15]);
+	}
 }
 
 static void
@@ -367,7 +408,8 @@ om_describe(const struct om_call *c, int sms, struct om_desc *d)
 	parse_dims(c->dims, &o);
 	if (in_list(gemm_ops, op)) {
 		d->cls = OM_GEMM;
-		desc_gemm(op, &o, c->layout >= 0 ? c->layout : name_layout(c->kernel), sms, d);
+		desc_gemm(op, &o, c->layout >= 0 ? c->layout : name_layout(c->kernel), c->kernel,
+		    sms, d);
 	} else if ((a = attn_class(op)) >= 0) {
 		d->cls = a;
 		desc_attn(op, &o, sms, d);
@@ -446,9 +488,9 @@ om_save(const struct om_model *m, FILE *fp, const char *const *tree, const size_
 		size_t nt = c->kind == OM_TREES && tree != NULL && tree[i] != NULL ? ntree[i] : 0;
 
 		n = snprintf(line, sizeof(line),
-		    "class %s %s n=%lld mape=%.4g cv_mape=%.4g p90=%.4g scale=%.6g trees=%zu\n",
-		    om_class_name[i], kind_name[c->kind], (long long)c->n, c->mape, c->cv_mape, c->p90,
-		    c->scale, nt);
+		    "class %s %s n=%lld mape=%.4g cv_mape=%.4g p90=%.4g scale=%.6g target=%s "
+		    "trees=%zu\n", om_class_name[i], kind_name[c->kind], (long long)c->n, c->mape,
+		    c->cv_mape, c->p90, c->scale, c->ratio ? "ratio" : "time", nt);
 		PUT(line, (size_t)n);
 		if (nt > 0) {
 			PUT(tree[i], nt);
@@ -574,16 +616,20 @@ om_load(struct om_model *m, FILE *fp, char *err, size_t errlen)
 		goto bad;
 	for (i = 0; i < OM_NCLASS; i++) {
 		struct om_cls *c = &m->cls[i];
-		char name[32], kind[16];
+		char name[32], kind[16], target[16];
 		long long n;
 		size_t nt;
 
 		l = next_line(b, sumend, &pos);
 		if (l == NULL || sscanf(l, "class %31s %15s n=%lld mape=%lf cv_mape=%lf p90=%lf "
-		    "scale=%lf trees=%zu", name, kind, &n, &c->mape, &c->cv_mape, &c->p90,
-		    &c->scale, &nt) != 8 || strcmp(name, om_class_name[i]) != 0)
+		    "scale=%lf target=%15s trees=%zu", name, kind, &n, &c->mape, &c->cv_mape, &c->p90,
+		    &c->scale, target, &nt) != 9 || strcmp(name, om_class_name[i]) != 0)
 			goto bad;
 		c->n = n;
+		if (strcmp(target, "ratio") == 0)
+			c->ratio = 1;
+		else if (strcmp(target, "time") != 0)
+			goto bad;
 		if (strcmp(kind, "trees") == 0)
 			c->kind = OM_TREES;
 		else if (strcmp(kind, "roofline") == 0)
@@ -624,6 +670,12 @@ fail:
 }
 
 double
+om_roofline_us(const struct om_model *m, const struct om_desc *d)
+{
+	return fmax(d->flops / m->flops_s, d->bytes / m->bytes_s) * 1e6;
+}
+
+double
 om_predict(const struct om_model *m, const struct om_desc *d, int *via)
 {
 	const struct om_cls *c;
@@ -646,11 +698,18 @@ om_predict(const struct om_model *m, const struct om_desc *d, int *via)
 		}
 		t = exp((double)out[0]);
 		XGDMatrixFree(dm);
+		if (c->ratio) {
+			double base = om_roofline_us(m, d);
+
+			if (!(base > 0))
+				return -1;
+			t *= base;
+		}
 		*via = OM_TREES;
 		return t;
 	}
 	if (c->kind == OM_ROOFLINE) {
-		t = fmax(d->flops / m->flops_s, d->bytes / m->bytes_s) * 1e6;
+		t = om_roofline_us(m, d);
 		if (!(t > 0))
 			return -1;
 		*via = OM_ROOFLINE;

@@ -27,7 +27,7 @@
 
 #define OM_MAGIC "kgraph-opmodel"
 #define OM_VERSION 1
-#define OM_NFEAT 12
+#define OM_NFEAT 16
 
 enum om_class {
 	OM_GEMM, OM_ATTN_FWD, OM_ATTN_BWD, OM_NORM, OM_ELTWISE, OM_SOFTMAX,
@@ -84,6 +84,9 @@ struct om_cls {
 	double p90;     /* 90th percentile absolute % error (cross-validated
 	                   where measured) */
 	double scale;   /* roofline: measured over roofline time, median */
+	int ratio;      /* trees: fitted on log(time / roofline time), not
+	                   log(time): they then learn an efficiency, which
+	                   carries between the shapes sampled */
 	void *booster;  /* XGBoost's BoosterHandle, OM_TREES */
 };
 
@@ -108,6 +111,10 @@ int om_load(struct om_model *m, FILE *fp, char *err, size_t errlen);
  */
 int om_save(const struct om_model *m, FILE *fp, const char *const *tree,
     const size_t *ntree);
+
+/* The roofline's time for a described call, µs: the larger of its FLOPs
+ * at the achieved FLOP/s and its bytes at the achieved bytes/s. */
+double om_roofline_us(const struct om_model *m, const struct om_desc *d);
 
 /*
  * Predicted time of a described call, µs; -1 when the model cannot

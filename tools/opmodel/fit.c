@@ -175,6 +175,8 @@ fit_model(const struct calls *cs, const struct fit_opts *o, struct om_model *m, 
 			for (j = 0; j < OM_NFEAT; j++)
 				x[n * OM_NFEAT + j] = (o->feat_mask >> j) & 1 ? cs->c[i].d.x[j] : NAN;
 			y[n] = (float)log(cs->c[i].us);
+			if (o->ratio)
+				y[n] -= (float)log(om_roofline_us(m, &cs->c[i].d));
 			idx[n++] = i;
 		}
 		k->n = (int64_t)n;
@@ -195,8 +197,8 @@ fit_model(const struct calls *cs, const struct fit_opts *o, struct om_model *m, 
 			for (i = 0; i < n; i++) {
 				const struct om_desc *d = &cs->c[idx[i]].d;
 
-				p[i] = (float)log(fmax(d->flops / m->flops_s, d->bytes / m->bytes_s) *
-				    1e6 * k->scale);
+				p[i] = (float)log(om_roofline_us(m, d) * k->scale) -
+				    (o->ratio ? (float)log(om_roofline_us(m, d)) : 0);
 			}
 			errors(p, y, n, &k->mape, &k->p90);
 			k->kind = OM_ROOFLINE;
@@ -205,6 +207,7 @@ fit_model(const struct calls *cs, const struct fit_opts *o, struct om_model *m, 
 			continue;
 		}
 		k->kind = OM_TREES;
+		k->ratio = o->ratio;
 		if (o->cv) {
 			/* 5 folds by index: every fifth sample held out in turn */
 			float *xt = xmalloc(n * OM_NFEAT * sizeof(float)), *yt = xmalloc(n * sizeof(float));

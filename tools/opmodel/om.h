@@ -60,6 +60,7 @@ struct fit_opts {
 	int min_trees;    /* fewer samples than this: the roofline */
 	unsigned feat_mask; /* features used (bit i: x[i]); others set to NaN */
 	int cv;           /* measure cross-validated errors */
+	int ratio;        /* trees on log(time / roofline time) */
 };
 int fit_model(const struct calls *cs, const struct fit_opts *o, struct om_model *m,
     char **tree, size_t *ntree);

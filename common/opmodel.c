@@ -223,10 +223,16 @@ name_tile(const char *k, double *tm, double *tn)
 	return 0;
 }
 
+uint32_t
+om_opcode(const char *op)
+{
+	return (uint32_t)(XXH3_64bits(op, strlen(op)) & 0xffffff);
+}
+
 static float
 opcode(const char *op)
 {
-	return (float)(XXH3_64bits(op, strlen(op)) & 0xffffff);
+	return (float)om_opcode(op);
 }
 
 static void
@@ -360,12 +366,13 @@ desc_rows(const char *op, const struct dims *o, int bwd, int sms, struct om_desc
 static void
 desc_elts(const char *op, const struct dims *o, struct om_desc *d)
 {
-	double e = 0;
+	double e = 0, all = 0;
 	int i, nt = 0;
 
 	for (i = 0; i < o->n; i++)
 		if (o->nd[i] >= 1) {
 			nt++;
+			all += numel(o, i);
 			if (numel(o, i) > e)
 				e = numel(o, i);
 		}
@@ -373,7 +380,9 @@ desc_elts(const char *op, const struct dims *o, struct om_desc *d)
 		return;
 	d->sized = 1;
 	d->flops = e;
-	d->bytes = 2 * e * (nt + 1);
+	/* the operands read and an output as large as the largest, in 2-byte
+	 * elements (the stream does not say the type) */
+	d->bytes = 2 * (all + e);
 	d->x[0] = lg(e);
 	d->x[1] = (float)nt;
 	d->x[3] = opcode(op);
@@ -390,6 +399,8 @@ om_describe(const struct om_call *c, int sms, struct om_desc *d)
 	for (i = 0; i < OM_NFEAT; i++)
 		d->x[i] = NAN;
 	d->sized = 0;
+	d->byop = 0;
+	d->opid = 0;
 	d->flops = d->bytes = 0;
 	if (c->kind == KG_COLL)
 		return d->cls = -1;
@@ -406,12 +417,16 @@ om_describe(const struct om_call *c, int sms, struct om_desc *d)
 		return d->cls;
 	}
 	parse_dims(c->dims, &o);
+	d->opid = om_opcode(op);
+	d->byop = 1;
 	if (in_list(gemm_ops, op)) {
+		d->byop = 0;
 		d->cls = OM_GEMM;
 		desc_gemm(op, &o, c->layout >= 0 ? c->layout : name_layout(c->kernel), c->kernel,
 		    sms, d);
 	} else if ((a = attn_class(op)) >= 0) {
 		d->cls = a;
+		d->byop = 0;
 		desc_attn(op, &o, sms, d);
 	} else if (in_list(norm_ops, op) || in_list(norm_bwd_ops, op)) {
 		d->cls = OM_NORM;
@@ -419,6 +434,13 @@ om_describe(const struct om_call *c, int sms, struct om_desc *d)
 	} else if (in_list(softmax_ops, op) || in_list(softmax_bwd_ops, op)) {
 		d->cls = OM_SOFTMAX;
 		desc_rows(op, &o, in_list(softmax_bwd_ops, op), sms, d);
+	} else if (strcmp(op, OM_ADAMW_STEP) == 0) {
+		/* a sweep's whole AdamW step over P fp32 parameters: the foreach
+		 * path's passes read and write about 80 bytes a parameter */
+		d->cls = OM_OPTIM;
+		desc_elts(op, &o, d);
+		d->bytes = 80 * d->flops;
+		d->x[6] = lg(d->bytes);
 	} else if (strncmp(op, "aten::_foreach_", 15) == 0 || strncmp(op, "aten::_fused_adam", 17) == 0) {
 		d->cls = OM_OPTIM;
 		desc_elts(op, &o, d); /* tensor lists: unsized unless recorded */
@@ -449,9 +471,16 @@ om_model_release(struct om_model *m)
 {
 	int i;
 
-	for (i = 0; i < OM_NCLASS; i++)
+	size_t j;
+
+	for (i = 0; i < OM_NCLASS; i++) {
 		if (m->cls[i].booster != NULL)
 			XGBoosterFree(m->cls[i].booster);
+		for (j = 0; j < m->cls[i].nops; j++)
+			free(m->cls[i].opname[j]);
+		free(m->cls[i].opname);
+		free(m->cls[i].ops);
+	}
 	memset(m, 0, sizeof(*m));
 }
 
@@ -480,7 +509,7 @@ om_save(const struct om_model *m, FILE *fp, const char *const *tree, const size_
 			goto fail;                            \
 		XXH3_64bits_update(st, (buf), (len));         \
 	} while (0)
-	n = snprintf(line, sizeof(line), "%s %d\ngpu %s\nsms %d\nroofline %.6g %.6g\nclasses %d\n",
+	n = snprintf(line, sizeof(line), "%s %d\ngpu %s\nsms %d\nroofline %.17g %.17g\nclasses %d\n",
 	    OM_MAGIC, OM_VERSION, m->gpu, m->sms, m->flops_s, m->bytes_s, OM_NCLASS);
 	PUT(line, (size_t)n);
 	for (i = 0; i < OM_NCLASS; i++) {
@@ -488,10 +517,20 @@ om_save(const struct om_model *m, FILE *fp, const char *const *tree, const size_
 		size_t nt = c->kind == OM_TREES && tree != NULL && tree[i] != NULL ? ntree[i] : 0;
 
 		n = snprintf(line, sizeof(line),
-		    "class %s %s n=%lld mape=%.4g cv_mape=%.4g p90=%.4g scale=%.6g target=%s "
+		    "class %s %s n=%lld mape=%.4g cv_mape=%.4g p90=%.4g scale=%.17g target=%s "
 		    "trees=%zu\n", om_class_name[i], kind_name[c->kind], (long long)c->n, c->mape,
 		    c->cv_mape, c->p90, c->scale, c->ratio ? "ratio" : "time", nt);
 		PUT(line, (size_t)n);
+		{
+			size_t j;
+
+			PUT("ops", 3);
+			for (j = 0; j < c->nops; j++) {
+				PUT(" ", 1);
+				PUT(c->opname[j], strlen(c->opname[j]));
+			}
+			PUT("\n", 1);
+		}
 		if (nt > 0) {
 			PUT(tree[i], nt);
 			PUT("\n", 1);
@@ -505,6 +544,38 @@ om_save(const struct om_model *m, FILE *fp, const char *const *tree, const size_
 fail:
 	XXH3_freeState(st);
 	return -1;
+}
+
+static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A class's operators from the "ops" line's names; sorted by code. */
+static int
+set_ops(struct om_cls *c, const char *s)
+{
+	while (*s == ' ')
+		s++;
+	while (*s != '\0') {
+		size_t n = strcspn(s, " ");
+
+		c->opname = xrealloc(c->opname, (c->nops + 1) * sizeof(*c->opname));
+		c->ops = xrealloc(c->ops, (c->nops + 1) * sizeof(*c->ops));
+		c->opname[c->nops] = xstrndup(s, n);
+		c->ops[c->nops] = om_opcode(c->opname[c->nops]);
+		c->nops++;
+		s += n;
+		while (*s == ' ')
+			s++;
+	}
+	/* the names stay in file order; the codes are sorted for lookup */
+	if (c->nops > 0)
+		qsort(c->ops, c->nops, sizeof(*c->ops), cmp_u32);
+	return 0;
 }
 
 /* The file read whole (models are small: a few MB at most). */
@@ -638,6 +709,11 @@ om_load(struct om_model *m, FILE *fp, char *err, size_t errlen)
 			c->kind = OM_NONE;
 		else
 			goto bad;
+		l = next_line(b, sumend, &pos);
+		if (l == NULL || strncmp(l, "ops", 3) != 0 || (l[3] != '\0' && l[3] != ' '))
+			goto bad;
+		if (set_ops(c, l + 3) < 0)
+			goto bad;
 		if ((c->kind == OM_TREES) != (nt > 0) ||
 		    (nt > 0 && (nt + 1 > sumend - pos || b[pos + nt] != '\n')))
 			goto bad;
@@ -669,6 +745,19 @@ fail:
 	return -1;
 }
 
+int
+om_knows(const struct om_model *m, const struct om_desc *d)
+{
+	const struct om_cls *c;
+
+	if (d->cls < 0 || d->cls >= OM_NCLASS || !d->sized)
+		return 0;
+	c = &m->cls[d->cls];
+	if (c->kind != OM_TREES)
+		return 0;
+	return !d->byop || bsearch(&d->opid, c->ops, c->nops, sizeof(*c->ops), cmp_u32) != NULL;
+}
+
 double
 om_roofline_us(const struct om_model *m, const struct om_desc *d)
 {
@@ -685,7 +774,7 @@ om_predict(const struct om_model *m, const struct om_desc *d, int *via)
 	if (d->cls < 0 || d->cls >= OM_NCLASS || !d->sized)
 		return -1;
 	c = &m->cls[d->cls];
-	if (c->kind == OM_TREES) {
+	if (c->kind == OM_TREES && om_knows(m, d)) {
 		DMatrixHandle dm;
 		bst_ulong n;
 		const float *out;
@@ -708,7 +797,7 @@ om_predict(const struct om_model *m, const struct om_desc *d, int *via)
 		*via = OM_TREES;
 		return t;
 	}
-	if (c->kind == OM_ROOFLINE) {
+	if (c->kind == OM_ROOFLINE || c->kind == OM_TREES) {
 		t = om_roofline_us(m, d);
 		if (!(t > 0))
 			return -1;

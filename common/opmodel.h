@@ -28,6 +28,8 @@
 #define OM_MAGIC "kgraph-opmodel"
 #define OM_VERSION 1
 #define OM_NFEAT 16
+/* A sweep's whole AdamW step (foreach), as an operator: dims [[P]] */
+#define OM_ADAMW_STEP "adamw_foreach_step"
 
 enum om_class {
 	OM_GEMM, OM_ATTN_FWD, OM_ATTN_BWD, OM_NORM, OM_ELTWISE, OM_SOFTMAX,
@@ -63,6 +65,8 @@ struct om_call {
 struct om_desc {
 	int cls;
 	int sized;
+	int byop;       /* the class tells operators apart (x[3] the operator) */
+	uint32_t opid;  /* the operator's code (XXH3 of its name, 24 bits) */
 	float x[OM_NFEAT];
 	double flops, bytes;
 };
@@ -88,6 +92,9 @@ struct om_cls {
 	                   log(time): they then learn an efficiency, which
 	                   carries between the shapes sampled */
 	void *booster;  /* XGBoost's BoosterHandle, OM_TREES */
+	uint32_t *ops;  /* the operators of its training samples (codes, sorted) */
+	char **opname;  /* their names, in the same order */
+	size_t nops;
 };
 
 struct om_model {
@@ -111,6 +118,15 @@ int om_load(struct om_model *m, FILE *fp, char *err, size_t errlen);
  */
 int om_save(const struct om_model *m, FILE *fp, const char *const *tree,
     const size_t *ntree);
+
+/*
+ * Do the class's trees know the call: trees, and for a class that tells
+ * operators apart, an operator seen in training? A call they do not know
+ * is predicted by the roofline.
+ */
+int om_knows(const struct om_model *m, const struct om_desc *d);
+/* The operator code om_describe gives a name. */
+uint32_t om_opcode(const char *op);
 
 /* The roofline's time for a described call, µs: the larger of its FLOPs
  * at the achieved FLOP/s and its bytes at the achieved bytes/s. */

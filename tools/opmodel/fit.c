@@ -20,6 +20,14 @@
 #include "util.h"
 
 static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int
 cmp_dbl(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -120,6 +128,37 @@ errors(const float *pred, const float *y, size_t n, double *mean, double *p90)
 	free(e);
 }
 
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The class's operators: the names of its samples', once each. */
+static void
+set_ops(const struct calls *cs, const size_t *idx, size_t n, struct om_cls *k)
+{
+	char **v = xmalloc((n + 1) * sizeof(*v));
+	size_t i, u = 0;
+
+	for (i = 0; i < n; i++)
+		v[i] = cs->c[idx[i]].op;
+	qsort(v, n, sizeof(*v), cmp_str);
+	k->opname = xmalloc((n + 1) * sizeof(*k->opname));
+	k->ops = xmalloc((n + 1) * sizeof(*k->ops));
+	for (i = 0; i < n; i++) {
+		if (u > 0 && strcmp(k->opname[u - 1], v[i]) == 0)
+			continue;
+		if (*v[i] == '\0' || strchr(v[i], ' ') != NULL)
+			continue; /* no name, or one the file cannot hold */
+		k->opname[u] = xstrndup(v[i], strlen(v[i]));
+		k->ops[u++] = om_opcode(v[i]);
+	}
+	k->nops = u;
+	qsort(k->ops, u, sizeof(*k->ops), cmp_u32);
+	free(v);
+}
+
 int
 fit_model(const struct calls *cs, const struct fit_opts *o, struct om_model *m, char **tree,
     size_t *ntree)
@@ -149,7 +188,8 @@ fit_model(const struct calls *cs, const struct fit_opts *o, struct om_model *m, 
 		if ((k->d.cls == OM_GEMM || k->d.cls == OM_ATTN_FWD || k->d.cls == OM_ATTN_BWD) &&
 		    k->d.flops > 0)
 			fl[nfl++] = k->d.flops / s;
-		else if (k->d.bytes > 0 && k->d.cls != OM_OTHER)
+		else if (k->d.bytes > 0 && k->us >= 1000 && (k->d.cls == OM_NORM ||
+		    k->d.cls == OM_ELTWISE || k->d.cls == OM_SOFTMAX || k->d.cls == OM_OPTIM))
 			by[nby++] = k->d.bytes / s;
 	}
 	if (nfl == 0 && nby == 0) {
@@ -157,7 +197,9 @@ fit_model(const struct calls *cs, const struct fit_opts *o, struct om_model *m, 
 		goto out;
 	}
 	m->flops_s = nfl > 0 ? quantile(fl, nfl, 0.95) : 0;
-	m->bytes_s = nby > 0 ? quantile(by, nby, 0.95) : 0;
+	/* streaming work of 1 ms or more (large transfers, no launch gaps
+	 * in the timing), the best achieved */
+	m->bytes_s = nby > 0 ? quantile(by, nby, 1) : 0;
 	/* one side missing: a balance point of 100 FLOP a byte */
 	if (m->flops_s <= 0)
 		m->flops_s = m->bytes_s * 100;
@@ -182,18 +224,18 @@ fit_model(const struct calls *cs, const struct fit_opts *o, struct om_model *m, 
 		k->n = (int64_t)n;
 		k->cv_mape = -1;
 		k->scale = 1;
-		if (n < (size_t)o->min_trees) {
-			/* the roofline, scaled to the class */
+		set_ops(cs, idx, n, k);
+		{
 			double *r = xmalloc((n + 1) * sizeof(double));
 
-			for (i = 0; i < n; i++) {
-				const struct om_desc *d = &cs->c[idx[i]].d;
-				double t = fmax(d->flops / m->flops_s, d->bytes / m->bytes_s) * 1e6;
-
-				r[i] = cs->c[idx[i]].us / t;
-			}
+			for (i = 0; i < n; i++)
+				r[i] = cs->c[idx[i]].us / om_roofline_us(m, &cs->c[idx[i]].d);
 			if (n > 0)
 				k->scale = quantile(r, n, 0.5);
+			free(r);
+		}
+		if (n < (size_t)o->min_trees) {
+			/* the roofline, scaled to the class */
 			for (i = 0; i < n; i++) {
 				const struct om_desc *d = &cs->c[idx[i]].d;
 
@@ -203,7 +245,6 @@ fit_model(const struct calls *cs, const struct fit_opts *o, struct om_model *m, 
 			errors(p, y, n, &k->mape, &k->p90);
 			k->kind = OM_ROOFLINE;
 			nfall++;
-			free(r);
 			continue;
 		}
 		k->kind = OM_TREES;

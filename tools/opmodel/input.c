@@ -399,6 +399,15 @@ row_call(yajl_val v, const char *op, int part, char *o, size_t ol, char *dims, s
 		    b, h, s, d, b, h, s, d, b, h, s, d);
 		return 1;
 	}
+	if (strcmp(op, "adamw_foreach_step") == 0) {
+		long long p = num(v, "params", &ok);
+
+		if (!ok)
+			return -1;
+		snprintf(o, ol, OM_ADAMW_STEP);
+		snprintf(dims, dl, "[[%lld]]", p);
+		return 1;
+	}
 	t = num(v, "tokens", &ok);
 	if (strcmp(op, "layer_norm_fwd") == 0 || strcmp(op, "layer_norm_fwd_bwd") == 0) {
 		c = num(v, "h", &ok);
@@ -433,9 +442,10 @@ row_call(yajl_val v, const char *op, int part, char *o, size_t ol, char *dims, s
  * A sweep: a row's `us` is a median of CUDA-event pairs around each call.
  * Two rows give two calls: sdpa_causal's forward (`us`) and backward
  * (`us_fwd_bwd` less `us`), and layer_norm_fwd_bwd less the
- * layer_norm_fwd of the same shape. Rows of several operators
- * (cross_entropy_fwd_bwd, adamw_foreach_step) are not one call: counted,
- * not used.
+ * layer_norm_fwd of the same shape. An adamw_foreach_step row is a
+ * whole optimizer step, an operator of its own (OM_ADAMW_STEP) in the
+ * optimizer class: it measures the GPU's bandwidth on fp32 tensors.
+ * cross_entropy_fwd_bwd rows are several operators: counted, not used.
  */
 static int
 read_sweep(struct calls *cs, const char *path, char *b, size_t len, const struct read_opts *o,

@@ -7,7 +7,9 @@
  * alone a call takes the model's prediction, its kernels sharing it as
  * they shared the traced time; with --from as well, each kernel is
  * scaled by the ratio of the two models' predictions for its call, so
- * what the models do not explain of a kernel stays. A call the models
+ * what the models do not explain of a kernel stays (by their trees when
+ * both have trees that know the call, by their scaled rooflines when
+ * neither does, else by their plain rooflines). A call the models
  * cannot size (an optimizer's tensor lists, unrecorded) keeps its time
  * with --model alone and is scaled by the two GPUs' achieved bandwidth
  * with --from. Host tasks and communication kernels keep their times.
@@ -199,12 +201,15 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, struc
 
 			om_describe(&oc, o->src.sms, &ds);
 			pf = om_predict(&o->src, &ds, &via);
-			if (pt > 0 && pf > 0 && om_knows(&o->to, &d) == om_knows(&o->src, &ds)) {
-				/* both by trees, or both by the roofline */
+			if (pt > 0 && pf > 0 && om_knows(&o->to, &d) == om_knows(&o->src, &ds) &&
+			    o->to.cls[d.cls].n > 0 && o->src.cls[d.cls].n > 0) {
+				/* both by trees, or both by rooflines scaled to
+				 * samples of the class */
 				fac[c] = pt / pf;
 			} else if (d.sized && ds.sized) {
-				/* one model knows the operator, the other does not:
-				 * compare like with like, the two rooflines */
+				/* one model by trees, the other not, or a class
+				 * without samples: compare like with like, the two
+				 * GPUs' rooflines */
 				fac[c] = om_roofline_us(&o->to, &d) / om_roofline_us(&o->src, &ds);
 				s->rooflines++;
 			} else {

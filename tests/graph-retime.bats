@@ -8,7 +8,7 @@ load helpers
 bats_require_minimum_version 1.5.0
 
 OM="$FIX/opmodel"
-USAGE='usage: graph-retime [-q] [-o FILE] [--model MODEL [--from MODEL]] [--speedup PATTERN=FACTOR]... [--sensitivity [K]] [FILE ...]'
+USAGE='usage: graph-retime [-q] [-o FILE] [--model MODEL [--from MODEL]] [--speedup PATTERN=FACTOR] ... [--sensitivity [K]] [FILE ...]'
 
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1

@@ -41,7 +41,7 @@
 #define PRODUCER "graph-retime " KG_VERSION
 
 static const char usage[] =
-    "graph-retime [-q] [-o FILE] [--model MODEL [--from MODEL]] [--speedup PATTERN=FACTOR]... "
+    "graph-retime [-q] [-o FILE] [--model MODEL [--from MODEL]] [--speedup PATTERN=FACTOR] ... "
     "[--sensitivity [K]] [FILE ...]";
 
 static const char help[] =

@@ -33,6 +33,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "cli.h"
 #include "kg.h"
 #include "opmodel.h"
@@ -92,6 +94,23 @@ struct groups {
 	size_t n, cap;
 };
 
+/* The cache of described calls: open addressing on XXH3 of the key. */
+struct ckey {
+	uint32_t op, sh, name, kind;
+	uint64_t bytes;
+};
+
+struct cval {
+	struct ckey key;
+	int set, cls, kind;
+	double pred, fac;
+};
+
+struct cache {
+	struct cval *v;
+	size_t cap; /* a power of two */
+};
+
 /* A GPU task of the section: its record index and the decoded record. */
 struct gtask {
 	struct kg_task t;
@@ -109,6 +128,7 @@ struct section {
 	struct kg_header h;
 	/* counts for the warnings */
 	int64_t kept, bandwidth, nocall, rooflines;
+	struct cache cache;
 };
 
 static void
@@ -149,15 +169,99 @@ speedup_of(const struct opts *o, int cls, const char *op, const char *name)
 	return f;
 }
 
+enum { K_NONE, K_MODEL, K_FROM, K_KEPT, K_BANDWIDTH, K_ROOFLINES };
+
+/*
+ * A call described and predicted: its class, and either its predicted
+ * time (K_MODEL: the factor is worked out from the call's own time) or
+ * its factor (--from), or why it keeps its time.
+ */
+static void
+describe_call(const struct opts *o, const struct section *s, const struct kg_reader *r,
+    const struct kg_task *t, double *pred, int *cls, double *fac, int *kind)
+{
+	struct om_call oc;
+	struct om_desc d;
+	double pt, pf;
+	int via;
+
+	(void)s;
+	oc.op = t->op != KG_NONE ? kg_str(r, t->op) : "";
+	oc.dims = t->shapes != KG_NONE ? kg_str(r, t->shapes) : NULL;
+	oc.kernel = kg_str(r, t->name);
+	oc.kind = t->kind, oc.bytes = t->bytes, oc.layout = -1;
+	*fac = 1;
+	*pred = -1;
+	*kind = K_NONE;
+	*cls = om_describe(&oc, o->have_to ? o->to.sms : 132, &d);
+	if (!o->have_to)
+		return;
+	pt = om_predict(&o->to, &d, &via);
+	if (o->have_src) {
+		struct om_desc ds;
+
+		om_describe(&oc, o->src.sms, &ds);
+		pf = om_predict(&o->src, &ds, &via);
+		*kind = K_FROM;
+		if (pt > 0 && pf > 0 && om_knows(&o->to, &d) == om_knows(&o->src, &ds) &&
+		    o->to.cls[d.cls].n > 0 && o->src.cls[d.cls].n > 0) {
+			/* both by trees, or both by rooflines scaled to
+			 * samples of the class */
+			*fac = pt / pf;
+		} else if (d.sized && ds.sized) {
+			/* one model by trees, the other not, or a class
+			 * without samples: compare like with like, the two
+			 * GPUs' rooflines */
+			*fac = om_roofline_us(&o->to, &d) / om_roofline_us(&o->src, &ds);
+			*kind = K_ROOFLINES;
+		} else {
+			/* unsized: as memory-bound work moves */
+			*fac = o->src.bytes_s / o->to.bytes_s;
+			*kind = K_BANDWIDTH;
+		}
+	} else if (pt > 0) {
+		*pred = pt;
+		*kind = K_MODEL;
+	} else {
+		*kind = K_KEPT;
+	}
+}
+
+static void
+cache_reset(struct cache *c, size_t n)
+{
+	size_t want = 64;
+
+	while (want < 2 * n)
+		want *= 2;
+	if (want > c->cap) {
+		free(c->v);
+		c->v = xmalloc(want * sizeof(*c->v));
+		c->cap = want;
+	}
+	memset(c->v, 0, c->cap * sizeof(*c->v));
+}
+
+static struct cval *
+cache_get(struct cache *c, const struct ckey *k)
+{
+	size_t i = (size_t)XXH3_64bits(k, sizeof(*k)) & (c->cap - 1);
+
+	while (c->v[i].set && memcmp(&c->v[i].key, k, sizeof(*k)) != 0)
+		i = (i + 1) & (c->cap - 1);
+	c->v[i].key = *k;
+	return &c->v[i];
+}
+
 /* Re-time the section's GPU tasks in place. */
 static void
 retime(const struct opts *o, struct section *s, const struct kg_reader *r, struct groups *gs)
 {
 	struct om_task *ot = xmalloc((s->ng + 1) * sizeof(*ot));
 	uint32_t *call = xmalloc((s->ng + 1) * sizeof(*call)), nc, c;
-	double *sum, *fac;
+	double *sum, *fac, *pred;
 	size_t *top, i;
-	int *cls;
+	int *cls, *kind;
 
 	for (i = 0; i < s->ng; i++) {
 		const struct kg_task *t = &s->g[i].t;
@@ -171,6 +275,8 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, struc
 	fac = xmalloc((nc + 1) * sizeof(*fac));
 	top = xmalloc((nc + 1) * sizeof(*top));
 	cls = xmalloc((nc + 1) * sizeof(*cls));
+	kind = xmalloc((nc + 1) * sizeof(*kind));
+	pred = xmalloc((nc + 1) * sizeof(*pred));
 	for (c = 0; c < nc; c++)
 		top[c] = SIZE_MAX;
 	for (i = 0; i < s->ng; i++) {
@@ -180,48 +286,29 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, struc
 		if (top[c] == SIZE_MAX || s->g[i].t.dur > s->g[top[c]].t.dur)
 			top[c] = i;
 	}
+	/* calls alike (operator, shapes, longest kernel's name, kind and
+	 * bytes) are described and predicted once: a graph repeats a few
+	 * hundred shapes over millions of kernels */
+	cache_reset(&s->cache, nc);
 	for (c = 0; c < nc; c++) {
 		const struct kg_task *t = &s->g[top[c]].t;
-		struct om_call oc;
-		struct om_desc d;
-		double pt, pf;
-		int via;
+		struct ckey key = { t->op, t->shapes, t->name, (uint32_t)t->kind, t->bytes };
+		struct cval *v = cache_get(&s->cache, &key);
 
-		oc.op = t->op != KG_NONE ? kg_str(r, t->op) : "";
-		oc.dims = t->shapes != KG_NONE ? kg_str(r, t->shapes) : NULL;
-		oc.kernel = kg_str(r, t->name);
-		oc.kind = t->kind, oc.bytes = t->bytes, oc.layout = -1;
-		fac[c] = 1;
-		cls[c] = om_describe(&oc, o->have_to ? o->to.sms : 132, &d);
-		if (!o->have_to)
-			continue;
-		pt = om_predict(&o->to, &d, &via);
-		if (o->have_src) {
-			struct om_desc ds;
-
-			om_describe(&oc, o->src.sms, &ds);
-			pf = om_predict(&o->src, &ds, &via);
-			if (pt > 0 && pf > 0 && om_knows(&o->to, &d) == om_knows(&o->src, &ds) &&
-			    o->to.cls[d.cls].n > 0 && o->src.cls[d.cls].n > 0) {
-				/* both by trees, or both by rooflines scaled to
-				 * samples of the class */
-				fac[c] = pt / pf;
-			} else if (d.sized && ds.sized) {
-				/* one model by trees, the other not, or a class
-				 * without samples: compare like with like, the two
-				 * GPUs' rooflines */
-				fac[c] = om_roofline_us(&o->to, &d) / om_roofline_us(&o->src, &ds);
-				s->rooflines++;
-			} else {
-				/* unsized: as memory-bound work moves */
-				fac[c] = o->src.bytes_s / o->to.bytes_s;
-				s->bandwidth++;
-			}
-		} else if (pt > 0 && sum[c] > 0) {
-			fac[c] = pt * 1e3 / sum[c];
+		if (v->set) {
+			pred[c] = v->pred;
+			cls[c] = v->cls;
+			fac[c] = v->fac;
+			kind[c] = v->kind;
 		} else {
-			s->kept++;
+			describe_call(o, s, r, t, &pred[c], &cls[c], &fac[c], &kind[c]);
+			v->set = 1, v->pred = pred[c], v->cls = cls[c], v->fac = fac[c], v->kind = kind[c];
 		}
+		if (kind[c] == K_MODEL)
+			fac[c] = sum[c] > 0 ? pred[c] * 1e3 / sum[c] : 1;
+		s->kept += kind[c] == K_KEPT;
+		s->bandwidth += kind[c] == K_BANDWIDTH;
+		s->rooflines += kind[c] == K_ROOFLINES;
 	}
 	for (i = 0; i < s->ng; i++) {
 		struct kg_task *t = &s->g[i].t;
@@ -246,6 +333,8 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, struc
 	free(fac);
 	free(top);
 	free(cls);
+	free(kind);
+	free(pred);
 }
 
 static int
@@ -325,6 +414,7 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 	free(s.off);
 	free(s.type);
 	free(s.g);
+	free(s.cache.v);
 	gin_close(&in);
 	return rc;
 }

@@ -120,7 +120,7 @@ cmd_fit(const struct opts *o, int argc, char **argv)
 	snprintf(m.gpu, sizeof(m.gpu), "%s", cs.gpu);
 	m.sms = cs.sms > 0 ? cs.sms : 132;
 	memset(&fo, 0, sizeof(fo));
-	fo.nthread = 2;
+	fo.nthread = 1; /* two threads spin-wait for each other on a busy machine */
 	fo.rounds = 300;
 	fo.depth = 6;
 	fo.eta = 0.1;

@@ -31,6 +31,7 @@ ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 LIBS = -lm $(PKG_LIBS)
 
 TOOLS = kineto2graph graphcat graph-deps graphsim graphstat tracegen graph-scale-dp graph-scale-layers graph-scale-pp graph2chrome graphplot
+TOOLS += opmodel graph-retime
 BINS = $(TOOLS:%=bin/%)
 MANS = $(TOOLS:%=doc/%.1)
 
@@ -67,10 +68,17 @@ build/libcommon.a: $(COMMON_OBJ)
 	$(AR) rcs $@ $^
 
 define tool_rule
-bin/$(1): $(call tool_objs,$(1)) $(CLI_OBJ) build/libcommon.a build/flags
+bin/$(1): $(call tool_objs,$(1)) $$(EXTRA_OBJ_$(1)) $(CLI_OBJ) build/libcommon.a build/flags
 	@mkdir -p bin
-	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(filter-out build/flags,$$^) $$(LIBS)
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(filter-out build/flags,$$^) $$(LIBS) $$(EXTRA_LIBS_$(1))
 endef
+# The op model (common/opmodel.c) needs XGBoost's C API; only the tools
+# that use it link it. opmodel reads Kineto traces with kineto2graph's
+# reader and graph builder.
+EXTRA_LIBS_opmodel = -lxgboost
+EXTRA_LIBS_graph-retime = -lxgboost
+EXTRA_OBJ_opmodel = $(patsubst %.c,build/%.o,$(wildcard tools/kineto2graph/*.c))
+build/tools/opmodel/%.o: ALL_CFLAGS += -Itools/kineto2graph
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
 
 # The suite: bats through prove for a closing summary line.
@@ -107,7 +115,7 @@ lint:
 	done; true
 	shellcheck -x scripts/deps.sh scripts/whatif-demo tests/run .ci/run bench/ingest bench/json-parsers/run bench/tracegen \
 	    bench/simulate bench/accuracy bench/job-scale bench/whatif-accuracy bench/whatif-speed bench/chrome-export pipelines/step pipelines/base \
-	    fuzz/run fuzz/seeds
+	    fuzz/run fuzz/seeds bench/opmodel-accuracy bench/opmodel-speed
 	for m in $(MANS); do mandoc -Tlint -W warning $$m; done
 
 bench: all

@@ -4,7 +4,8 @@
 set -eu
 
 pkgs="gcc make pkg-config libmsgpack-dev libzstd-dev libxxhash-dev \
-libyajl-dev zlib1g-dev bats jq python3 perl zstd mandoc xxhash librsvg2-bin"
+libyajl-dev zlib1g-dev bats jq python3 perl zstd mandoc xxhash librsvg2-bin \
+libxgboost-dev"
 # `deps.sh fuzz` (make fuzz-deps): clang and its libFuzzer for make fuzz;
 # `deps.sh viewer`: Chromium and Node.js for the viewer test
 # (tests/viewer.bats; .ci/run installs them, the demo does not need them).

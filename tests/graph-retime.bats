@@ -1,0 +1,145 @@
+#!/usr/bin/env bats
+# graph-retime: the checklist; re-timing by models and factors worked
+# out by hand on tests/fixtures/opmodel (GEMM kernels of exactly
+# 2 m n k / 2^27 us; fast.jsonl: the same GEMMs twice as fast).
+
+load helpers
+
+bats_require_minimum_version 1.5.0
+
+OM="$FIX/opmodel"
+USAGE='usage: graph-retime [-q] [-o FILE] [--model MODEL [--from MODEL]] [--speedup PATTERN=FACTOR] ... [--sensitivity [K]] [FILE ...]'
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	kineto2graph -q "$OM/mm.json" > mm.kg
+	opmodel fit -o slow.om "$OM/mm.json" > /dev/null
+	opmodel fit --min-us 0 -o fast.om "$OM/fast.jsonl" > /dev/null
+}
+
+# "KIND D" of every GPU task, in id order
+gpu_durations() {
+	graphcat "$1" | jq -r 'select(.r == "task" and (.k == "kern" or .k == "cpy")) | "\(.k) \(.d)"'
+}
+
+@test "graph-retime: --help prints the usage on stdout and exits 0" {
+	run -0 --separate-stderr graph-retime --help
+	[ "${lines[0]}" = "$USAGE" ]
+	[ -z "$stderr" ]
+	run -0 graph-retime --version
+	[[ $output == "graph-retime (kgraph) "* ]]
+}
+
+@test "graph-retime: the usage line is the man page's SYNOPSIS" {
+	command -v mandoc > /dev/null || skip "no mandoc"
+	synopsis=$(mandoc -T ascii "$ROOT/doc/graph-retime.1" | col -bx |
+		awk '/^SYNOPSIS/ {f = 1; next} /^[A-Z]/ {f = 0} f' |
+		tr -s ' \n' ' ' | sed 's/^ //; s/ $//')
+	[ "usage: $synopsis" = "$USAGE" ]
+}
+
+@test "graph-retime: unknown options and bad values are usage errors" {
+	run -2 --separate-stderr graph-retime --bogus mm.kg
+	run -2 --separate-stderr graph-retime --speedup gemm mm.kg
+	[ "${stderr_lines[0]}" = "graph-retime: invalid --speedup 'gemm' (PATTERN=FACTOR)" ]
+	run -2 --separate-stderr graph-retime --speedup gemm=0 mm.kg
+	[ "${stderr_lines[0]}" = "graph-retime: invalid --speedup 'gemm=0' (FACTOR a number above 0)" ]
+	run -2 --separate-stderr graph-retime --from slow.om mm.kg
+	[ "${stderr_lines[0]}" = "graph-retime: --from needs --model (the GPU to predict)" ]
+	run -2 --separate-stderr graph-retime --sensitivity=0 mm.kg
+}
+
+@test "graph-retime: a missing file exits 1 naming it; a bad model is one line" {
+	run -1 --separate-stderr graph-retime nosuch.kg
+	[ "$stderr" = "graph-retime: nosuch.kg: No such file or directory" ]
+	run -1 --separate-stderr graph-retime --model nosuch.om mm.kg
+	[ "$stderr" = "graph-retime: nosuch.om: No such file or directory" ]
+	head -c 50 fast.om > cut.om
+	run -1 --separate-stderr graph-retime --model cut.om mm.kg
+	[ "$stderr" = "graph-retime: cut.om: truncated model file" ]
+}
+
+@test "graph-retime: empty, garbage and truncated streams exit 1 with the exact message" {
+	run -1 --separate-stderr graph-retime < /dev/null
+	[ "$stderr" = "graph-retime: -: empty input, not a graph stream" ]
+	echo garbage > g.kg
+	run -1 --separate-stderr graph-retime g.kg
+	[ "$stderr" = "graph-retime: g.kg: not a graph stream (no zstd frame)" ]
+	head -c 300 mm.kg > cut.kg
+	run -1 --separate-stderr graph-retime -o out.kg cut.kg
+	[ "$stderr" = "graph-retime: cut.kg: truncated graph stream (ends inside a zstd frame)" ]
+	[ ! -e out.kg ]
+}
+
+@test "graph-retime: --speedup divides the matching kernels' times" {
+	graph-retime --speedup 'gemm=2' mm.kg > half.kg
+	# GEMMs of 2000 ns and more halve; the 1 MiB memcpy's 100 us stay
+	paste -d' ' <(gpu_durations mm.kg) <(gpu_durations half.kg) |
+		awk '$1 == "kern" && $4 * 2 != $2 { exit 1 } $1 == "cpy" && $4 != $2 { exit 1 }'
+	[ "$(gpu_durations half.kg | grep -c '^kern')" -eq 12 ]
+	# by kernel name, and by operator: the same
+	graph-retime --speedup 'gemm_kernel_*=2' mm.kg > byname.kg
+	graph-retime --speedup 'aten::mm=2' mm.kg > byop.kg
+	diff <(dump half.kg) <(dump byname.kg)
+	diff <(dump half.kg) <(dump byop.kg)
+	# host tasks keep their times
+	diff <(graphcat mm.kg | jq -c 'select(.r == "task" and .k == "cpu")') \
+		<(graphcat half.kg | jq -c 'select(.r == "task" and .k == "cpu")')
+}
+
+@test "graph-retime: --model predicts each call for the model's GPU" {
+	graph-retime --model fast.om mm.kg > fast.kg
+	# GEMMs: m n k / 2^27 us, half the traced time
+	paste -d' ' <(gpu_durations mm.kg) <(gpu_durations fast.kg) |
+		awk '$1 == "kern" && $4 * 2 != $2 { exit 1 }'
+	# the memcpy: no memory samples on Fast GPU, so its roofline: bytes/s
+	# of the FLOP/s (2^28 a us) over 100: 2^20 * 100 / 2^28 us = 390.625 ns
+	[ "$(gpu_durations fast.kg | grep '^cpy')" = "cpy 391" ]
+}
+
+@test "graph-retime: --from scales by the ratio of the two models" {
+	graph-retime --model slow.om --from slow.om mm.kg > same.kg
+	diff <(dump mm.kg | jq -c 'select(.r != "header")') <(dump same.kg | jq -c 'select(.r != "header")')
+	graph-retime --model fast.om --from slow.om mm.kg > fast.kg
+	# GEMMs by trees-less rooflines of 2^28 and 2^27 FLOP/us: half; the
+	# memcpy by the two bandwidths (each FLOP/s over 100): half too
+	paste -d' ' <(gpu_durations mm.kg) <(gpu_durations fast.kg) |
+		awk '$4 * 2 != $2 { exit 1 }'
+}
+
+@test "graph-retime: composes with graphsim and graphstat in a pipe" {
+	graph-retime --speedup 'gemm=2' mm.kg | graphsim | graphstat --csv > stat.csv
+	graphsim mm.kg | graphstat --csv > base.csv
+	# one iteration; faster GEMMs, a shorter simulated iteration
+	[ "$(wc -l < stat.csv)" -eq 2 ]
+	[ "$(tail -1 stat.csv | cut -d, -f4)" -lt "$(tail -1 base.csv | cut -d, -f4)" ]
+	[ "$(dump mm.kg | head -1 | jq -r '.tools | length')" -eq 1 ]
+	[ "$(graph-retime mm.kg | graphcat | head -1 | jq -r '.tools[1]')" = "graph-retime 0.1" ]
+}
+
+@test "graph-retime: --sensitivity prints each group's gain twice as fast" {
+	run -0 --separate-stderr graph-retime --sensitivity 1 mm.kg
+	[[ "${lines[0]}" == "iteration "*" ms simulated; GPU time in the graph "*" ms" ]]
+	[ "$(echo "${lines[1]}" | tr -s ' ')" = "class operator gpu_ms gpu% iter_ms gain_ms gain%" ]
+	# the GEMMs are most of the GPU time, one row (K 1)
+	[ "${#lines[@]}" -eq 3 ]
+	set -- ${lines[2]}
+	[ "$1" = gemm ] && [ "$2" = aten::mm ]
+	# the gain is the base less the new iteration
+	base=$(echo "${lines[0]}" | awk '{print $2}')
+	[ "$(echo "$base $5 $6" | awk '{ d = $1 - $2 - $3; print (d < 0.002 && d > -0.002) }')" = 1 ]
+	run -2 --separate-stderr graph-retime --sensitivity -o x.kg mm.kg
+}
+
+@test "graph-retime: a write error exits 1; | head prints nothing on stderr" {
+	run -1 --separate-stderr bash -c 'graph-retime mm.kg > /dev/full'
+	[ "$stderr" = "graph-retime: stdout: No space left on device" ]
+	run -0 --separate-stderr bash -c 'graph-retime --speedup gemm=2 mm.kg | graphcat | head -1'
+	[ -z "$stderr" ]
+}
+
+@test "graph-retime: stdin gives the same as the file operand" {
+	graph-retime --model fast.om mm.kg > a.kg
+	graph-retime --model fast.om < mm.kg > b.kg
+	diff <(dump a.kg) <(dump b.kg)
+}

@@ -1,0 +1,202 @@
+#!/usr/bin/env bats
+# opmodel: the checklist; a fit whose predictions are worked out by hand
+# (tests/fixtures/opmodel/gen.py: GEMMs of exactly 2 m n k / 2^27 us on
+# a GPU of 100 SMs); the robustness cases of the model file and traces.
+
+load helpers
+
+bats_require_minimum_version 1.5.0
+
+OM="$FIX/opmodel"
+
+fit() { # a model of the fixture trace into m.om
+	opmodel fit -o m.om "$OM/mm.json" > /dev/null
+}
+
+@test "opmodel: --help prints the usage on stdout and exits 0" {
+	run -0 --separate-stderr opmodel --help
+	[ "${lines[0]}" = "usage: opmodel fit [-q] -o MODEL [--gpu NAME] [--sms N] [--min-us US] [--features LIST]" ]
+	[ -z "$stderr" ]
+	run -0 --separate-stderr opmodel check --help
+	[ "${lines[0]%% *}" = "usage:" ]
+}
+
+@test "opmodel: a missing or unknown command, and unknown options, are usage errors" {
+	run -2 --separate-stderr opmodel
+	[ "${stderr_lines[0]}" = "opmodel: missing the command: fit, check or predict" ]
+	run -2 --separate-stderr opmodel frobnicate
+	[ "${stderr_lines[0]}" = "opmodel: unknown command 'frobnicate' (fit, check or predict)" ]
+	run -2 --separate-stderr opmodel fit --bogus -o m.om
+	run -2 --separate-stderr opmodel fit "$OM/mm.json"
+	[ "${stderr_lines[0]}" = "opmodel: fit: missing -o MODEL" ]
+	run -2 --separate-stderr opmodel check --gpu X m.om
+	run -2 --separate-stderr opmodel fit -o m.om --features sizes,colour "$OM/mm.json"
+	run -2 --separate-stderr opmodel fit -o m.om --min-us -1 "$OM/mm.json"
+	[ ! -e m.om ]
+}
+
+@test "opmodel: a missing input exits 1 naming it, and writes no model" {
+	run -1 --separate-stderr opmodel fit -o m.om nonexistent.json
+	[ "$stderr" = "opmodel: nonexistent.json: No such file or directory" ]
+	[ ! -e m.om ]
+}
+
+@test "opmodel: empty, garbage and truncated inputs exit 1 with one line" {
+	: > empty.json
+	run -1 --separate-stderr opmodel fit -o m.om empty.json
+	[ "$stderr" = "opmodel: empty.json: empty input" ]
+	echo 'not json' > bad.json
+	run -1 --separate-stderr opmodel fit -o m.om bad.json
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" == "opmodel: bad.json: byte 1: invalid JSON"* ]]
+	head -c 2000 "$OM/mm.json" | gzip > cut.json.gz
+	run -1 --separate-stderr opmodel fit -o m.om cut.json.gz
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" == "opmodel: cut.json.gz: "* ]]
+	gzip -c "$OM/mm.json" | head -c 700 > cutgz.json.gz
+	run -1 --separate-stderr opmodel fit -o m.om cutgz.json.gz
+	[ "$stderr" = "opmodel: cutgz.json.gz: truncated gzip data" ]
+	printf '{"meta": {"gpu": "G"}}\n{"op": "mm", "us": 3}\n' > rows.jsonl
+	run -1 --separate-stderr opmodel fit -o m.om rows.jsonl
+	[ "$stderr" = "opmodel: rows.jsonl: line 2: a mm row without its sizes" ]
+	[ ! -e m.om ]
+}
+
+@test "opmodel: fit names the trace's GPU and SM count, and every class" {
+	run -0 --separate-stderr opmodel fit -o m.om "$OM/mm.json"
+	# deviceProperties: "Test GPU", 100 SMs; 2^27 FLOP/us = 134 TFLOP/s
+	[ "${lines[0]}" = "model of Test GPU, 100 SMs: roofline 134 TFLOP/s, 1342 GB/s" ]
+	# 12 GEMM calls and one memcpy; under 20 samples: rooflines
+	[[ "${lines[2]}" == "gemm      roofline      12 "* ]]
+	[[ "${lines[9]}" == "memory    roofline       1 "* ]]
+	[ "${lines[11]}" = "roofline fallbacks: 9 of 9 classes (fewer than 20 samples)" ]
+	head -3 m.om | tail -2 > head.txt
+	printf 'gpu Test GPU\nsms 100\n' | diff - head.txt
+}
+
+@test "opmodel: predict gives a GEMM's roofline time, worked out by hand" {
+	fit
+	# 2 * 4096^3 / 2^27 us = 1024 us; a 2 GiB memcpy at 1 MiB per 100 us
+	# is not what predict reads (OP DIMS lines only)
+	printf 'aten::mm [[4096,4096],[4096,4096]]\n# a comment\n\naten::addmm [[64],[512,512],[512,64]]\nweird::op [[3]]\naten::_foreach_mul_ [[],[]]\n' > in.txt
+	run -0 --separate-stderr opmodel predict m.om in.txt
+	[ "${lines[0]}" = "gemm 1024.000" ]
+	# addmm: m 512, k 512, n 64 moves 2 (512 512 + 2 512 64) = 655360
+	# bytes; with no streaming samples the bytes/s are the FLOP/s over
+	# 100: 655360 * 100 / 2^27 = 0.488 us, above its 0.25 us of FLOPs
+	[ "${lines[1]}" = "gemm 0.488" ]
+	# a class without samples: the roofline, 2 (3 + 3) bytes: 0.000 us
+	[ "${lines[2]}" = "other 0.000" ]
+	# an optimizer's tensor lists (sizes unrecorded): no prediction
+	[ "${lines[3]}" = "optim -" ]
+	[ -z "$stderr" ]
+	run -0 opmodel predict m.om < in.txt
+	[ "${lines[0]}" = "gemm 1024.000" ]
+}
+
+@test "opmodel: predict refuses a line that is not OP DIMS" {
+	fit
+	echo 'aten::mm' | { run -1 --separate-stderr opmodel predict m.om; [ "$stderr" = "opmodel: -: line 1: expected 'OP DIMS [KERNEL]'" ]; }
+	printf 'aten::mm [[1,2]\n' > bad.txt
+	run -1 --separate-stderr opmodel predict m.om bad.txt
+	[ "$stderr" = "opmodel: bad.txt: line 1: unbalanced brackets in the dims" ]
+}
+
+@test "opmodel: check compares each call, and the CSV has one row a call" {
+	fit
+	run -0 --separate-stderr opmodel check m.om "$OM/mm.json"
+	# the kernels follow the roofline exactly: no error
+	[ "${lines[2]}" = "gemm           12    73.5      12      0.00     0.00" ]
+	run -0 --separate-stderr opmodel check --csv m.om "$OM/mm.json"
+	[ "${lines[0]}" = "class,kernel,traced_us,predicted_us,how,op" ]
+	# 12 GEMMs and a memcpy
+	[ "${#lines[@]}" -eq 14 ]
+	# 2 * 2048^3 / 2^27 = 128 us
+	printf '%s\n' "${lines[@]}" | grep -qx 'gemm,"gemm_kernel_11",128.000,128.000,roofline,"aten::mm"'
+}
+
+@test "opmodel: a trace without record_shapes says so and how to record one" {
+	run -1 --separate-stderr opmodel fit -o m.om "$OM/noshapes.json"
+	[ "$stderr" = "opmodel: $OM/noshapes.json: no operator shapes (the trace was recorded without record_shapes): record with torch.profiler.profile(record_shapes=True)" ]
+	fit
+	run -1 --separate-stderr opmodel check m.om "$OM/noshapes.json"
+	[ "${#stderr_lines[@]}" -eq 1 ]
+}
+
+@test "opmodel: a model of another GPU than the trace's is a warning naming both" {
+	opmodel fit -o fast.om "$OM/fast.jsonl" > /dev/null
+	run -0 --separate-stderr opmodel check fast.om "$OM/mm.json"
+	[ "$stderr" = "opmodel: warning: $OM/mm.json: a trace of Test GPU checked with a model of Fast GPU" ]
+	run -0 --separate-stderr opmodel check -q fast.om "$OM/mm.json"
+	[ -z "$stderr" ]
+}
+
+@test "opmodel: inputs of two GPUs are refused; --gpu names the model's GPU" {
+	run -1 --separate-stderr opmodel fit -o m.om "$OM/mm.json" "$OM/fast.jsonl"
+	[ "$stderr" = "opmodel: $OM/fast.jsonl: a trace of Fast GPU, but $OM/mm.json is of Test GPU: one model per GPU (--gpu to override)" ]
+	run -0 opmodel fit --gpu 'My GPU' -o m.om "$OM/mm.json"
+	[ "$(sed -n 2p m.om)" = "gpu My GPU" ]
+}
+
+@test "opmodel: a sweep's host-bound rows are dropped and counted" {
+	# the 12 rows take 1 to 64 us (m n k / 2^27): only 2048^3 reaches 40
+	run -0 --separate-stderr opmodel fit -o m.om "$OM/fast.jsonl"
+	[ "${lines[12]}" = "sweep timings not used: 11 under 40 us (host-bound), 0 of several operators, 0 without a positive time" ]
+	run -0 --separate-stderr opmodel fit --min-us 0 -o m.om "$OM/fast.jsonl"
+	[[ "${lines[2]}" == "gemm      roofline      12 "* ]]
+}
+
+@test "opmodel: a truncated, other-version or foreign model file is refused in one line" {
+	fit
+	head -c 100 m.om > cut.om
+	run -1 --separate-stderr opmodel predict cut.om /dev/null
+	[ "$stderr" = "opmodel: cut.om: truncated model file" ]
+	sed '1s/ 1$/ 2/' m.om > v2.om
+	run -1 --separate-stderr opmodel check v2.om "$OM/mm.json"
+	[ "$stderr" = "opmodel: v2.om: unsupported model version 2 (this opmodel reads 1)" ]
+	cp "$OM/mm.json" notmodel.om
+	run -1 --separate-stderr opmodel predict notmodel.om /dev/null
+	[ "$stderr" = "opmodel: notmodel.om: not an opmodel model file" ]
+	sed 's/^sms 100$/sms 101/' m.om > edited.om
+	run -1 --separate-stderr opmodel predict edited.om /dev/null
+	[ "$stderr" = "opmodel: edited.om: corrupt model file (checksum mismatch)" ]
+	run -1 --separate-stderr opmodel predict nothere.om /dev/null
+	[ "$stderr" = "opmodel: nothere.om: No such file or directory" ]
+}
+
+@test "opmodel: a write error on stdout exits 1" {
+	fit
+	run -1 --separate-stderr bash -c 'opmodel check m.om "$1" > /dev/full' _ "$OM/mm.json"
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	run -1 --separate-stderr bash -c 'echo "aten::mm [[1,1],[1,1]]" | opmodel predict m.om > /dev/full'
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	run -1 --separate-stderr opmodel fit -o /dev/full/m.om "$OM/mm.json"
+	[ "${#stderr_lines[@]}" -eq 1 ]
+}
+
+@test "opmodel: | head prints nothing on stderr" {
+	fit
+	run -0 --separate-stderr bash -c "opmodel check --csv m.om '$OM/mm.json' | head -1"
+	[ "$output" = "class,kernel,traced_us,predicted_us,how,op" ]
+	[ -z "$stderr" ]
+}
+
+@test "opmodel: stdin gives the same as the file operand" {
+	fit
+	opmodel check --csv m.om "$OM/mm.json" > file.csv
+	opmodel check --csv m.om < "$OM/mm.json" > stdin.csv
+	diff file.csv stdin.csv
+	opmodel fit -o s.om < "$OM/mm.json" > /dev/null
+	cmp m.om s.om
+}
+
+@test "opmodel: the shared H100 sweep fits with trees, and its GEMMs check" {
+	K="$ROOT/../shared/gpu/kernels/h100"
+	[ -f "$K/kernels.jsonl" ] || skip "no ../shared/gpu"
+	run -0 --separate-stderr opmodel fit -o h100.om "$K/kernels.jsonl"
+	[[ "${lines[0]}" == "model of NVIDIA H100 80GB HBM3, 132 SMs:"* ]]
+	# 1255 GEMM rows, those of 40 us or more kept: enough for trees
+	[[ "${lines[2]}" == "gemm      trees "* ]]
+	run -0 --separate-stderr opmodel check --min-us 100 h100.om "$K/kernels.jsonl"
+	[[ "${lines[2]}" == "gemm "* ]]
+}

@@ -1,0 +1,751 @@
+/*
+ * graph-retime: a graph's GPU work re-timed by an op model (another GPU)
+ * or by factors (a kernel made faster), and where speed-ups pay.
+ *
+ * The unit re-timed is an operator call (common/opmodel.h: the kernels
+ * one call of an operator launches, grouped by om_calls). With --model
+ * alone a call takes the model's prediction, its kernels sharing it as
+ * they shared the traced time; with --from as well, each kernel is
+ * scaled by the ratio of the two models' predictions for its call, so
+ * what the models do not explain of a kernel stays (by their trees when
+ * both have trees that know the call, by their scaled rooflines when
+ * neither does, else by their plain rooflines). A call the models
+ * cannot size (an optimizer's tensor lists, unrecorded) keeps its time
+ * with --model alone and is scaled by the two GPUs' achieved bandwidth
+ * with --from. Host tasks and communication kernels keep their times.
+ * --speedup divides the time of the kernels whose class, operator or
+ * name matches a pattern.
+ *
+ * --sensitivity simulates: the re-timed graph, then the same with each
+ * of the K (class, operator) groups with most GPU time twice as fast,
+ * through graphsim and graphstat (found beside this program, else on
+ * PATH), and prints the iteration times and gains instead of a stream.
+ *
+ * State: one section at a time: its records as read, and its GPU tasks
+ * decoded (about 150 bytes each).
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "cli.h"
+#include "kg.h"
+#include "opmodel.h"
+#include "util.h"
+
+#define PRODUCER "graph-retime " KG_VERSION
+
+static const char usage[] =
+    "graph-retime [-q] [-o FILE] [--model MODEL [--from MODEL]] [--speedup PATTERN=FACTOR] ... "
+    "[--sensitivity [K]] [FILE ...]";
+
+static const char help[] =
+    "Re-time a graph's GPU tasks by an op model or by factors.\n"
+    "\n"
+    "  -o, --output FILE          write the stream to FILE instead of stdout\n"
+    "      --model MODEL          predict GPU calls with MODEL (opmodel fit): the\n"
+    "                             graph as it would run on MODEL's GPU\n"
+    "      --from MODEL           the model of the graph's own GPU: scale each kernel\n"
+    "                             by the ratio of the two models' predictions\n"
+    "      --speedup PAT=FACTOR   kernels whose class (gemm, attn_fwd, ...), operator\n"
+    "                             or name matches the shell pattern PAT run FACTOR\n"
+    "                             times faster (repeatable)\n"
+    "      --sensitivity [K]      simulate the K groups (class and operator) with most\n"
+    "                             GPU time each twice as fast; print iteration times\n"
+    "                             and gains (default K 5)\n"
+    "  -q, --quiet                no warnings\n"
+    "  -h, --help                 this help\n"
+    "      --version              the version\n"
+    "\n"
+    "With no FILE, or FILE -, read standard input. See graph-retime(1).\n";
+
+struct speedup {
+	const char *pat; /* NULL: an exact group (sensitivity) */
+	int cls;
+	const char *op;
+	double f;
+};
+
+struct opts {
+	const char *model, *from;
+	struct om_model to, src;
+	int have_to, have_src;
+	struct speedup *sp;
+	size_t nsp, capsp;
+	int64_t sens; /* 0: no sensitivity */
+};
+
+/* A (class, operator) group's GPU time, for --sensitivity. */
+struct group {
+	int cls;
+	char *op;
+	double ns;
+};
+
+struct groups {
+	struct group *g;
+	size_t n, cap;
+};
+
+/* The cache of described calls: open addressing on XXH3 of the key. */
+struct ckey {
+	uint32_t op, sh, name, kind;
+	uint64_t bytes;
+};
+
+struct cval {
+	struct ckey key;
+	int set, cls, kind;
+	double pred, fac;
+};
+
+struct cache {
+	struct cval *v;
+	size_t cap; /* a power of two */
+};
+
+/* A GPU task of the section: its record index and the decoded record. */
+struct gtask {
+	struct kg_task t;
+	size_t rec;
+};
+
+struct section {
+	char *buf;
+	size_t len, cap;
+	size_t *off;
+	uint8_t *type;
+	size_t nrec, capoff, captype;
+	struct gtask *g;
+	size_t ng, capg;
+	struct kg_header h;
+	/* counts for the warnings */
+	int64_t kept, bandwidth, nocall, rooflines;
+	struct cache cache;
+};
+
+static void
+group_add(struct groups *gs, int cls, const char *op, double ns)
+{
+	size_t i;
+
+	for (i = 0; i < gs->n; i++)
+		if (gs->g[i].cls == cls && strcmp(gs->g[i].op, op) == 0) {
+			gs->g[i].ns += ns;
+			return;
+		}
+	{
+		struct group g = { cls, xstrndup(op, strlen(op)), ns };
+
+		VEC_PUSH(gs->g, gs->n, gs->cap, g);
+	}
+}
+
+/* The factor of --speedup rules for a task: the product of those that match. */
+static double
+speedup_of(const struct opts *o, int cls, const char *op, const char *name)
+{
+	double f = 1;
+	size_t i;
+
+	for (i = 0; i < o->nsp; i++) {
+		const struct speedup *s = &o->sp[i];
+
+		if (s->pat == NULL) {
+			if (cls == s->cls && strcmp(op, s->op) == 0)
+				f *= s->f;
+		} else if ((cls >= 0 && fnmatch(s->pat, om_class_name[cls], 0) == 0) ||
+		    fnmatch(s->pat, op, 0) == 0 || fnmatch(s->pat, name, 0) == 0) {
+			f *= s->f;
+		}
+	}
+	return f;
+}
+
+enum { K_NONE, K_MODEL, K_FROM, K_KEPT, K_BANDWIDTH, K_ROOFLINES };
+
+/*
+ * A call described and predicted: its class, and either its predicted
+ * time (K_MODEL: the factor is worked out from the call's own time) or
+ * its factor (--from), or why it keeps its time.
+ */
+static void
+describe_call(const struct opts *o, const struct section *s, const struct kg_reader *r,
+    const struct kg_task *t, double *pred, int *cls, double *fac, int *kind)
+{
+	struct om_call oc;
+	struct om_desc d;
+	double pt, pf;
+	int via;
+
+	(void)s;
+	oc.op = t->op != KG_NONE ? kg_str(r, t->op) : "";
+	oc.dims = t->shapes != KG_NONE ? kg_str(r, t->shapes) : NULL;
+	oc.kernel = kg_str(r, t->name);
+	oc.kind = t->kind, oc.bytes = t->bytes, oc.layout = -1;
+	*fac = 1;
+	*pred = -1;
+	*kind = K_NONE;
+	*cls = om_describe(&oc, o->have_to ? o->to.sms : 132, &d);
+	if (!o->have_to)
+		return;
+	pt = om_predict(&o->to, &d, &via);
+	if (o->have_src) {
+		struct om_desc ds;
+
+		om_describe(&oc, o->src.sms, &ds);
+		pf = om_predict(&o->src, &ds, &via);
+		*kind = K_FROM;
+		if (pt > 0 && pf > 0 && om_knows(&o->to, &d) == om_knows(&o->src, &ds) &&
+		    o->to.cls[d.cls].n > 0 && o->src.cls[d.cls].n > 0) {
+			/* both by trees, or both by rooflines scaled to
+			 * samples of the class */
+			*fac = pt / pf;
+		} else if (d.sized && ds.sized) {
+			/* one model by trees, the other not, or a class
+			 * without samples: compare like with like, the two
+			 * GPUs' rooflines */
+			*fac = om_roofline_us(&o->to, &d) / om_roofline_us(&o->src, &ds);
+			*kind = K_ROOFLINES;
+		} else {
+			/* unsized: as memory-bound work moves */
+			*fac = o->src.bytes_s / o->to.bytes_s;
+			*kind = K_BANDWIDTH;
+		}
+	} else if (pt > 0) {
+		*pred = pt;
+		*kind = K_MODEL;
+	} else {
+		*kind = K_KEPT;
+	}
+}
+
+static void
+cache_reset(struct cache *c, size_t n)
+{
+	size_t want = 64;
+
+	while (want < 2 * n)
+		want *= 2;
+	if (want > c->cap) {
+		free(c->v);
+		c->v = xmalloc(want * sizeof(*c->v));
+		c->cap = want;
+	}
+	memset(c->v, 0, c->cap * sizeof(*c->v));
+}
+
+static struct cval *
+cache_get(struct cache *c, const struct ckey *k)
+{
+	size_t i = (size_t)XXH3_64bits(k, sizeof(*k)) & (c->cap - 1);
+
+	while (c->v[i].set && memcmp(&c->v[i].key, k, sizeof(*k)) != 0)
+		i = (i + 1) & (c->cap - 1);
+	c->v[i].key = *k;
+	return &c->v[i];
+}
+
+/* Re-time the section's GPU tasks in place. */
+static void
+retime(const struct opts *o, struct section *s, const struct kg_reader *r, struct groups *gs)
+{
+	struct om_task *ot = xmalloc((s->ng + 1) * sizeof(*ot));
+	uint32_t *call = xmalloc((s->ng + 1) * sizeof(*call)), nc, c;
+	double *sum, *fac, *pred;
+	size_t *top, i;
+	int *cls, *kind;
+
+	for (i = 0; i < s->ng; i++) {
+		const struct kg_task *t = &s->g[i].t;
+
+		ot[i].id = t->id, ot[i].proc = t->proc, ot[i].op = t->op, ot[i].sh = t->shapes;
+		ot[i].name = t->name, ot[i].kind = t->kind, ot[i].it = t->iter;
+		ot[i].ts = t->ts, ot[i].dur = t->dur, ot[i].bytes = t->bytes;
+	}
+	nc = om_calls(ot, s->ng, call);
+	sum = xcalloc(nc + 1, sizeof(*sum));
+	fac = xmalloc((nc + 1) * sizeof(*fac));
+	top = xmalloc((nc + 1) * sizeof(*top));
+	cls = xmalloc((nc + 1) * sizeof(*cls));
+	kind = xmalloc((nc + 1) * sizeof(*kind));
+	pred = xmalloc((nc + 1) * sizeof(*pred));
+	for (c = 0; c < nc; c++)
+		top[c] = SIZE_MAX;
+	for (i = 0; i < s->ng; i++) {
+		if ((c = call[i]) == UINT32_MAX)
+			continue;
+		sum[c] += (double)s->g[i].t.dur;
+		if (top[c] == SIZE_MAX || s->g[i].t.dur > s->g[top[c]].t.dur)
+			top[c] = i;
+	}
+	/* calls alike (operator, shapes, longest kernel's name, kind and
+	 * bytes) are described and predicted once: a graph repeats a few
+	 * hundred shapes over millions of kernels */
+	cache_reset(&s->cache, nc);
+	for (c = 0; c < nc; c++) {
+		const struct kg_task *t = &s->g[top[c]].t;
+		struct ckey key = { t->op, t->shapes, t->name, (uint32_t)t->kind, t->bytes };
+		struct cval *v = cache_get(&s->cache, &key);
+
+		if (v->set) {
+			pred[c] = v->pred;
+			cls[c] = v->cls;
+			fac[c] = v->fac;
+			kind[c] = v->kind;
+		} else {
+			describe_call(o, s, r, t, &pred[c], &cls[c], &fac[c], &kind[c]);
+			v->set = 1, v->pred = pred[c], v->cls = cls[c], v->fac = fac[c], v->kind = kind[c];
+		}
+		if (kind[c] == K_MODEL)
+			fac[c] = sum[c] > 0 ? pred[c] * 1e3 / sum[c] : 1;
+		s->kept += kind[c] == K_KEPT;
+		s->bandwidth += kind[c] == K_BANDWIDTH;
+		s->rooflines += kind[c] == K_ROOFLINES;
+	}
+	for (i = 0; i < s->ng; i++) {
+		struct kg_task *t = &s->g[i].t;
+		double f = 1, sp;
+		int k = -1;
+		const char *op = t->op != KG_NONE ? kg_str(r, t->op) : "";
+
+		if ((c = call[i]) != UINT32_MAX)
+			f = fac[c], k = cls[c];
+		else if (t->kind != KG_COLL)
+			s->nocall++;
+		if (t->kind == KG_COLL)
+			continue;
+		sp = speedup_of(o, k, op, kg_str(r, t->name));
+		t->dur = llround((double)t->dur * f / sp);
+		if (gs != NULL && k >= 0)
+			group_add(gs, k, op, (double)t->dur);
+	}
+	free(ot);
+	free(call);
+	free(sum);
+	free(fac);
+	free(top);
+	free(cls);
+	free(kind);
+	free(pred);
+}
+
+static int
+write_section(struct section *s, struct gout *g)
+{
+	size_t i, k = 0;
+
+	if (kg_write_header_tool(&g->w, &s->h, PRODUCER) < 0)
+		return -1;
+	for (i = 0; i < s->nrec; i++) {
+		size_t end = i + 1 < s->nrec ? s->off[i + 1] : s->len;
+		int rc;
+
+		if (k < s->ng && s->g[k].rec == i)
+			rc = kg_write_task(&g->w, &s->g[k++].t);
+		else
+			rc = kg_write_bytes(&g->w, s->buf + s->off[i], end - s->off[i], s->type[i]);
+		if (rc < 0)
+			return -1;
+	}
+	return kg_write_end(&g->w);
+}
+
+static int
+process(const struct opts *o, const char *path, struct gout *g, struct groups *gs)
+{
+	struct gin in;
+	struct section s;
+	int t, rc = 0, index = 0;
+
+	if (gin_open(&in, path) < 0)
+		return 1;
+	memset(&s, 0, sizeof(s));
+	while (rc == 0 && (t = gin_read(&in)) > 0) {
+		if (t == KG_R_HEADER) {
+			s.h = in.rec.header;
+			s.nrec = s.len = s.ng = 0;
+			s.kept = s.bandwidth = s.nocall = s.rooflines = 0;
+			continue; /* written anew with the section */
+		}
+		if (t == KG_R_SIM)
+			continue; /* the times change: simulate again */
+		if (t == KG_R_TASK && (in.rec.task.kind == KG_KERN || in.rec.task.kind == KG_CPY ||
+		    in.rec.task.kind == KG_SET)) {
+			struct gtask x;
+
+			x.t = in.rec.task;
+			x.rec = s.nrec;
+			VEC_PUSH(s.g, s.ng, s.capg, x);
+		}
+		if (t == KG_R_END) {
+			retime(o, &s, &in.r, gs);
+			if (s.kept > 0)
+				warnmsg("%s: section %d: %lld GPU calls keep their time: the model "
+				    "cannot size them", in.name, index, (long long)s.kept);
+			if (s.bandwidth > 0)
+				warnmsg("%s: section %d: %lld GPU calls the models cannot size scaled "
+				    "by the GPUs' bandwidth", in.name, index, (long long)s.bandwidth);
+			if (write_section(&s, g) < 0) {
+				errmsg("%s: %s", g->name, g->w.err);
+				rc = 1;
+			}
+			index++;
+			continue;
+		}
+		grow(&s.buf, &s.cap, s.len + in.rec.nbytes, 1);
+		memcpy(s.buf + s.len, in.rec.bytes, in.rec.nbytes);
+		grow(&s.off, &s.capoff, s.nrec + 1, sizeof(*s.off));
+		grow(&s.type, &s.captype, s.nrec + 1, 1);
+		s.off[s.nrec] = s.len;
+		s.type[s.nrec++] = (uint8_t)t;
+		s.len += in.rec.nbytes;
+	}
+	if (t < 0 && rc == 0)
+		rc = 1;
+	free(s.buf);
+	free(s.off);
+	free(s.type);
+	free(s.g);
+	free(s.cache.v);
+	gin_close(&in);
+	return rc;
+}
+
+/* All inputs into one stream at path (NULL: stdout). 0, or 1. */
+static int
+run_all(const struct opts *o, int argc, char **argv, const char *path, struct groups *gs)
+{
+	struct gout g;
+	int i, rc = 0;
+
+	if (gout_open(&g, path, 3) < 0)
+		return 1;
+	if (argc == 0)
+		rc = process(o, NULL, &g, gs);
+	for (i = 0; i < argc && rc == 0; i++)
+		rc = process(o, argv[i], &g, gs);
+	return gout_close(&g, rc, PRODUCER);
+}
+
+/* Shell-quoted copy of s in single quotes. */
+static char *
+shq(const char *s)
+{
+	size_t n = strlen(s), i, k = 0;
+	char *q = xmalloc(4 * n + 3);
+
+	q[k++] = '\'';
+	for (i = 0; i < n; i++) {
+		if (s[i] == '\'') {
+			memcpy(q + k, "'\\''", 4);
+			k += 4;
+		} else {
+			q[k++] = s[i];
+		}
+	}
+	q[k++] = '\'';
+	q[k] = '\0';
+	return q;
+}
+
+/* graphsim or graphstat: beside this program when there, else on PATH. */
+static char *
+sibling(const char *name)
+{
+	char self[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash != NULL) {
+			size_t dl = (size_t)(slash - self) + 1;
+			char *p = xmalloc(dl + strlen(name) + 1);
+
+			memcpy(p, self, dl);
+			strcpy(p + dl, name);
+			if (access(p, X_OK) == 0)
+				return p;
+			free(p);
+		}
+	}
+	return xstrndup(name, strlen(name));
+}
+
+/*
+ * The simulated iteration time of a stream file, ns: each iteration's
+ * simulated time (the longest of its ranks), averaged. -1 after a message.
+ */
+static double
+simulate(const char *file)
+{
+	char *sim = sibling("graphsim"), *stat = sibling("graphstat");
+	char *qs = shq(sim), *qt = shq(stat), *qf = shq(file), *cmd, *line = NULL;
+	size_t cap = 0, nit = 0, capit = 0, i;
+	struct it { long long it; double ns; } *its = NULL;
+	double tot = 0;
+	FILE *p;
+	int st;
+
+	cmd = xmalloc(strlen(qs) + strlen(qt) + strlen(qf) + 32);
+	sprintf(cmd, "%s %s | %s --csv", qs, qf, qt);
+	p = popen(cmd, "r");
+	if (p == NULL) {
+		errmsg("cannot run graphsim: %s", strerror(errno));
+		tot = -1;
+		goto out;
+	}
+	while (getline(&line, &cap, p) > 0) {
+		long long rank, it, meas, simns;
+
+		if (sscanf(line, "%lld,%lld,%lld,%lld,", &rank, &it, &meas, &simns) != 4)
+			continue;
+		for (i = 0; i < nit && its[i].it != it; i++)
+			;
+		if (i == nit) {
+			struct it x = { it, 0 };
+
+			VEC_PUSH(its, nit, capit, x);
+		}
+		if ((double)simns > its[i].ns)
+			its[i].ns = (double)simns;
+	}
+	st = pclose(p);
+	if (st != 0 || nit == 0) {
+		errmsg("simulation failed: %s | graphstat --csv%s", sim,
+		    nit == 0 && st == 0 ? ": no iterations" : "");
+		tot = -1;
+		goto out;
+	}
+	for (i = 0; i < nit; i++)
+		tot += its[i].ns;
+	tot /= (double)nit;
+out:
+	free(line);
+	free(its);
+	free(cmd);
+	free(qs), free(qt), free(qf);
+	free(sim), free(stat);
+	return tot;
+}
+
+static int
+cmp_group(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+
+	return x->ns > y->ns ? -1 : x->ns < y->ns;
+}
+
+static int
+sensitivity(struct opts *o, int argc, char **argv)
+{
+	struct groups gs = { NULL, 0, 0 };
+	const char *tmp = getenv("TMPDIR");
+	char *base, *var;
+	double t0, total = 0;
+	size_t i, k;
+	int rc = 1;
+
+	if (tmp == NULL || *tmp == '\0')
+		tmp = "/tmp";
+	base = xmalloc(strlen(tmp) + 32);
+	sprintf(base, "%s/graph-retime.XXXXXX", tmp);
+	if (mkdtemp(base) == NULL) {
+		errmsg("%s: %s", tmp, strerror(errno));
+		free(base);
+		return 1;
+	}
+	var = xmalloc(strlen(base) + 16);
+	sprintf(var, "%s/variant.kg", base);
+	{
+		char *b0 = xmalloc(strlen(base) + 16);
+
+		sprintf(b0, "%s/base.kg", base);
+		if (run_all(o, argc, argv, b0, &gs) != 0 || (t0 = simulate(b0)) < 0) {
+			free(b0);
+			goto out;
+		}
+		for (i = 0; i < gs.n; i++)
+			total += gs.g[i].ns;
+		qsort(gs.g, gs.n, sizeof(*gs.g), cmp_group);
+		printf("iteration %.3f ms simulated; GPU time in the graph %.3f ms\n", t0 / 1e6,
+		    total / 1e6);
+		printf("%-9s %-40s %10s %6s %10s %9s %7s\n", "class", "operator", "gpu_ms", "gpu%",
+		    "iter_ms", "gain_ms", "gain%");
+		/* each group twice as fast, on the re-timed graph */
+		{
+			struct opts v = *o;
+			char *args[1] = { b0 };
+
+			v.have_to = v.have_src = 0;
+			v.sp = NULL;
+			v.nsp = v.capsp = 0;
+			for (k = 0; k < gs.n && k < (size_t)o->sens; k++) {
+				struct speedup sp = { NULL, gs.g[k].cls, gs.g[k].op, 2 };
+				double t;
+
+				v.sp = &sp;
+				v.nsp = 1;
+				if (run_all(&v, 1, args, var, NULL) != 0 || (t = simulate(var)) < 0) {
+					free(b0);
+					goto out;
+				}
+				printf("%-9s %-40.40s %10.3f %6.1f %10.3f %9.3f %7.2f\n",
+				    om_class_name[gs.g[k].cls], *gs.g[k].op ? gs.g[k].op : "-",
+				    gs.g[k].ns / 1e6, total > 0 ? gs.g[k].ns / total * 100 : 0, t / 1e6,
+				    (t0 - t) / 1e6, (t0 - t) / t0 * 100);
+			}
+		}
+		unlink(b0);
+		free(b0);
+	}
+	rc = close_stdout();
+out:
+	unlink(var);
+	rmdir(base);
+	free(var);
+	free(base);
+	for (i = 0; i < gs.n; i++)
+		free(gs.g[i].op);
+	free(gs.g);
+	return rc;
+}
+
+static int
+load(const char *path, struct om_model *m)
+{
+	char err[256];
+	FILE *fp = fopen(path, "rb");
+	int rc;
+
+	if (fp == NULL) {
+		errmsg("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	rc = om_load(m, fp, err, sizeof(err));
+	fclose(fp);
+	if (rc < 0)
+		errmsg("%s: %s", path, err);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "model", required_argument, NULL, 'M' },
+		{ "from", required_argument, NULL, 'F' },
+		{ "speedup", required_argument, NULL, 'S' },
+		{ "sensitivity", optional_argument, NULL, 'Z' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *output = NULL;
+	struct opts o;
+	int c, rc;
+	int64_t v;
+
+	cli_init("graph-retime");
+	memset(&o, 0, sizeof(o));
+	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case 'M':
+			o.model = optarg;
+			break;
+		case 'F':
+			o.from = optarg;
+			break;
+		case 'S': {
+			struct speedup s;
+			const char *eq = strrchr(optarg, '=');
+			char *end;
+
+			if (eq == NULL || eq == optarg) {
+				errmsg("invalid --speedup '%s' (PATTERN=FACTOR)", optarg);
+				usage_exit(usage);
+			}
+			s.f = strtod(eq + 1, &end);
+			if (eq[1] == '\0' || *end != '\0' || !(s.f > 0) || !isfinite(s.f)) {
+				errmsg("invalid --speedup '%s' (FACTOR a number above 0)", optarg);
+				usage_exit(usage);
+			}
+			s.pat = xstrndup(optarg, (size_t)(eq - optarg));
+			s.cls = -1;
+			s.op = NULL;
+			VEC_PUSH(o.sp, o.nsp, o.capsp, s);
+			break;
+		}
+		case 'Z':
+			o.sens = 5;
+			if (optarg != NULL || (optind < argc && argv[optind][0] >= '0' &&
+			    argv[optind][0] <= '9' && access(argv[optind], F_OK) != 0)) {
+				const char *a = optarg != NULL ? optarg : argv[optind++];
+
+				if (parse_i64(a, 1, 1000, &v) < 0) {
+					errmsg("invalid --sensitivity '%s' (1 to 1000)", a);
+					usage_exit(usage);
+				}
+				o.sens = v;
+			}
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'h':
+			printf("usage: %s\n\n%s", usage, help);
+			return close_stdout();
+		case 'V':
+			version_exit();
+		default:
+			usage_exit(usage);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (o.from != NULL && o.model == NULL) {
+		errmsg("--from needs --model (the GPU to predict)");
+		usage_exit(usage);
+	}
+	if (o.sens > 0 && output != NULL) {
+		errmsg("--sensitivity prints a report: no -o");
+		usage_exit(usage);
+	}
+	rc = 0;
+	if (o.model != NULL && load(o.model, &o.to) < 0)
+		rc = 1;
+	o.have_to = o.model != NULL && rc == 0;
+	if (rc == 0 && o.from != NULL) {
+		if (load(o.from, &o.src) < 0)
+			rc = 1;
+		o.have_src = rc == 0;
+	}
+	if (rc == 0)
+		rc = o.sens > 0 ? sensitivity(&o, argc, argv) : run_all(&o, argc, argv, output, NULL);
+	if (o.have_to)
+		om_model_release(&o.to);
+	if (o.have_src)
+		om_model_release(&o.src);
+	{
+		size_t i;
+
+		for (i = 0; i < o.nsp; i++)
+			free((char *)o.sp[i].pat);
+		free(o.sp);
+	}
+	return rc;
+}

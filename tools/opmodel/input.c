@@ -1,0 +1,612 @@
+/*
+ * opmodel's inputs: Kineto traces and kernel-timing sweeps, told apart
+ * by content, read into operator calls.
+ *
+ * A trace goes the way kineto2graph takes it (its reader and graph
+ * builder, linked in): the graph's GPU tasks, each with the operator
+ * that launched it and that operator's Input Dims, grouped into calls
+ * (om_calls). The GPU and its SM count come from the trace's
+ * deviceProperties. A sweep (the shared kernels.jsonl) has a {"meta"}
+ * line naming the GPU, then one measurement a line; each row is turned
+ * into the call an operator would make (aten::mm on [[m,k],[k,n]], ...)
+ * so that a sweep row and a traced call are described alike.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yajl_tree.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "cli.h"
+#include "k2g.h"
+#include "kg.h"
+#include "om.h"
+#include "util.h"
+
+void
+calls_init(struct calls *cs)
+{
+	memset(cs, 0, sizeof(*cs));
+}
+
+void
+calls_release(struct calls *cs)
+{
+	size_t i;
+
+	for (i = 0; i < cs->n; i++) {
+		free(cs->c[i].kernel);
+		free(cs->c[i].op);
+		free(cs->c[i].dims);
+	}
+	free(cs->c);
+	memset(cs, 0, sizeof(*cs));
+}
+
+/* The whole file, decompressed when gzip (zlib reads plain files too). */
+static char *
+read_all(const char *path, size_t *len)
+{
+	gzFile z;
+	size_t cap = 1 << 20, n = 0;
+	char *b;
+	int r;
+
+	if (strcmp(path, "-") == 0)
+		z = gzdopen(dup(0), "rb");
+	else
+		z = gzopen(path, "rb");
+	if (z == NULL) {
+		errmsg("%s: %s", path, strerror(errno ? errno : ENOMEM));
+		return NULL;
+	}
+	b = xmalloc(cap + 1);
+	for (;;) {
+		if (n == cap) {
+			cap *= 2;
+			b = xrealloc(b, cap + 1);
+		}
+		r = gzread(z, b + n, (unsigned)(cap - n > (1u << 30) ? (1u << 30) : cap - n));
+		if (r < 0) {
+			int e;
+			const char *m = gzerror(z, &e);
+
+			errmsg("%s: %s", path, e == Z_ERRNO ? strerror(errno) : m);
+			gzclose(z);
+			free(b);
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	/* gzread stops quietly at a cut gzip member; gzclose_r tells */
+	if (gzclose(z) != Z_OK) {
+		errmsg("%s: truncated gzip data", path);
+		free(b);
+		return NULL;
+	}
+	b[n] = '\0';
+	*len = n;
+	return b;
+}
+
+static void
+add_call(struct calls *cs, const struct om_desc *d, double us, int src, const char *kernel,
+    const char *op, const char *dims)
+{
+	struct mcall c;
+
+	c.d = *d;
+	c.us = us;
+	c.src = src;
+	c.kernel = xstrndup(kernel, strlen(kernel));
+	c.op = xstrndup(op, strlen(op));
+	c.dims = dims != NULL ? xstrndup(dims, strlen(dims)) : NULL;
+	VEC_PUSH(cs->c, cs->n, cs->cap, c);
+}
+
+/* The GPU an input names: the first one it gives, checked against the
+ * others'. 0, or 1 after a message. */
+static int
+set_gpu(struct calls *cs, const char *path, const char *gpu, int sms, const struct read_opts *o)
+{
+	if (o->gpu != NULL)
+		gpu = o->gpu;
+	if (o->sms > 0)
+		sms = o->sms;
+	if (gpu == NULL || *gpu == '\0')
+		return 0;
+	if (cs->gpu[0] == '\0') {
+		snprintf(cs->gpu, sizeof(cs->gpu), "%s", gpu);
+		cs->gpu_file = path;
+	} else if (!om_same_gpu(cs->gpu, gpu)) {
+		errmsg("%s: a trace of %s, but %s is of %s: one model per GPU (--gpu to override)",
+		    path, gpu, cs->gpu_file, cs->gpu);
+		return 1;
+	}
+	if (cs->sms == 0 && sms > 0)
+		cs->sms = sms;
+	return 0;
+}
+
+/* A string value `"key": "..."` or number `"key": N` after p in JSON
+ * text, before `end`. */
+static const char *
+json_after(const char *p, const char *end, const char *key)
+{
+	size_t kl = strlen(key);
+
+	while (p != NULL && p < end && (p = strstr(p, key)) != NULL && p < end) {
+		const char *q = p + kl;
+
+		while (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r')
+			q++;
+		if (*q == ':') {
+			q++;
+			while (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r')
+				q++;
+			return q;
+		}
+		p = q;
+	}
+	return NULL;
+}
+
+/* The first device of a trace's deviceProperties: name and SM count. */
+static void
+device_props(const char *b, size_t len, char *name, size_t namelen, int *sms)
+{
+	const char *p = strstr(b, "\"deviceProperties\""), *end, *q;
+
+	name[0] = '\0';
+	*sms = 0;
+	if (p == NULL)
+		return;
+	end = strchr(p, '}');
+	if (end == NULL)
+		end = b + len;
+	q = json_after(p, end, "\"name\"");
+	if (q != NULL && *q == '"') {
+		const char *e = strchr(q + 1, '"');
+
+		if (e != NULL && e < end)
+			snprintf(name, namelen, "%.*s", (int)(e - q - 1), q + 1);
+	}
+	q = json_after(p, end, "\"numSms\"");
+	if (q != NULL)
+		*sms = atoi(q);
+}
+
+/* A Kineto trace: through kineto2graph into a graph in memory, read back. */
+static int
+read_trace(struct calls *cs, const char *path, char *b, size_t len, const struct read_opts *o,
+    int sms_for)
+{
+	struct trace t;
+	struct build_opts bo;
+	struct kg_writer w;
+	struct kg_reader r;
+	struct kg_rec rec;
+	struct kg_cov cov;
+	struct om_task *tk = NULL;
+	size_t ntk = 0, captk = 0, i, gl = 0;
+	char *g = NULL, err[256], gpu[128];
+	uint32_t *call = NULL, nc;
+	FILE *in, *mem;
+	int rc = 1, type, sms, withdims = 0, withop = 0;
+
+	device_props(b, len, gpu, sizeof(gpu), &sms);
+	if (set_gpu(cs, path, gpu, sms, o) != 0)
+		return 1;
+	if (sms_for <= 0)
+		sms_for = o->sms > 0 ? o->sms : sms > 0 ? sms : cs->sms > 0 ? cs->sms : 132;
+	in = fmemopen(b, len, "rb");
+	mem = open_memstream(&g, &gl);
+	if (in == NULL || mem == NULL) {
+		errmsg("%s: %s", path, strerror(errno));
+		if (in != NULL)
+			fclose(in);
+		if (mem != NULL)
+			fclose(mem);
+		free(g);
+		return 1;
+	}
+	trace_init(&t, path);
+	kg_cov_init(&cov);
+	memset(&bo, 0, sizeof(bo));
+	bo.all_iters = 1;
+	bo.rank = -1;
+	bo.producer = "opmodel " KG_VERSION;
+	if (trace_read(&t, in, err, sizeof(err)) < 0) {
+		errmsg("%s: %s", path, err);
+		fclose(in);
+		fclose(mem);
+		goto out;
+	}
+	fclose(in);
+	if (kg_writer_init(&w, mem, 1) < 0) {
+		errmsg("%s: %s", path, w.err);
+		fclose(mem);
+		goto out;
+	}
+	type = graph_build(&t, &bo, &w, &cov, err, sizeof(err));
+	if (type == 0 && kg_writer_finish(&w) < 0)
+		type = -2;
+	if (type == -1)
+		errmsg("%s: %s", path, err);
+	else if (type == -2)
+		errmsg("%s: %s", path, w.err);
+	kg_writer_release(&w);
+	fclose(mem);
+	if (type < 0)
+		goto out;
+	mem = fmemopen(g, gl, "rb");
+	if (mem == NULL) {
+		errmsg("%s: %s", path, strerror(errno));
+		goto out;
+	}
+	kg_reader_init(&r, mem);
+	kg_rec_init(&rec);
+	/* one section; its strings stay with the reader until the end */
+	while ((type = kg_read(&r, &rec)) > 0 && type != KG_R_END) {
+		struct om_task x;
+
+		if (type != KG_R_TASK)
+			continue;
+		if (rec.task.kind != KG_KERN && rec.task.kind != KG_CPY && rec.task.kind != KG_SET)
+			continue;
+		x.id = rec.task.id, x.proc = rec.task.proc, x.op = rec.task.op;
+		x.sh = rec.task.shapes, x.name = rec.task.name, x.kind = rec.task.kind;
+		x.it = rec.task.iter, x.ts = rec.task.ts, x.dur = rec.task.odur;
+		x.bytes = rec.task.bytes;
+		if (x.kind == KG_KERN && x.op != KG_NONE) {
+			withop++;
+			if (x.sh != KG_NONE)
+				withdims++;
+		}
+		VEC_PUSH(tk, ntk, captk, x);
+	}
+	if (type < 0) {
+		errmsg("%s: %s", path, r.err);
+		goto out2;
+	}
+	if (withop == 0) {
+		errmsg("%s: no GPU kernels launched by operators in the trace", path);
+		goto out2;
+	}
+	if (withdims == 0) {
+		errmsg("%s: no operator shapes (the trace was recorded without record_shapes): "
+		    "record with torch.profiler.profile(record_shapes=True)", path);
+		goto out2;
+	}
+	call = xmalloc((ntk > 0 ? ntk : 1) * sizeof(*call));
+	nc = om_calls(tk, ntk, call);
+	{
+		/* per call: its time, its longest task */
+		double *us = xcalloc(nc > 0 ? nc : 1, sizeof(*us));
+		size_t *top = xmalloc((nc > 0 ? nc : 1) * sizeof(*top));
+
+		for (i = 0; i < nc; i++)
+			top[i] = SIZE_MAX;
+		for (i = 0; i < ntk; i++) {
+			uint32_t c = call[i];
+
+			if (c == UINT32_MAX)
+				continue;
+			us[c] += (double)tk[i].dur / 1e3;
+			if (top[c] == SIZE_MAX || tk[i].dur > tk[top[c]].dur)
+				top[c] = i;
+		}
+		for (i = 0; i < nc; i++) {
+			const struct om_task *x = &tk[top[i]];
+			struct om_call oc;
+			struct om_desc d;
+			const char *op = x->op != KG_NONE ? kg_str(&r, x->op) : "";
+			const char *dims = x->sh != KG_NONE ? kg_str(&r, x->sh) : NULL;
+			const char *kn = kg_str(&r, x->name);
+
+			oc.op = op, oc.dims = dims, oc.kernel = kn;
+			oc.kind = x->kind, oc.bytes = x->bytes, oc.layout = -1;
+			if (om_describe(&oc, sms_for, &d) < 0)
+				continue;
+			if (!d.sized)
+				cs->unsized++;
+			add_call(cs, &d, us[i], SRC_TRACE, kn != NULL ? kn : "", op, dims);
+		}
+		free(us);
+		free(top);
+	}
+	rc = 0;
+out2:
+	kg_rec_release(&rec);
+	kg_reader_release(&r);
+	fclose(mem);
+out:
+	free(call);
+	free(tk);
+	free(g);
+	kg_cov_release(&cov);
+	trace_release(&t);
+	return rc;
+}
+
+static long long
+num(yajl_val v, const char *key, int *ok)
+{
+	const char *path[] = { key, NULL };
+	yajl_val x = yajl_tree_get(v, path, yajl_t_number);
+
+	if (x == NULL || !YAJL_IS_INTEGER(x) || YAJL_GET_INTEGER(x) <= 0) {
+		*ok = 0;
+		return 0;
+	}
+	return YAJL_GET_INTEGER(x);
+}
+
+static double
+dbl(yajl_val v, const char *key)
+{
+	const char *path[] = { key, NULL };
+	yajl_val x = yajl_tree_get(v, path, yajl_t_number);
+
+	return x != NULL ? YAJL_GET_DOUBLE(x) : NAN;
+}
+
+static const char *
+str(yajl_val v, const char *key)
+{
+	const char *path[] = { key, NULL };
+	yajl_val x = yajl_tree_get(v, path, yajl_t_string);
+
+	return x != NULL ? YAJL_GET_STRING(x) : NULL;
+}
+
+/* A sweep row as an operator call: op, dims; 0 if the row is not one
+ * operator's call. */
+static int
+row_call(yajl_val v, const char *op, int part, char *o, size_t ol, char *dims, size_t dl, int *layout)
+{
+	int ok = 1;
+	long long m, n, k, b, h, s, d, t, c;
+
+	*layout = -1;
+	if (strcmp(op, "mm") == 0) {
+		const char *l = str(v, "layout");
+
+		m = num(v, "m", &ok), n = num(v, "n", &ok), k = num(v, "k", &ok);
+		if (!ok || l == NULL)
+			return -1;
+		*layout = strcmp(l, "nt") == 0 ? 0 : strcmp(l, "nn") == 0 ? 1 :
+		    strcmp(l, "tn") == 0 ? 2 : strcmp(l, "tt") == 0 ? 3 : -1;
+		if (*layout < 0)
+			return -1;
+		snprintf(o, ol, "aten::mm");
+		snprintf(dims, dl, "[[%lld,%lld],[%lld,%lld]]", m, k, k, n);
+		return 1;
+	}
+	if (strcmp(op, "sdpa_causal") == 0) {
+		b = num(v, "b", &ok), h = num(v, "heads", &ok), s = num(v, "s", &ok);
+		d = num(v, "d", &ok);
+		if (!ok)
+			return -1;
+		snprintf(o, ol, part ? "aten::_cudnn_attention_backward" :
+		    "aten::_cudnn_attention_forward");
+		snprintf(dims, dl, "[[%lld,%lld,%lld,%lld],[%lld,%lld,%lld,%lld],[%lld,%lld,%lld,%lld]]",
+		    b, h, s, d, b, h, s, d, b, h, s, d);
+		return 1;
+	}
+	if (strcmp(op, "adamw_foreach_step") == 0) {
+		long long p = num(v, "params", &ok);
+
+		if (!ok)
+			return -1;
+		snprintf(o, ol, OM_ADAMW_STEP);
+		snprintf(dims, dl, "[[%lld]]", p);
+		return 1;
+	}
+	t = num(v, "tokens", &ok);
+	if (strcmp(op, "layer_norm_fwd") == 0 || strcmp(op, "layer_norm_fwd_bwd") == 0) {
+		c = num(v, "h", &ok);
+		if (!ok)
+			return -1;
+		if (part)
+			snprintf(o, ol, "aten::native_layer_norm_backward"),
+			snprintf(dims, dl, "[[%lld,%lld],[%lld,%lld],[],[%lld,1],[%lld,1],[%lld],[%lld],[]]",
+			    t, c, t, c, t, t, c, c);
+		else
+			snprintf(o, ol, "aten::native_layer_norm"),
+			snprintf(dims, dl, "[[%lld,%lld],[],[%lld],[%lld],[]]", t, c, c, c);
+		return 1;
+	}
+	if (strcmp(op, "gelu_tanh") == 0 || strcmp(op, "add") == 0 || strcmp(op, "softmax") == 0) {
+		c = num(v, "h", &ok);
+		if (!ok)
+			return -1;
+		if (op[0] == 'g')
+			snprintf(o, ol, "aten::gelu"), snprintf(dims, dl, "[[%lld,%lld],[]]", t, c);
+		else if (op[0] == 'a')
+			snprintf(o, ol, "aten::add"),
+			snprintf(dims, dl, "[[%lld,%lld],[%lld,%lld],[]]", t, c, t, c);
+		else
+			snprintf(o, ol, "aten::_softmax"), snprintf(dims, dl, "[[%lld,%lld],[],[]]", t, c);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * A sweep: a row's `us` is a median of CUDA-event pairs around each call.
+ * Two rows give two calls: sdpa_causal's forward (`us`) and backward
+ * (`us_fwd_bwd` less `us`), and layer_norm_fwd_bwd less the
+ * layer_norm_fwd of the same shape. An adamw_foreach_step row is a
+ * whole optimizer step, an operator of its own (OM_ADAMW_STEP) in the
+ * optimizer class: it measures the GPU's bandwidth on fp32 tensors.
+ * cross_entropy_fwd_bwd rows are several operators: counted, not used.
+ */
+static int
+read_sweep(struct calls *cs, const char *path, char *b, size_t len, const struct read_opts *o,
+    int sms_for)
+{
+	char *line = b, *nl, ebuf[256];
+	long long lno = 0;
+	/* layer_norm_fwd by "tokens,h", for the backward rows */
+	struct lnf { long long t, h; double us; } *ln = NULL;
+	size_t nln = 0, capln = 0;
+	struct pend { yajl_val v; long long lno; } *pend = NULL;
+	size_t np = 0, capp = 0, i;
+	int rc = 1;
+
+	for (; line < b + len; line = nl + 1) {
+		yajl_val v;
+
+		nl = strchr(line, '\n');
+		if (nl == NULL)
+			nl = b + len;
+		*nl = '\0';
+		lno++;
+		if (line[strspn(line, " \t\r")] == '\0')
+			continue;
+		v = yajl_tree_parse(line, ebuf, sizeof(ebuf));
+		if (v == NULL || !YAJL_IS_OBJECT(v)) {
+			char *e = strchr(ebuf, '\n');
+
+			if (e != NULL)
+				*e = '\0';
+			errmsg("%s: line %lld: %s", path, lno, v == NULL ? "invalid JSON" :
+			    "not a JSON object");
+			yajl_tree_free(v);
+			goto out;
+		}
+		if (lno == 1) {
+			const char *p[] = { "meta", NULL };
+			yajl_val meta = yajl_tree_get(v, p, yajl_t_object);
+
+			if (meta != NULL) {
+				const char *g = str(meta, "gpu");
+				int ok = 1, sms = (int)num(meta, "sms", &ok);
+
+				if (set_gpu(cs, path, g, ok ? sms : 0, o) != 0) {
+					yajl_tree_free(v);
+					goto out;
+				}
+				yajl_tree_free(v);
+				continue;
+			}
+		}
+		{
+			struct pend pe = { v, lno };
+
+			VEC_PUSH(pend, np, capp, pe);
+		}
+	}
+	if (sms_for <= 0)
+		sms_for = o->sms > 0 ? o->sms : cs->sms > 0 ? cs->sms : 132;
+	/* layer norm forwards first, for the backward rows */
+	for (i = 0; i < np; i++) {
+		const char *op = str(pend[i].v, "op");
+		int ok = 1;
+
+		if (op != NULL && strcmp(op, "layer_norm_fwd") == 0) {
+			struct lnf x = { num(pend[i].v, "tokens", &ok), num(pend[i].v, "h", &ok),
+				dbl(pend[i].v, "us") };
+
+			if (ok)
+				VEC_PUSH(ln, nln, capln, x);
+		}
+	}
+	for (i = 0; i < np; i++) {
+		yajl_val v = pend[i].v;
+		const char *op = str(v, "op");
+		double us = dbl(v, "us");
+		int part, nparts;
+
+		if (op == NULL || !(us > 0)) {
+			errmsg("%s: line %lld: a row without \"op\" or \"us\"", path, pend[i].lno);
+			goto out;
+		}
+		nparts = strcmp(op, "sdpa_causal") == 0 ? 2 : 1;
+		for (part = 0; part < nparts; part++) {
+			char oname[64], dims[256];
+			struct om_call oc;
+			struct om_desc d;
+			double t = us;
+			int layout, k;
+
+			k = row_call(v, op, part || strcmp(op, "layer_norm_fwd_bwd") == 0, oname,
+			    sizeof(oname), dims, sizeof(dims), &layout);
+			if (k < 0) {
+				errmsg("%s: line %lld: a %s row without its sizes", path, pend[i].lno, op);
+				goto out;
+			}
+			if (k == 0) {
+				cs->sweep_multi++;
+				continue;
+			}
+			if (part == 1)
+				t = dbl(v, "us_fwd_bwd") - us;
+			if (strcmp(op, "layer_norm_fwd_bwd") == 0) {
+				int ok = 1;
+				long long tt = num(v, "tokens", &ok), hh = num(v, "h", &ok);
+				size_t j;
+
+				t = NAN;
+				for (j = 0; j < nln; j++)
+					if (ln[j].t == tt && ln[j].h == hh)
+						t = us - ln[j].us;
+			}
+			if (!(t > 0)) {
+				cs->sweep_bad++;
+				continue;
+			}
+			/* below ~40 µs an event pair times the host's next launch */
+			if (t < o->min_us || (part == 1 && us < o->min_us)) {
+				cs->sweep_small++;
+				continue;
+			}
+			oc.op = oname, oc.dims = dims, oc.kernel = NULL;
+			oc.kind = KG_KERN, oc.bytes = 0, oc.layout = layout;
+			if (om_describe(&oc, sms_for, &d) < 0 || !d.sized) {
+				cs->sweep_bad++;
+				continue;
+			}
+			add_call(cs, &d, t, SRC_SWEEP, op, oname, dims);
+		}
+	}
+	rc = 0;
+out:
+	for (i = 0; i < np; i++)
+		yajl_tree_free(pend[i].v);
+	free(pend);
+	free(ln);
+	return rc;
+}
+
+int
+calls_read(struct calls *cs, const char *path, const struct read_opts *o, int sms_for)
+{
+	size_t len, i;
+	char *b;
+	int rc;
+
+	path = input_name(path);
+	b = read_all(path, &len);
+	if (b == NULL)
+		return 1;
+	i = strspn(b, " \t\r\n");
+	if (i == len) {
+		errmsg("%s: empty input", path);
+		free(b);
+		return 1;
+	}
+	/* a sweep's first line is a whole object, {"meta" or {"op" */
+	if (strncmp(b + i, "{\"meta\"", 7) == 0 || strncmp(b + i, "{\"op\"", 5) == 0)
+		rc = read_sweep(cs, path, b, len, o, sms_for);
+	else
+		rc = read_trace(cs, path, b, len, o, sms_for);
+	free(b);
+	return rc;
+}

@@ -1,0 +1,68 @@
+/*
+ * opmodel's private parts: the operator calls read from the inputs
+ * (input.c: Kineto traces through kineto2graph's reader and builder,
+ * kernel-timing sweeps as JSON lines), and the fit (fit.c).
+ */
+#ifndef OM_PRIV_H
+#define OM_PRIV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opmodel.h"
+
+enum { SRC_TRACE, SRC_SWEEP };
+
+/* A measured operator call: what it is, what it took. */
+struct mcall {
+	struct om_desc d;
+	double us;        /* traced: its kernels' GPU time; sweep: the row's */
+	int src;          /* SRC_TRACE or SRC_SWEEP */
+	char *kernel;     /* its longest kernel, or the sweep's op; owned */
+	char *op;         /* launching operator; owned */
+	char *dims;       /* its Input Dims text; owned, NULL if none */
+};
+
+/* What the inputs gave. */
+struct calls {
+	struct mcall *c;
+	size_t n, cap;
+	char gpu[128];    /* "" until an input names one */
+	const char *gpu_file;
+	int sms;          /* 0 until an input gives it */
+	/* sweep rows not used, by reason */
+	int64_t sweep_small, sweep_multi, sweep_bad;
+	/* trace calls with no size (an optimizer's tensor lists) */
+	int64_t unsized;
+};
+
+struct read_opts {
+	double min_us;    /* sweep rows below this are host-bound: dropped */
+	const char *gpu;  /* --gpu: the GPU, over what the inputs say */
+	int sms;          /* --sms, 0 if not given */
+};
+
+void calls_init(struct calls *cs);
+void calls_release(struct calls *cs);
+/*
+ * Read one input (a Kineto trace, plain or gzip, or a sweep's JSON
+ * lines, told apart by content) and add its calls. 0, or 1 after a
+ * message. `sms_for` is the SM count to describe calls with: the
+ * model's for check, the inputs' for fit (0: the file's own).
+ */
+int calls_read(struct calls *cs, const char *path, const struct read_opts *o, int sms_for);
+
+/* Fit: a model from the calls. 0, or 1 after a message. */
+struct fit_opts {
+	int nthread;
+	int rounds, depth;
+	double eta;
+	int min_trees;    /* fewer samples than this: the roofline */
+	unsigned feat_mask; /* features used (bit i: x[i]); others set to NaN */
+	int cv;           /* measure cross-validated errors */
+	int ratio;        /* trees on log(time / roofline time) */
+};
+int fit_model(const struct calls *cs, const struct fit_opts *o, struct om_model *m,
+    char **tree, size_t *ntree);
+
+#endif

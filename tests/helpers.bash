@@ -19,6 +19,13 @@ need_traces() {
 	[ -d "$TRACES" ] || skip "no ../shared/traces"
 }
 
+# The GPT traces recorded on an H100 for kgraph (../shared/gpu/README.md).
+GPU=$(cd "$ROOT/../shared/gpu/traces" 2>/dev/null && pwd || echo "$ROOT/../shared/gpu/traces")
+
+need_gpu() {
+	[ -d "$GPU" ] || skip "no ../shared/gpu/traces"
+}
+
 # The decoded stream, names resolved: what tests compare.
 dump() {
 	graphcat -r "$@"

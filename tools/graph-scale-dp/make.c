@@ -43,9 +43,8 @@ is_name(const struct kg_reader *r, uint32_t id, const char *s)
 	return id != KG_NONE && strcmp(kg_str(r, id), s) == 0;
 }
 
-/* A request: a cudaStreamWaitEvent call in record_param_comms. */
-static int
-is_request(const struct kg_reader *r, const struct kg_task *t)
+int
+dp_request(const struct kg_reader *r, const struct kg_task *t)
 {
 	return t->kind == KG_RT && is_name(r, t->op, "record_param_comms") &&
 	    strstr(kg_str(r, t->name), "StreamWaitEvent") != NULL && t->shapes != KG_NONE &&
@@ -61,7 +60,7 @@ dp_skipped(const struct graph *g, const struct kg_reader *r)
 	for (i = 0; i < g->ntask; i++) {
 		if (g->task[i].kind == KG_COLL)
 			return 0;
-		if (is_request(r, &g->task[i]))
+		if (dp_request(r, &g->task[i]))
 			asked = 1;
 	}
 	return asked;
@@ -132,7 +131,7 @@ dp_make(const struct graph *g, const struct kg_reader *r, struct kg_writer *w,
 
 		if (launched[i] != KG_NONE)
 			ready[t->proc] = launched[i];
-		if (is_request(r, t)) {
+		if (dp_request(r, t)) {
 			struct req q = { (uint32_t)i, ready[t->proc], t->ts };
 
 			VEC_PUSH(req, nreq, capreq, q);

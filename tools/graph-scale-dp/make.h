@@ -14,6 +14,9 @@
 #include "graph.h"
 #include "kg.h"
 
+/* Is t a request for an all-reduce: a cudaStreamWaitEvent call inside
+ * record_param_comms, whose Input Dims give the bucket's elements? */
+int dp_request(const struct kg_reader *r, const struct kg_task *t);
 /* Does section g ask for all-reduces it has no kernel for? */
 int dp_skipped(const struct graph *g, const struct kg_reader *r);
 

@@ -96,12 +96,13 @@ pgroups_classify(struct pgroups *s, const struct kg_task *const *c, const uint32
 	}
 	for (k = 0; k < s->ng; k++)
 		s->g[k].fwd = s->g[k].nfwd > 0 && s->g[k].fwdbytes / (double)s->g[k].nfwd > FWD_BYTES;
-	/* Of the groups that reduce only late, those of the size that moves
+	/* Of the groups that reduce only late (one of one rank, too: DDP at
+	 * world size 1, its all-reduces made), those of the size that moves
 	 * the most bytes: gradients outweigh a norm's scalars. */
 	for (i = 0; i < n; i++) {
 		const struct pgroup *g = grp[i] == UINT32_MAX ? NULL : &s->g[grp[i]];
 
-		if (g == NULL || g->fwd || !g->late || g->size < 2 || !reduction(c[i]->coll) ||
+		if (g == NULL || g->fwd || !g->late || g->size < 1 || !reduction(c[i]->coll) ||
 		    !(c[i]->phase == KG_PH_BWD || c[i]->phase == KG_PH_OPT))
 			continue;
 		for (q = 0; q < nsz && sz[q] != g->size; q++)

@@ -296,9 +296,35 @@ durations() {
 	diff <(durations ddp.kg) <(durations 2.kg)
 }
 
-@test "graph-scale-dp: a DDP job at world size 1 (no NCCL kernel at all) is refused with the reason" {
-	[ -f "$ROOT/../shared/gpu/traces/gpt_L8_H1024_ddp1.json.gz" ] || skip "no ../shared/gpu"
-	kineto2graph -q "$ROOT/../shared/gpu/traces/gpt_L8_H1024_ddp1.json.gz" | graph-deps --merge > ddp1.kg
-	run -1 --separate-stderr graph-scale-dp 8 ddp1.kg
-	[ "$stderr" = "graph-scale-dp: ddp1.kg: section 0: no collective kernel in the job (NCCL launches none at world size 1): nothing to re-time (adding a data-parallel group's collectives to a job that ran without them is not done)" ]
+@test "graph-scale-dp: a DDP job traced at world size 1 gets the all-reduces NCCL did not run, timed for the new degree" {
+	# gpt_L8_H1024_ddp1: DDP at world size 1 asks NCCL for each gradient
+	# bucket's all-reduce (record_param_comms, the bucket's elements in
+	# its Input Dims, a cudaStreamWaitEvent for the gradients) and NCCL
+	# runs no kernel. One kernel is made per request, on a stream of its
+	# own, of the bucket's elements at 4 bytes (fp32 gradients).
+	need_gpu
+	f=$GPU/gpt_L8_H1024_ddp1.json.gz
+	kineto2graph -q "$f" | graph-deps --merge > ddp1.kg
+	nreq=$(zcat "$f" | jq '[.traceEvents[] | select(.name == "record_param_comms")] | length')
+	run -0 --separate-stderr graph-scale-dp -v 8 ddp1.kg
+	[ "${stderr_lines[0]}" = "graph-scale-dp: ddp1.kg: section 0: $nreq all-reduces made where NCCL, at world size 1, ran none" ]
+	graph-scale-dp -q 8 ddp1.kg > d8.kg
+	graph-deps --check d8.kg
+	# their sizes, in the order asked, are the trace's buckets
+	zcat "$f" | jq -r '[.traceEvents[] | select(.name == "record_param_comms")] | sort_by(.ts) | .[] | .args["Input Dims"][0][0][0] * 4' > want
+	graphcat -r d8.kg | jq -r 'select(.r == "task" and .k == "coll") | .by' > got
+	diff want got
+	# each takes NCCL's ring time for 8 ranks on the built-in h100
+	# topology's NVLink: 2(n-1) steps of 3.4 us and 2(n-1)/n of its bytes
+	# at 450 GB/s
+	graphcat -r d8.kg | jq -r 'select(.r == "task" and .k == "coll") | "\(.by) \(.d)"' |
+	    awk '{ t = 2 * 7 * 3400 + $1 * 2 * 7 / 8 / 450; d = t - $2; if (d < 0) d = -d; if (d > 1) exit 1 }'
+	# each after its bucket's gradients and the one before; the
+	# optimizer's first kernel after an iteration's last (three
+	# iterations)
+	[ "$(graphcat -r d8.kg | jq -s '[.[] | select(.r == "task" and .k == "coll") | .id] as $c | [.[] | select(.r == "edge" and (.dst as $d | $c | index($d)) != null) | .k] | group_by(.) | map("\(.[0]) \(length)") | join(" ")')" = "\"event $nreq launch $nreq stream $((nreq - 1))\"" ]
+	[ "$(graphcat -r d8.kg | jq -s '[.[] | select(.r == "task" and .k == "coll") | .id] as $c | [.[] | select(.r == "edge" and .k == "event" and (.src as $d | $c | index($d)) != null)] | length')" = 3 ]
+	# identity: at degree 1 they take no time, and the replay is the trace's
+	graph-scale-dp -q 1 ddp1.kg > d1.kg
+	[ "$(graphsim d1.kg | graphstat --csv | cut -d, -f1-4)" = "$(graphsim ddp1.kg | graphstat --csv | cut -d, -f1-4)" ]
 }

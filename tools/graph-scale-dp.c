@@ -30,6 +30,7 @@
  * State: one section at a time: its records as read, and the decoded
  * records of its collectives.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -37,6 +38,8 @@
 
 #include "cli.h"
 #include "comm.h"
+#include "graph-scale-dp/make.h"
+#include "graph.h"
 #include "kg.h"
 #include "pgroup.h"
 #include "util.h"
@@ -106,6 +109,7 @@ struct section {
 	int job;
 	char **gtext;        /* ranks texts made up for groups found by matching */
 	size_t ngtext, capgtext;
+	size_t nreq;         /* all-reduces asked for (graph-scale-dp/make.h) */
 };
 
 /* The ids of made-up ranks texts (past any str id a stream can have). */
@@ -484,13 +488,14 @@ retime(const struct opts *o, struct section *s, const char *name, int index, cha
 	for (i = 0; i < s->nc; i++) {
 		struct ctask *c = &s->c[i];
 		int64_t n = nnew[i], told, tnew;
-		int a1, a2;
+		int a1, a2, one;
 
 		if (lold[i] < 0)
 			continue;
 		told = comm_time(&m, c->t.coll, s->pg.g[c->group].size, c->t.bytes, lold[i], &a1);
 		tnew = comm_time(&m, c->t.coll, n, c->t.bytes, lnew[i], &a2);
-		if (told <= 0 || tnew < 0 || a1 || a2) {
+		one = s->pg.g[c->group].size < 2;
+		if ((!one && (told <= 0 || a1)) || tnew < 0 || a2) {
 			int ll = a2 || tnew < 0 ? lnew[i] : lold[i];
 
 			errmsg("%s: section %d: no %s over %s in the job to fit the "
@@ -506,7 +511,10 @@ retime(const struct opts *o, struct section *s, const char *name, int index, cha
 			warnmsg("%s: section %d: %s", name, index, msg);
 		if (n < 2)
 			tnew = 0; /* one rank: nothing to reduce */
-		c->t.dur = llround((double)c->t.dur * (double)tnew / (double)told);
+		if (one)
+			c->t.dur = tnew; /* from one rank, which reduced nothing */
+		else
+			c->t.dur = llround((double)c->t.dur * (double)tnew / (double)told);
 	}
 	free(lold);
 	free(lnew);
@@ -583,22 +591,23 @@ free_gtext(struct section *s)
 	s->ngtext = 0;
 }
 
+static int made_section(const struct opts *o, struct section *s, const struct gin *in,
+    int index, struct gout *g);
+
 static int
-process(const struct opts *o, const char *path, struct gout *g)
+process_in(const struct opts *o, struct gin *inp, struct gout *g, int made)
 {
-	struct gin in;
+	struct gin in = *inp;
 	struct section s;
 	char net[256];
 	int t, rc = 0, index = 0;
 
-	if (gin_open(&in, path) < 0)
-		return 1;
 	memset(&s, 0, sizeof(s));
 	while (rc == 0 && (t = gin_read(&in)) > 0) {
 		if (t == KG_R_HEADER) {
 			s.h = in.rec.header;
 			s.job = s.h.nranks > 0;
-			s.nrec = s.len = s.nc = s.np = 0;
+			s.nrec = s.len = s.nc = s.np = s.nreq = 0;
 			free_gtext(&s);
 			pgroups_release(&s.pg);
 			pgroups_init(&s.pg, o->gpn);
@@ -611,6 +620,8 @@ process(const struct opts *o, const char *path, struct gout *g)
 
 			VEC_PUSH(s.prank, s.np, s.capp, rk);
 		}
+		if (t == KG_R_TASK && in.rec.task.kind == KG_RT && dp_request(&in.r, &in.rec.task))
+			s.nreq++;
 		if (t == KG_R_TASK && in.rec.task.kind == KG_COLL) {
 			struct ctask c;
 
@@ -621,6 +632,12 @@ process(const struct opts *o, const char *path, struct gout *g)
 			if (c.t.pgr != KG_NONE)
 				c.group = pgroups_of(&s.pg, c.t.pgr, kg_str(&in.r, c.t.pgr));
 			VEC_PUSH(s.c, s.nc, s.capc, c);
+		}
+		if (t == KG_R_END && s.nc == 0 && s.nreq > 0 && s.h.world <= 1 && !made) {
+			/* DDP at world size 1: the all-reduces made first */
+			rc = made_section(o, &s, &in, index, g);
+			index++;
+			continue;
 		}
 		if (t == KG_R_END) {
 			/* the header was copied when read; its strings are the
@@ -659,7 +676,102 @@ process(const struct opts *o, const char *path, struct gout *g)
 	free(s.gtext);
 	free(s.prank);
 	free(s.edge);
+	*inp = in;
+	return rc;
+}
+
+static int
+process(const struct opts *o, const char *path, struct gout *g)
+{
+	struct gin in;
+	int rc;
+
+	if (gin_open(&in, path) < 0)
+		return 1;
+	rc = process_in(o, &in, g, 0);
 	gin_close(&in);
+	return rc;
+}
+
+/*
+ * A section of a DDP job traced at world size 1, whose all-reduces NCCL
+ * did not run: the section as read (s) is written to a temporary stream,
+ * read back whole, written again with the all-reduces made
+ * (graph-scale-dp/make.h) and re-timed like any job's. 0, or 1 after a
+ * message.
+ */
+static int
+made_section(const struct opts *o, struct section *s, const struct gin *in, int index,
+    struct gout *g)
+{
+	struct kg_writer w;
+	struct gin mi;
+	struct graph gr;
+	FILE *f1 = tmpfile(), *f2 = tmpfile();
+	size_t i, nmade = 0;
+	int t, rc = 1;
+
+	if (f1 == NULL || f2 == NULL) {
+		errmsg("%s: a temporary file: %s", in->name, strerror(errno));
+		goto out;
+	}
+	/* the section as read */
+	if (kg_writer_init(&w, f1, 1) < 0 || kg_write_header(&w, &s->h) < 0)
+		goto werr;
+	for (i = 0; i < s->nrec; i++)
+		if (kg_write_bytes(&w, s->buf + s->off[i],
+		    (i + 1 < s->nrec ? s->off[i + 1] : s->len) - s->off[i], s->type[i]) < 0)
+			goto werr;
+	if (kg_write_end(&w) < 0 || kg_writer_finish(&w) < 0)
+		goto werr;
+	kg_writer_release(&w);
+	/* read back whole, written with the all-reduces made */
+	rewind(f1);
+	mi.fp = f1, mi.name = in->name;
+	if (kg_reader_init(&mi.r, f1) < 0) {
+		errmsg("%s: %s", in->name, mi.r.err);
+		goto out;
+	}
+	kg_rec_init(&mi.rec);
+	graph_init(&gr);
+	if (kg_writer_init(&w, f2, 1) < 0) {
+		graph_release(&gr);
+		kg_rec_release(&mi.rec);
+		kg_reader_release(&mi.r);
+		goto werr;
+	}
+	while ((t = gin_read(&mi)) > 0)
+		if (graph_take(&gr, t, &mi.rec) && dp_make(&gr, &mi.r, &w, PRODUCER, &nmade) < 0)
+			break;
+	graph_release(&gr);
+	kg_rec_release(&mi.rec);
+	kg_reader_release(&mi.r);
+	if (t != 0 || kg_writer_finish(&w) < 0)
+		goto werr;
+	kg_writer_release(&w);
+	if (o->verbose)
+		fprintf(stderr, "%s: %s: section %d: %zu all-reduces made where NCCL, at world "
+		    "size 1, ran none\n", progname, in->name, index, nmade);
+	/* and re-timed like any job's */
+	rewind(f2);
+	mi.fp = f2, mi.name = in->name;
+	if (kg_reader_init(&mi.r, f2) < 0) {
+		errmsg("%s: %s", in->name, mi.r.err);
+		goto out;
+	}
+	kg_rec_init(&mi.rec);
+	rc = process_in(o, &mi, g, 1);
+	kg_rec_release(&mi.rec);
+	kg_reader_release(&mi.r);
+	goto out;
+werr:
+	errmsg("%s: a temporary file: %s", in->name, w.err[0] ? w.err : strerror(errno));
+	kg_writer_release(&w);
+out:
+	if (f1 != NULL)
+		fclose(f1);
+	if (f2 != NULL)
+		fclose(f2);
 	return rc;
 }
 

@@ -326,5 +326,6 @@ durations() {
 	[ "$(graphcat -r d8.kg | jq -s '[.[] | select(.r == "task" and .k == "coll") | .id] as $c | [.[] | select(.r == "edge" and .k == "event" and (.src as $d | $c | index($d)) != null)] | length')" = 3 ]
 	# identity: at degree 1 they take no time, and the replay is the trace's
 	graph-scale-dp -q 1 ddp1.kg > d1.kg
-	[ "$(graphsim d1.kg | graphstat --csv | cut -d, -f1-4)" = "$(graphsim ddp1.kg | graphstat --csv | cut -d, -f1-4)" ]
+	sim() { graphsim "$1" | graphstat --csv | awk -F, 'NR > 1 { print $1, $2, $4 }'; }
+	[ "$(sim d1.kg)" = "$(sim ddp1.kg)" ]
 }

@@ -94,7 +94,7 @@ mkjob() {
 @test "graph2chrome: a write error is an error" {
 	mkjob > job.kg
 	run -1 --separate-stderr bash -c 'graph2chrome "$1" > /dev/full' _ job.kg
-	[[ $stderr == "graph2chrome: write error: "* ]]
+	[[ $stderr == "graph2chrome: stdout: write error: "* ]]
 }
 
 @test "graph2chrome: a closed pipe prints nothing on stderr" {

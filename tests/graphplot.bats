@@ -66,7 +66,7 @@ render() { # SVG -> PNG; prints "WIDTH HEIGHT COLOURS"
 @test "graphplot: a write error is an error" {
 	mkstat > s.csv
 	run -1 --separate-stderr bash -c 'graphplot "$1" > /dev/full' _ s.csv
-	[[ $stderr == "graphplot: write error: "* ]]
+	[[ $stderr == "graphplot: stdout: write error: "* ]]
 }
 
 @test "graphplot: stdin gives the same as the file operand" {

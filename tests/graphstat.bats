@@ -185,7 +185,7 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	# DeepEP): the same numbers as basic's, worked out above
 	fixture oldkern
 	run -0 --separate-stderr graphstat --csv oldkern.kg
-	[ "${lines[1]}" = "0,5,120000,100000,-16.6667,30000,20000,30000,20000,50000,0,40000,30000,0.7500,0.8000" ]
+	[ "${lines[1]}" = "0,5,120000,100000,-16.6667,30000,20000,30000,20000,50000,0,40000,30000,0.7500,0.8000,0,," ]
 }
 
 @test "graphstat: --json gives one object a row with the same numbers" {

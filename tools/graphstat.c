@@ -173,7 +173,52 @@ struct section {
 	size_t capexpo;
 	struct colls colls; /* a job section's collectives */
 	struct crit crit;   /* with --critical: durations and edges */
+	struct memtask *mem; /* the tasks with allocator events (kineto2graph's
+	                        rule 8): few, kept aside */
+	size_t nmem, capmem;
 };
+
+/* A task that made allocator events: its rank and iteration, and what it kept. */
+struct memtask {
+	int64_t rank, it;
+	struct mempeak p;
+};
+
+static int
+cmp_mem_it(const void *a, const void *b)
+{
+	const struct memtask *x = a, *y = b;
+
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->it < y->it ? -1 : x->it > y->it;
+}
+
+/* The most allocated (and reserved) of rank's tasks in iteration it:
+ * mem[*k...] sorted, *k advanced past the rows before it. */
+static struct mempeak
+mem_peak(const struct section *s, size_t *k, int64_t rank, int64_t it)
+{
+	struct mempeak p = { -1, -1, KG_PH_NONE, -1, -1, KG_NONE, -1 };
+
+	while (*k < s->nmem && (s->mem[*k].rank < rank ||
+	    (s->mem[*k].rank == rank && s->mem[*k].it < it)))
+		(*k)++;
+	for (; *k < s->nmem && s->mem[*k].rank == rank && s->mem[*k].it == it; (*k)++) {
+		const struct mempeak *q = &s->mem[*k].p;
+
+		if (q->alloc > p.alloc) {
+			int64_t r = p.reserved;
+
+			p = *q;
+			if (r > p.reserved)
+				p.reserved = r;
+		} else if (q->reserved > p.reserved) {
+			p.reserved = q->reserved;
+		}
+	}
+	return p;
+}
 
 static int
 cmp_task_it(const void *a, const void *b)
@@ -371,13 +416,54 @@ print_top(const struct kg_reader *r, const int64_t *expo, int top, const char *s
 	free(rk);
 }
 
+/*
+ * The measured memory peaks (the trace's allocator events) of the rows:
+ * each iteration's most allocated and reserved, and the task it was
+ * reached in, with its phase, micro-batch and layer; a job's rows give
+ * its worst rank.
+ */
+static void
+mem_text(const struct kg_reader *r, const struct row *m, size_t n, int job)
+{
+	size_t i;
+
+	printf("  memory at its peak (measured, the allocator's events):\n");
+	for (i = 0; i < n; i++) {
+		const struct mempeak *p = &m[i].mem;
+
+		printf("    ");
+		if (job)
+			printf("job, rank %lld", (long long)p->rank);
+		else if (m[i].rank >= 0)
+			printf("rank %lld", (long long)m[i].rank);
+		else
+			printf("rank -");
+		printf(", iteration ");
+		if (m[i].iter >= 0)
+			printf("%lld", (long long)m[i].iter);
+		else
+			printf("-");
+		printf(": %.3f GiB allocated", (double)p->alloc / 1073741824.0);
+		if (p->reserved >= 0)
+			printf(", %.3f GiB reserved", (double)p->reserved / 1073741824.0);
+		printf(", in %.60s (%s", p->name != KG_NONE ? kg_str(r, p->name) : "-",
+		    p->phase > KG_PH_NONE && p->phase < KG_NPHASE ? kg_phase_name[p->phase] :
+		    "no phase");
+		if (p->mb >= 0)
+			printf(", micro-batch %lld", (long long)p->mb);
+		if (p->layer >= 0)
+			printf(", layer %lld", (long long)p->layer);
+		printf(")\n");
+	}
+}
+
 static void
 report_section(const struct opts *o, struct section *s, const struct kg_reader *r,
     FILE *util, int *header)
 {
-	size_t i, j, k, nj = 0, capj = 0, nrows = 0;
+	size_t i, j, k, nj = 0, capj = 0, nrows = 0, km = 0, nmrows = 0, capmrows = 0;
 	size_t nstr = r->nstr;
-	struct row *jobs = NULL;
+	struct row *jobs = NULL, *mrows = NULL;
 	/* exposed time per kernel: of each row (rexpo), summed over a rank's
 	 * rows (s->expo), and of each job iteration's slowest rank (jexpo) */
 	int tops = o->fmt == F_TEXT && o->top > 0 && !o->wi->collect;
@@ -387,6 +473,8 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 	whatif_text(o->wi, r, o->fmt);
 	if (s->n > 1)
 		qsort(s->t, s->n, sizeof(*s->t), cmp_task_it);
+	if (s->nmem > 1)
+		qsort(s->mem, s->nmem, sizeof(*s->mem), cmp_mem_it);
 	grow(&s->expo, &s->capexpo, nstr + 1, sizeof(*s->expo));
 	memset(s->expo, 0, (nstr + 1) * sizeof(*s->expo));
 	if (tops)
@@ -400,6 +488,7 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 		row.rank = s->t[i].rank;
 		row.iter = s->t[i].it;
 		row.sim = s->sim;
+		row.mem = mem_peak(s, &km, row.rank, row.iter);
 		if (rexpo != NULL)
 			memset(rexpo, 0, (nstr + 1) * sizeof(*rexpo));
 		if (view(s, s->t + i, j - i, 0, &row.m, s->sim ? NULL : rexpo, util, row.rank,
@@ -408,6 +497,8 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 		if (s->sim)
 			view(s, s->t + i, j - i, 1, &row.s, rexpo, util, row.rank, row.iter);
 		print_row(o->fmt, o->wi, &row, header);
+		if (row.mem.alloc >= 0 && !s->job)
+			VEC_PUSH(mrows, nmrows, capmrows, row);
 		nrows++;
 		last_iter = row.iter;
 		if (rexpo != NULL && !s->job)
@@ -432,16 +523,23 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 				memcpy(jexpo + k * (nstr + 1), rexpo, (nstr + 1) * sizeof(*rexpo));
 				jrank[k] = row.rank;
 			}
+			if (row.mem.alloc > jobs[k].mem.alloc)
+				jobs[k].mem = row.mem; /* the job's most: its worst rank's */
 			if (row.m.span > jobs[k].m.span)
 				jobs[k].m = row.m;
 			if (row.sim && row.s.span > jobs[k].s.span)
 				jobs[k].s = row.s;
 		}
 	}
-	for (k = 0; k < nj; k++)
+	for (k = 0; k < nj; k++) {
 		print_row(o->fmt, o->wi, &jobs[k], header);
+		if (jobs[k].mem.alloc >= 0)
+			VEC_PUSH(mrows, nmrows, capmrows, jobs[k]);
+	}
 	if (o->fmt != F_TEXT || o->wi->collect)
 		goto out;
+	if (nmrows > 0 && !o->wi->edited)
+		mem_text(r, mrows, nmrows, s->job);
 	s->colls.predicted = o->wi->edited;
 	colls_text(&s->colls, r, o->top);
 	if (o->top > 0)
@@ -478,6 +576,7 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 		print_top(r, s->expo, o->top, scope);
 	}
 out:
+	free(mrows);
 	free(jobs);
 	free(rexpo);
 	free(jexpo);
@@ -499,7 +598,7 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 	while ((t = gin_read(&in)) > 0) {
 		switch (t) {
 		case KG_R_HEADER:
-			s.n = s.np = 0;
+			s.n = s.np = s.nmem = 0;
 			s.rank = in.rec.header.rank;
 			s.job = in.rec.header.nranks > 0;
 			colls_reset(&s.colls);
@@ -556,6 +655,17 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 			if (o->critical)
 				crit_task(&s.crit, in.rec.task.dur);
 			whatif_task(o->wi, &in.rec.task);
+			if (in.rec.task.mpeak >= 0) {
+				struct memtask m;
+
+				m.rank = x.rank, m.it = x.it;
+				m.p.alloc = in.rec.task.mpeak, m.p.reserved = in.rec.task.mrpeak;
+				m.p.phase = in.rec.task.phase, m.p.mb = in.rec.task.mb;
+				m.p.layer = in.rec.task.layer;
+				m.p.name = in.rec.task.op != KG_NONE ? in.rec.task.op : in.rec.task.name;
+				m.p.rank = x.rank;
+				VEC_PUSH(s.mem, s.nmem, s.capmem, m);
+			}
 			x.proc = in.rec.task.proc;
 			x.name = in.rec.task.name;
 			x.kind = (uint8_t)in.rec.task.kind;
@@ -617,6 +727,7 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 	free(s.pkind);
 	free(s.pmain);
 	free(s.prank);
+	free(s.mem);
 	colls_release(&s.colls);
 	crit_release(&s.crit);
 	free(s.a);

@@ -167,7 +167,8 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 			    "exposed_compute_ns,overlapped_ns,exposed_comm_ns,other_ns,"
 			    "measured_exposed_compute_ns,measured_overlapped_ns,"
 			    "measured_exposed_comm_ns,measured_other_ns,"
-			    "measured_util,simulated_util,predicted,base_ns,change_pct\n");
+			    "measured_util,simulated_util,predicted,base_ns,change_pct,"
+			    "peak_allocated_bytes,peak_reserved_bytes\n");
 			*header = 1;
 		}
 		if (r->rank == JOB)
@@ -198,6 +199,12 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 			printf("%lld,%.4f", (long long)b->ns, pct(v->span, b->ns, b->ns));
 		else
 			printf(",");
+		printf(",");
+		if (!pred && r->mem.alloc >= 0)
+			printf("%lld", (long long)r->mem.alloc);
+		printf(",");
+		if (!pred && r->mem.reserved >= 0)
+			printf("%lld", (long long)r->mem.reserved);
 		printf("\n");
 	} else if (fmt == F_JSON) {
 		printf("{\"rank\":");
@@ -236,6 +243,14 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 			    pct(v->span, b->ns, b->ns));
 		else
 			printf(",\"base_ns\":null,\"change_pct\":null");
+		if (!pred && r->mem.alloc >= 0)
+			printf(",\"peak_allocated_bytes\":%lld", (long long)r->mem.alloc);
+		else
+			printf(",\"peak_allocated_bytes\":null");
+		if (!pred && r->mem.reserved >= 0)
+			printf(",\"peak_reserved_bytes\":%lld", (long long)r->mem.reserved);
+		else
+			printf(",\"peak_reserved_bytes\":null");
 		printf("}\n");
 	} else {
 		int layout = pred || w->base != NULL ? 2 : 1;

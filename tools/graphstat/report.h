@@ -26,10 +26,20 @@ struct view {
 
 #define JOB INT64_MIN /* row.rank of a job's row */
 
+/* Where a measured memory peak was reached: its task's tags. */
+struct mempeak {
+	int64_t alloc, reserved;  /* bytes, -1: no allocator event */
+	int phase;                /* enum kg_phase */
+	int64_t mb, layer;
+	uint32_t name;            /* the task's operator (or its name) */
+	int64_t rank;             /* the task's rank */
+};
+
 struct row {
 	int64_t rank, iter;
 	int sim;
 	struct view m, s;
+	struct mempeak mem;       /* measured (the trace's allocator events) */
 };
 
 /* Output forms. */

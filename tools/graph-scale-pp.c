@@ -64,10 +64,15 @@ process(const struct opts *o, const char *path, struct gout *out)
 		memset(&J, 0, sizeof(J));
 		J.o = o, J.g = &g, J.r = &in.r, J.name = in.name, J.index = index++;
 		rc = job_read(&J);
-		if (rc == 0 && job_build(&J, &out->w, PRODUCER) != 0) {
-			if (out->w.failed)
-				errmsg("%s: %s", out->name, out->w.err);
-			rc = 1;
+		if (rc == 0) {
+			char tool[320];
+
+			snprintf(tool, sizeof(tool), "%s%s%s", PRODUCER, J.net[0] ? " " : "", J.net);
+			if (job_build(&J, &out->w, tool) != 0) {
+				if (out->w.failed)
+					errmsg("%s: %s", out->name, out->w.err);
+				rc = 1;
+			}
 		}
 		job_release(&J);
 	}

@@ -101,6 +101,8 @@ struct job {
 	struct pgroups pg;
 	uint32_t *cgroup;       /* by task: its group, or UINT32_MAX */
 	struct comm_model m;
+	char net[256];          /* a link taken from the built-in topology, for
+	                           the tools entry; "" if none */
 };
 
 /* units.c */

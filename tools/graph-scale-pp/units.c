@@ -217,6 +217,27 @@ layout(struct job *J)
 			    (long long)r);
 			goto outl;
 		}
+	{
+		/* A link the job never used and the new layout needs (NVLink
+		 * always, the network once the new world passes a node): the
+		 * built-in topology's, said, and recorded with the tool */
+		uint8_t used[KG_NCOLL * COMM_NLINK] = { 0 };
+		char assumed[COMM_NLINK], amsg[COMM_NLINK][192];
+		struct comm_given given = J->o->given;
+		int c, l;
+
+		for (c = 1; c < KG_NCOLL; c++) {
+			used[c * COMM_NLINK + COMM_INTRA] = 1;
+			used[c * COMM_NLINK + COMM_INTER] = J->tp * J->dp * J->o->n > J->o->gpn;
+		}
+		if (pgroups_assume(&J->m, used, &given, assumed, amsg, J->net,
+		    sizeof(J->net)) > 0) {
+			for (l = 0; l < COMM_NLINK; l++)
+				if (assumed[l])
+					warnmsg("%s: section %d: %s", J->name, J->index, amsg[l]);
+			pgroups_fit(&J->pg, ct, grp, n, &given, &J->m);
+		}
+	}
 	rc = 0;
 outl:
 	free(lo);

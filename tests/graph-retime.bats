@@ -133,7 +133,7 @@ gpu_durations() {
 
 @test "graph-retime: a write error exits 1; | head prints nothing on stderr" {
 	run -1 --separate-stderr bash -c 'graph-retime mm.kg > /dev/full'
-	[ "$stderr" = "graph-retime: stdout: No space left on device" ]
+	[ "$stderr" = "graph-retime: stdout: write error: No space left on device" ]
 	run -0 --separate-stderr bash -c 'graph-retime --speedup gemm=2 mm.kg | graphcat | head -1'
 	[ -z "$stderr" ]
 }

@@ -504,9 +504,25 @@ simulate(const char *file)
 		goto out;
 	}
 	while (getline(&line, &cap, p) > 0) {
-		long long rank, it, meas, simns;
+		/* rank,iteration,measured_ns,simulated_ns,...: the rank and
+		 * iteration may be "-", the measured time empty (graphstat(1)) */
+		char *f[4], *q = line, *end;
+		long long it, simns;
+		int k;
 
-		if (sscanf(line, "%lld,%lld,%lld,%lld,", &rank, &it, &meas, &simns) != 4)
+		for (k = 0; k < 4 && q != NULL; k++) {
+			f[k] = q;
+			q = strchr(q, ',');
+			if (q != NULL)
+				*q++ = '\0';
+		}
+		if (k < 4 || q == NULL)
+			continue;
+		it = strcmp(f[1], "-") == 0 ? -1 : strtoll(f[1], &end, 10);
+		if (f[1][0] == '\0' || (strcmp(f[1], "-") != 0 && *end != '\0'))
+			continue;
+		simns = strtoll(f[3], &end, 10);
+		if (f[3][0] == '\0' || *end != '\0')
 			continue;
 		for (i = 0; i < nit && its[i].it != it; i++)
 			;

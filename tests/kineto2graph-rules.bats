@@ -537,6 +537,9 @@ tag_lines() {
 		[ "$(cov tag_layer_steps "l$n.kg")" = 3 ]
 		[ "$(tasks "l$n.kg" '.ly != null' '\(.ly)' | sort -un | tr '\n' ' ')" = "$(seq -s ' ' 0 $((n - 1))) " ]
 	done
+	# among a block's layer norms, linears and attention: the model's blocks
+	kineto2graph -q --layer-ops 'layer_norm|linear|scaled_dot_product' -o r4.kg "$GPU/gpt_L4_H1024.json.gz"
+	[ "$(cov tag_layer_repeats r4.kg)" = 4 ]
 	# torch.compile: the forward is a compiled graph's few calls, no block
 	kineto2graph -q -o c.kg "$GPU/gpt_L8_H1024_compile.json.gz"
 	[ "$(cov tag_layer_steps c.kg)" = 0 ]

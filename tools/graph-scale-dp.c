@@ -741,7 +741,9 @@ made_section(const struct opts *o, struct section *s, const struct gin *in, int 
 		goto werr;
 	}
 	while ((t = gin_read(&mi)) > 0)
-		if (graph_take(&gr, t, &mi.rec) && dp_make(&gr, &mi.r, &w, PRODUCER, &nmade) < 0)
+		if (graph_take(&gr, t, &mi.rec) &&
+		    dp_make(&gr, &mi.r, &w, PRODUCER " made the all-reduces NCCL did not run",
+		    &nmade) < 0)
 			break;
 	graph_release(&gr);
 	kg_rec_release(&mi.rec);

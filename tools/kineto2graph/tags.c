@@ -684,9 +684,9 @@ cmp_seqiv(const void *a, const void *b)
  * in it where the trace has them, else the repetitions of the unit that
  * repeats most of the step's top-level ops (of those --layer-ops
  * matches), when that is evidence of a block: at least MIN_LAYER_OPS
- * ops (2 among --layer-ops' ops), repeated over half of the step, and no
- * shorter unit repeated over half of it. 0, or -1 (counted) when the
- * step shows no layers.
+ * ops (2 among --layer-ops' ops), repeated over half of the step, and
+ * (without --layer-ops) no shorter unit repeated over half of it. 0, or
+ * -1 (counted) when the step shows no layers.
  */
 static int
 step_layers(struct infer *in, const struct seg *s, size_t nops)
@@ -724,8 +724,9 @@ step_layers(struct infer *in, const struct seg *s, size_t nops)
 	}
 	p = nops <= MAX_STEP_OPS ? find_period(in->names, nops, &at, &reps) : 0;
 	/* a unit that is itself mostly a shorter one repeated (a CNN's
-	 * stages of like blocks) is no layer either */
-	if (p > 0 && reps * p * 2 >= nops) {
+	 * stages of like blocks) is no layer either, unless --layer-ops
+	 * chose the ops (two linears in a row are then no such unit) */
+	if (p > 0 && reps * p * 2 >= nops && in->re == NULL) {
 		size_t at2 = 0, reps2 = 0, p2 = find_period(in->names + at, p, &at2, &reps2);
 
 		if (p2 > 0 && reps2 * p2 * 2 >= p)

@@ -36,6 +36,7 @@
 #include <xxhash.h>
 
 #include "cli.h"
+#include "held.h"
 #include "kg.h"
 #include "opmodel.h"
 #include "util.h"
@@ -118,11 +119,7 @@ struct gtask {
 };
 
 struct section {
-	char *buf;
-	size_t len, cap;
-	size_t *off;
-	uint8_t *type;
-	size_t nrec, capoff, captype;
+	struct held rec;     /* its records as read */
 	struct gtask *g;
 	size_t ng, capg;
 	struct kg_header h;
@@ -344,14 +341,15 @@ write_section(struct section *s, struct gout *g)
 
 	if (kg_write_header_tool(&g->w, &s->h, PRODUCER) < 0)
 		return -1;
-	for (i = 0; i < s->nrec; i++) {
-		size_t end = i + 1 < s->nrec ? s->off[i + 1] : s->len;
+	for (i = 0; i < s->rec.n; i++) {
+		size_t len;
+		const char *b = held_rec(&s->rec, i, &len);
 		int rc;
 
 		if (k < s->ng && s->g[k].rec == i)
 			rc = kg_write_task(&g->w, &s->g[k++].t);
 		else
-			rc = kg_write_bytes(&g->w, s->buf + s->off[i], end - s->off[i], s->type[i]);
+			rc = kg_write_bytes(&g->w, b, len, s->rec.type[i]);
 		if (rc < 0)
 			return -1;
 	}
@@ -371,7 +369,8 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 	while (rc == 0 && (t = gin_read(&in)) > 0) {
 		if (t == KG_R_HEADER) {
 			s.h = in.rec.header;
-			s.nrec = s.len = s.ng = 0;
+			held_reset(&s.rec);
+			s.ng = 0;
 			s.kept = s.bandwidth = s.nocall = s.rooflines = 0;
 			continue; /* written anew with the section */
 		}
@@ -382,7 +381,7 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 			struct gtask x;
 
 			x.t = in.rec.task;
-			x.rec = s.nrec;
+			x.rec = s.rec.n;
 			VEC_PUSH(s.g, s.ng, s.capg, x);
 		}
 		if (t == KG_R_END) {
@@ -400,19 +399,11 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 			index++;
 			continue;
 		}
-		grow(&s.buf, &s.cap, s.len + in.rec.nbytes, 1);
-		memcpy(s.buf + s.len, in.rec.bytes, in.rec.nbytes);
-		grow(&s.off, &s.capoff, s.nrec + 1, sizeof(*s.off));
-		grow(&s.type, &s.captype, s.nrec + 1, 1);
-		s.off[s.nrec] = s.len;
-		s.type[s.nrec++] = (uint8_t)t;
-		s.len += in.rec.nbytes;
+		held_add(&s.rec, t, in.rec.bytes, in.rec.nbytes);
 	}
 	if (t < 0 && rc == 0)
 		rc = 1;
-	free(s.buf);
-	free(s.off);
-	free(s.type);
+	held_release(&s.rec);
 	free(s.g);
 	free(s.cache.v);
 	gin_close(&in);

@@ -40,6 +40,7 @@
 #include "comm.h"
 #include "graph-scale-dp/make.h"
 #include "graph.h"
+#include "held.h"
 #include "kg.h"
 #include "pgroup.h"
 #include "util.h"
@@ -93,11 +94,7 @@ struct redge {
 };
 
 struct section {
-	char *buf;
-	size_t len, cap;
-	size_t *off;
-	uint8_t *type;
-	size_t nrec, capoff, captype;
+	struct held rec;     /* its records as read */
 	struct ctask *c;
 	size_t nc, capc;
 	struct pgroups pg;
@@ -159,10 +156,10 @@ groups_from_matching(struct section *s)
 
 	for (i = 0; i < s->nc; i++)
 		p[i] = (uint32_t)i;
-	for (i = 0; i < s->nrec; i++) {
+	for (i = 0; i < s->rec.n; i++) {
 		long a, b;
 
-		if (s->type[i] != KG_R_EDGE || s->edge[i].kind != KG_E_RANK)
+		if (s->rec.type[i] != KG_R_EDGE || s->edge[i].kind != KG_E_RANK)
 			continue;
 		a = coll_index(s, s->edge[i].src);
 		b = coll_index(s, s->edge[i].dst);
@@ -563,17 +560,18 @@ write_section(const struct opts *o, struct section *s, struct gout *g, const cha
 	snprintf(tool, sizeof(tool), "%s%s%s", PRODUCER, net[0] ? " " : "", net);
 	if (kg_write_header_tool(&g->w, &s->h, tool) < 0)
 		return -1;
-	for (i = 0; i < s->nrec; i++) {
-		size_t end = i + 1 < s->nrec ? s->off[i + 1] : s->len;
+	for (i = 0; i < s->rec.n; i++) {
+		size_t len;
+		const char *b = held_rec(&s->rec, i, &len);
 		int rc;
 
 		if (k < s->nc && s->c[k].rec == i) {
 			rc = kg_write_task(&g->w, &s->c[k++].t);
-		} else if (s->type[i] == KG_R_EDGE && o->n == 1 && s->edge[i].kind == KG_E_RANK &&
+		} else if (s->rec.type[i] == KG_R_EDGE && o->n == 1 && s->edge[i].kind == KG_E_RANK &&
 		    is_dp(s, s->edge[i].src) && is_dp(s, s->edge[i].dst)) {
 			continue;
 		} else {
-			rc = kg_write_bytes(&g->w, s->buf + s->off[i], end - s->off[i], s->type[i]);
+			rc = kg_write_bytes(&g->w, b, len, s->rec.type[i]);
 		}
 		if (rc < 0)
 			return -1;
@@ -607,7 +605,8 @@ process_in(const struct opts *o, struct gin *inp, struct gout *g, int made)
 		if (t == KG_R_HEADER) {
 			s.h = in.rec.header;
 			s.job = s.h.nranks > 0;
-			s.nrec = s.len = s.nc = s.np = s.nreq = 0;
+			held_reset(&s.rec);
+			s.nc = s.np = s.nreq = 0;
 			free_gtext(&s);
 			pgroups_release(&s.pg);
 			pgroups_init(&s.pg, o->gpn);
@@ -626,7 +625,7 @@ process_in(const struct opts *o, struct gin *inp, struct gout *g, int made)
 			struct ctask c;
 
 			c.t = in.rec.task;
-			c.rec = s.nrec;
+			c.rec = s.rec.n;
 			c.rank = c.t.proc < s.np ? s.prank[c.t.proc] : -1;
 			c.group = UINT32_MAX;
 			if (c.t.pgr != KG_NONE)
@@ -652,24 +651,16 @@ process_in(const struct opts *o, struct gin *inp, struct gout *g, int made)
 			continue;
 		}
 		if (t == KG_R_EDGE) {
-			grow(&s.edge, &s.capedge, s.nrec + 1, sizeof(*s.edge));
-			s.edge[s.nrec].src = in.rec.edge.src;
-			s.edge[s.nrec].dst = in.rec.edge.dst;
-			s.edge[s.nrec].kind = (uint8_t)in.rec.edge.kind;
+			grow(&s.edge, &s.capedge, s.rec.n + 1, sizeof(*s.edge));
+			s.edge[s.rec.n].src = in.rec.edge.src;
+			s.edge[s.rec.n].dst = in.rec.edge.dst;
+			s.edge[s.rec.n].kind = (uint8_t)in.rec.edge.kind;
 		}
-		grow(&s.buf, &s.cap, s.len + in.rec.nbytes, 1);
-		memcpy(s.buf + s.len, in.rec.bytes, in.rec.nbytes);
-		grow(&s.off, &s.capoff, s.nrec + 1, sizeof(*s.off));
-		grow(&s.type, &s.captype, s.nrec + 1, 1);
-		s.off[s.nrec] = s.len;
-		s.type[s.nrec++] = (uint8_t)t;
-		s.len += in.rec.nbytes;
+		held_add(&s.rec, t, in.rec.bytes, in.rec.nbytes);
 	}
 	if (t < 0 && rc == 0)
 		rc = 1;
-	free(s.buf);
-	free(s.off);
-	free(s.type);
+	held_release(&s.rec);
 	free(s.c);
 	pgroups_release(&s.pg);
 	free_gtext(&s);
@@ -718,10 +709,13 @@ made_section(const struct opts *o, struct section *s, const struct gin *in, int 
 	/* the section as read */
 	if (kg_writer_init(&w, f1, 1) < 0 || kg_write_header(&w, &s->h) < 0)
 		goto werr;
-	for (i = 0; i < s->nrec; i++)
-		if (kg_write_bytes(&w, s->buf + s->off[i],
-		    (i + 1 < s->nrec ? s->off[i + 1] : s->len) - s->off[i], s->type[i]) < 0)
+	for (i = 0; i < s->rec.n; i++) {
+		size_t len;
+		const char *b = held_rec(&s->rec, i, &len);
+
+		if (kg_write_bytes(&w, b, len, s->rec.type[i]) < 0)
 			goto werr;
+	}
 	if (kg_write_end(&w) < 0 || kg_writer_finish(&w) < 0)
 		goto werr;
 	kg_writer_release(&w);

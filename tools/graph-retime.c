@@ -460,7 +460,7 @@ run_all(const struct opts *o, int argc, char **argv, const char *path, struct gr
 	struct gout g;
 	int i, rc = 0;
 
-	if (gout_open(&g, path, 3) < 0)
+	if (gout_open(&g, path, 1) < 0)
 		return 1;
 	if (argc == 0)
 		rc = process(o, NULL, &g, gs);

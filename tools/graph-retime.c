@@ -397,6 +397,22 @@ gpu_of(const struct opts *o, struct section *s, const char *name, int index)
 	s->h.gpu_sms = o->to.sms > 0 ? o->to.sms : -1;
 }
 
+/* Kernels launched by operators, none of which has shapes? */
+static int
+no_shapes(const struct section *s)
+{
+	size_t i, withop = 0;
+
+	for (i = 0; i < s->ng; i++) {
+		if (s->g[i].t.kind != KG_KERN || s->g[i].t.op == KG_NONE)
+			continue;
+		if (s->g[i].t.shapes != KG_NONE)
+			return 0;
+		withop++;
+	}
+	return withop > 0;
+}
+
 static int
 process(const struct opts *o, const char *path, struct gout *g, struct groups *gs)
 {
@@ -428,6 +444,13 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 			VEC_PUSH(s.g, s.ng, s.capg, x);
 		}
 		if (t == KG_R_END) {
+			if (o->have_to && !s.keep && no_shapes(&s)) {
+				errmsg("%s: section %d: no operator shapes (the trace was recorded "
+				    "without record_shapes): the model cannot size a call; record with "
+				    "torch.profiler.profile(record_shapes=True)", in.name, index);
+				rc = 1;
+				break;
+			}
 			retime(o, &s, &in.r, gs);
 			if (s.kept > 0)
 				warnmsg("%s: section %d: %lld GPU calls keep their time: the model "

@@ -1,0 +1,644 @@
+/*
+ * graph-scale-hidden: the graph of a wider (or narrower) model: every
+ * operator whose shapes follow the hidden size, the MLP size or the
+ * attention heads gets its new shapes (in `sh`, for the tools after it),
+ * and its kernels are re-timed for them: by an op model, each kernel's
+ * traced time times the model's prediction for the new shapes over its
+ * prediction for the traced ones; without one, by FLOPs (GEMMs,
+ * attention) or bytes (the rest). The optimizer's kernels, whose tensor
+ * lists the profiler does not record, follow the parameter count;
+ * gradient collectives the parameter bytes, activation collectives the
+ * hidden size. Host tasks keep their times: a wider model launches the
+ * same operators.
+ *
+ * How a dimension is told apart (the roles) is in rules.c and in
+ * graph-scale-hidden(1); the traced sizes are found in find.c.
+ *
+ * State: one section at a time, held whole (common/graph.h), with a
+ * table of its distinct (operator, dims) pairs and their new dims.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "graph.h"
+#include "hid.h"
+#include "kg.h"
+#include "opmodel.h"
+#include "params.h"
+#include "pgroup.h"
+#include "reshape.h"
+#include "util.h"
+
+#define PRODUCER "graph-scale-hidden " KG_VERSION
+
+static const char usage[] =
+    "graph-scale-hidden [-q] [-o FILE] [--ffn F] [--heads N] [--model MODEL [--from MODEL]] "
+    "[--from-hidden H] [--from-ffn F] [--from-heads N] H [FILE ...]";
+
+static const char help[] =
+    "Predict the graph of the same job with hidden size H.\n"
+    "\n"
+    "  -o, --output FILE      write the stream to FILE instead of stdout\n"
+    "      --ffn F            the new MLP size (default: the traced ratio to the\n"
+    "                         hidden size, 4 H for a GPT)\n"
+    "      --heads N          the new number of attention heads (default: the\n"
+    "                         traced head size kept, H / head size)\n"
+    "      --model MODEL      re-time kernels by MODEL (opmodel fit): each kernel\n"
+    "                         times predicted(new shapes) / predicted(traced ones)\n"
+    "      --from MODEL       the model of the graph's own GPU: the traced shapes\n"
+    "                         predicted by it, the new ones by --model's\n"
+    "      --from-hidden H, --from-ffn F, --from-heads N\n"
+    "                         the traced sizes, where the graph's shapes do not\n"
+    "                         tell them\n"
+    "  -q, --quiet            no warnings\n"
+    "  -h, --help             this help\n"
+    "      --version          the version\n"
+    "\n"
+    "Without --model, GEMMs and attention scale by FLOPs and the rest by bytes.\n"
+    "With no FILE, or FILE -, read standard input. See graph-scale-hidden(1).\n";
+
+struct opts {
+	int64_t h, ffn, heads;
+	struct hid_sizes from; /* given traced sizes; 0 where not given */
+	const char *model, *frommodel;
+	struct om_model to, src;
+	int have_to, have_src;
+};
+
+/* A distinct (operator, dims) pair: its new dims' string id. */
+struct pair {
+	uint32_t op, sh, nsh;
+	int64_t n;  /* tasks that carry it */
+	char *text; /* the new dims, when they differ */
+};
+
+struct pairs {
+	struct pair *p;
+	size_t n, cap;
+	uint32_t *slot; /* open addressing: index + 1 */
+	size_t nslot;
+};
+
+static uint64_t
+pkey(uint32_t op, uint32_t sh)
+{
+	uint64_t k = ((uint64_t)op << 32 | sh) * 0x9E3779B97F4A7C15ull;
+
+	return k ^ (k >> 29);
+}
+
+static struct pair *
+pairs_get(struct pairs *ps, uint32_t op, uint32_t sh, int *isnew)
+{
+	size_t i;
+
+	if (2 * (ps->n + 1) > ps->nslot) {
+		size_t ns = ps->nslot ? 2 * ps->nslot : 256, k;
+
+		free(ps->slot);
+		ps->slot = xcalloc(ns, sizeof(*ps->slot));
+		ps->nslot = ns;
+		for (k = 0; k < ps->n; k++) {
+			i = pkey(ps->p[k].op, ps->p[k].sh) & (ns - 1);
+			while (ps->slot[i])
+				i = (i + 1) & (ns - 1);
+			ps->slot[i] = (uint32_t)k + 1;
+		}
+	}
+	i = pkey(op, sh) & (ps->nslot - 1);
+	while (ps->slot[i]) {
+		struct pair *p = &ps->p[ps->slot[i] - 1];
+
+		if (p->op == op && p->sh == sh) {
+			*isnew = 0;
+			return p;
+		}
+		i = (i + 1) & (ps->nslot - 1);
+	}
+	{
+		struct pair p = { op, sh, sh, 0, NULL };
+
+		VEC_PUSH(ps->p, ps->n, ps->cap, p);
+	}
+	ps->slot[i] = (uint32_t)ps->n;
+	*isnew = 1;
+	return &ps->p[ps->n - 1];
+}
+
+static void
+pairs_release(struct pairs *ps)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n; i++)
+		free(ps->p[i].text);
+	free(ps->p);
+	free(ps->slot);
+	memset(ps, 0, sizeof(*ps));
+}
+
+/* The operator a task's dims belong to: a CPU op's own name, else its op. */
+static uint32_t
+task_op(const struct kg_task *t)
+{
+	return t->kind == KG_CPU ? t->name : t->op;
+}
+
+/* Counts for the warnings of a section. */
+struct counts {
+	int64_t model, flops, bytes, optim, unsized, colls, collassumed;
+};
+
+/* Every (operator, dims) pair of the section, with its count of tasks. */
+static void
+collect(const struct graph *g, struct pairs *ps)
+{
+	size_t i;
+
+	for (i = 0; i < g->ntask; i++) {
+		const struct kg_task *t = &g->task[i];
+		uint32_t op = task_op(t);
+		int isnew;
+
+		if (t->shapes != KG_NONE && op != KG_NONE)
+			pairs_get(ps, op, t->shapes, &isnew)->n++;
+	}
+}
+
+/* The new dims of every pair; the new strings go to rs. */
+static void
+reshape_all(const struct kg_reader *r, const struct hid_sizes *a, const struct hid_sizes *b,
+    struct pairs *ps, struct rs_strs *rs)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n; i++) {
+		struct pair *p = &ps->p[i];
+
+		p->text = hid_rewrite(kg_str(r, p->op), kg_str(r, p->sh), a, b);
+		if (p->text != NULL)
+			p->nsh = rs_strs_id(rs, p->text);
+	}
+}
+
+/* The new dims text of a task's (operator, dims), or NULL: unchanged. */
+static const struct pair *
+pair_of(struct pairs *ps, const struct kg_task *t)
+{
+	int isnew;
+	uint32_t op = task_op(t);
+
+	if (t->shapes == KG_NONE || op == KG_NONE)
+		return NULL;
+	return pairs_get(ps, op, t->shapes, &isnew);
+}
+
+/*
+ * The model's parameters before and after, counted from the forward
+ * launches of the first iteration and micro-batch (the LM head tied to
+ * the embedding counted once, common/params.h).
+ */
+static void
+count_params(const struct graph *g, const struct kg_reader *r, struct pairs *ps, int64_t *p0,
+    int64_t *p1)
+{
+	struct param_count a, b;
+	int64_t it = INT64_MAX;
+	size_t i;
+
+	param_count_init(&a);
+	param_count_init(&b);
+	a.tied = b.tied = 1;
+	for (i = 0; i < g->ntask; i++)
+		if (g->task[i].iter >= 0 && g->task[i].iter < it)
+			it = g->task[i].iter;
+	for (i = 0; i < g->ntask; i++) {
+		const struct kg_task *t = &g->task[i];
+		const struct pair *p;
+
+		if (t->kind != KG_RT || t->op == KG_NONE || t->shapes == KG_NONE ||
+		    (it != INT64_MAX && t->iter != it) || t->mb > 0 ||
+		    (t->phase != KG_PH_FWD && t->phase != KG_PH_NONE) ||
+		    strstr(kg_str(r, t->name), "Launch") == NULL)
+			continue;
+		p = pair_of(ps, t);
+		param_count_text(&a, t->op, t->shapes, kg_str(r, t->op), kg_str(r, t->shapes));
+		param_count_text(&b, t->op, p->nsh, kg_str(r, t->op),
+		    p->text != NULL ? p->text : kg_str(r, t->shapes));
+	}
+	*p0 = a.sum;
+	*p1 = b.sum;
+}
+
+/* graph-retime's factor between two GPUs for a call with the traced shapes. */
+static double
+gpu_factor(const struct opts *o, const struct om_call *c)
+{
+	struct om_desc dt, ds;
+	double pt, pf;
+	int v1, v2;
+
+	if (!o->have_src)
+		return 1;
+	if (om_describe(c, o->to.sms, &dt) < 0 || om_describe(c, o->src.sms, &ds) < 0)
+		return 1;
+	pt = om_predict(&o->to, &dt, &v1);
+	pf = om_predict(&o->src, &ds, &v2);
+	if (pt > 0 && pf > 0 && v1 == v2)
+		return pt / pf;
+	if (dt.sized && ds.sized)
+		return om_roofline_us(&o->to, &dt) / om_roofline_us(&o->src, &ds);
+	return o->src.bytes_s / o->to.bytes_s;
+}
+
+/* Re-time the section's GPU tasks in place. */
+static void
+retime(const struct opts *o, struct graph *g, const struct kg_reader *r, struct pairs *ps,
+    double pratio, struct counts *cn)
+{
+	size_t i, ng = 0;
+	struct om_task *ot = xmalloc((g->ntask + 1) * sizeof(*ot));
+	size_t *idx = xmalloc((g->ntask + 1) * sizeof(*idx));
+	uint32_t *call, nc, c;
+	size_t *top;
+	double *fac;
+
+	for (i = 0; i < g->ntask; i++) {
+		const struct kg_task *t = &g->task[i];
+
+		if (t->kind != KG_KERN && t->kind != KG_CPY && t->kind != KG_SET)
+			continue;
+		ot[ng].id = t->id, ot[ng].proc = t->proc, ot[ng].op = t->op;
+		ot[ng].sh = t->shapes, ot[ng].name = t->name, ot[ng].kind = t->kind;
+		ot[ng].it = t->iter, ot[ng].ts = t->ts, ot[ng].dur = t->dur;
+		ot[ng].bytes = t->bytes;
+		idx[ng++] = i;
+	}
+	call = xmalloc((ng + 1) * sizeof(*call));
+	nc = om_calls(ot, ng, call);
+	top = xmalloc((nc + 1) * sizeof(*top));
+	fac = xmalloc((nc + 1) * sizeof(*fac));
+	for (c = 0; c < nc; c++)
+		top[c] = SIZE_MAX;
+	for (i = 0; i < ng; i++)
+		if ((c = call[i]) != UINT32_MAX &&
+		    (top[c] == SIZE_MAX || ot[i].dur > ot[top[c]].dur))
+			top[c] = i;
+	for (c = 0; c < nc; c++) {
+		const struct kg_task *t = &g->task[idx[top[c]]];
+		const struct pair *p = pair_of(ps, t);
+		struct om_call oc;
+		struct om_desc d;
+		int how, cls;
+
+		oc.op = t->op != KG_NONE ? kg_str(r, t->op) : "";
+		oc.dims = t->shapes != KG_NONE ? kg_str(r, t->shapes) : NULL;
+		oc.kernel = kg_str(r, t->name);
+		oc.kind = t->kind, oc.bytes = t->bytes, oc.layout = -1;
+		fac[c] = rs_factor(o->have_to ? &o->to : NULL, 132, &oc,
+		    p != NULL && p->text != NULL ? p->text : oc.dims, &how);
+		cls = om_describe(&oc, 132, &d);
+		if ((how == RS_UNSIZED || how == RS_SAME) && cls == OM_OPTIM) {
+			/* the optimizer's tensor lists, whose sizes the
+			 * profiler does not record ([[],[]]): its work is
+			 * per parameter */
+			fac[c] = pratio;
+			if (pratio != 1)
+				cn->optim++;
+		} else if (how == RS_UNSIZED && t->kind == KG_KERN && pratio != 1) {
+			cn->unsized++;
+		}
+		cn->model += how == RS_MODEL;
+		cn->flops += how == RS_FLOPS;
+		cn->bytes += how == RS_BYTES;
+		fac[c] *= gpu_factor(o, &oc);
+	}
+	for (i = 0; i < ng; i++) {
+		struct kg_task *t = &g->task[idx[i]];
+
+		if ((c = call[i]) != UINT32_MAX && fac[c] != 1)
+			t->dur = llround((double)t->dur * fac[c]);
+	}
+	free(ot);
+	free(idx);
+	free(call);
+	free(top);
+	free(fac);
+}
+
+/*
+ * Collectives: gradients (the data-parallel groups' reductions in the
+ * backward and optimizer phases) move the new parameter bytes,
+ * activations (point to point, and the forward-phase reductions of a
+ * tensor-parallel group) the new hidden size's; each re-timed by the
+ * communication model fitted on the job's own collectives (the built-in
+ * h100 topology for a link the job never used), as its traced time times
+ * model(new bytes) / model(traced bytes).
+ */
+static void
+retime_colls(struct graph *g, const struct kg_reader *r, double pratio, double aratio, struct counts *cn)
+{
+	const struct kg_task **ct;
+	uint32_t *grp;
+	struct pgroups pg;
+	struct comm_given given;
+	struct comm_model m;
+	size_t i, nc = 0;
+	int64_t gpn = 8;
+
+	for (i = 0; i < g->ntask; i++)
+		nc += g->task[i].kind == KG_COLL;
+	if (nc == 0 || (pratio == 1 && aratio == 1))
+		return;
+	ct = xmalloc(nc * sizeof(*ct));
+	grp = xmalloc(nc * sizeof(*grp));
+	pgroups_init(&pg, gpn);
+	nc = 0;
+	for (i = 0; i < g->ntask; i++) {
+		const struct kg_task *t = &g->task[i];
+
+		if (t->kind != KG_COLL)
+			continue;
+		ct[nc] = t;
+		grp[nc++] = t->pgr != KG_NONE ? pgroups_of(&pg, t->pgr, kg_str(r, t->pgr)) : UINT32_MAX;
+	}
+	pgroups_classify(&pg, ct, grp, nc);
+	memset(&given, 0, sizeof(given));
+	comm_topology_builtin(COMM_TOPOLOGY_DEFAULT, &given, 0);
+	pgroups_fit(&pg, ct, grp, nc, &given, &m);
+	for (i = 0; i < nc; i++) {
+		struct kg_task *t = (struct kg_task *)ct[i];
+		const struct pgroup *gr = grp[i] == UINT32_MAX ? NULL : &pg.g[grp[i]];
+		int64_t n = t->gsize > 0 ? t->gsize : gr != NULL ? gr->size : 1, t0, t1;
+		int link = gr != NULL ? gr->link : COMM_INTRA, a0, a1;
+		double f = 1;
+		uint64_t nb;
+
+		if (t->bytes <= 1024)
+			continue; /* a scalar: a loss, a norm */
+		if (pgroups_p2p(t->coll) || (gr != NULL && gr->fwd))
+			f = aratio;
+		else if (gr == NULL || gr->dp || t->phase == KG_PH_BWD || t->phase == KG_PH_OPT)
+			f = pratio;
+		if (f == 1)
+			continue;
+		nb = (uint64_t)llround((double)t->bytes * f);
+		cn->colls++;
+		if (n >= 2 && t->coll > KG_COLL_NONE && t->coll < KG_NCOLL) {
+			t0 = comm_time(&m, t->coll, n, t->bytes, link, &a0);
+			t1 = comm_time(&m, t->coll, n, nb, link, &a1);
+			cn->collassumed += m.c[t->coll][link].samples == 0;
+			if (t0 > 0 && t1 >= 0)
+				t->dur = llround((double)t->dur * (double)t1 / (double)t0);
+		}
+		t->bytes = nb;
+	}
+	pgroups_release(&pg);
+	free(ct);
+	free(grp);
+}
+
+static int
+scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const char *name,
+    int index, struct gout *out)
+{
+	struct hid_sizes a, b;
+	struct pairs ps;
+	struct rs_strs rs;
+	struct counts cn;
+	struct graph_out go;
+	char err[256], tool[256];
+	int64_t p0, p1;
+	double pratio;
+	int rc = 1;
+
+	memset(&ps, 0, sizeof(ps));
+	memset(&cn, 0, sizeof(cn));
+	rs_strs_init(&rs, g->nstr);
+	collect(g, &ps);
+	{
+		struct hid_op *ho = xmalloc((ps.n + 1) * sizeof(*ho));
+		size_t i;
+
+		for (i = 0; i < ps.n; i++) {
+			ho[i].op = kg_str(r, ps.p[i].op);
+			ho[i].dims = kg_str(r, ps.p[i].sh);
+			ho[i].n = ps.p[i].n;
+		}
+		i = hid_find(ho, ps.n, &o->from, &a, err, sizeof(err)) < 0;
+		free(ho);
+		if (i) {
+			errmsg("%s: section %d: %s", name, index, err);
+			goto out;
+		}
+	}
+	if (hid_target(&a, o->h, o->ffn, o->heads, &b, err, sizeof(err)) < 0) {
+		errmsg("%s: section %d: %s", name, index, err);
+		goto out;
+	}
+	reshape_all(r, &a, &b, &ps, &rs);
+	count_params(g, r, &ps, &p0, &p1);
+	pratio = p0 > 0 ? (double)p1 / (double)p0 : 1;
+	if (p0 <= 0 && (a.h != b.h || a.ffn != b.ffn))
+		warnmsg("%s: section %d: no parameters counted from the shapes: the "
+		    "optimizer's kernels keep their times", name, index);
+	retime(o, g, r, &ps, pratio, &cn);
+	retime_colls(g, r, pratio, (double)b.h / (double)a.h, &cn);
+	{
+		size_t i;
+
+		for (i = 0; i < g->ntask; i++) {
+			const struct pair *p = pair_of(&ps, &g->task[i]);
+
+			if (p != NULL)
+				g->task[i].shapes = p->nsh;
+		}
+	}
+	if (!o->have_to && (cn.flops > 0 || cn.bytes > 0))
+		warnmsg("%s: section %d: no --model: %lld calls scaled by FLOPs, %lld by bytes",
+		    name, index, (long long)cn.flops, (long long)cn.bytes);
+	else if (cn.flops > 0 || cn.bytes > 0)
+		warnmsg("%s: section %d: %lld calls the model cannot predict scaled by FLOPs or "
+		    "bytes", name, index, (long long)(cn.flops + cn.bytes));
+	if (cn.collassumed > 0)
+		warnmsg("%s: section %d: %lld collectives re-timed by the built-in %s topology "
+		    "(the job has none of their kind on that link)", name, index,
+		    (long long)cn.collassumed, COMM_TOPOLOGY_DEFAULT);
+	snprintf(tool, sizeof(tool), "%s hidden %lld -> %lld, ffn %lld -> %lld, heads %lld -> %lld%s",
+	    PRODUCER, (long long)a.h, (long long)b.h, (long long)a.ffn, (long long)b.ffn,
+	    (long long)a.heads, (long long)b.heads,
+	    o->have_to ? ", op model" : ", by FLOPs and bytes");
+	memset(&go, 0, sizeof(go));
+	go.xstr = (const char *const *)rs.in.str;
+	go.nxstr = rs.in.n;
+	go.task = g->task, go.ntask = g->ntask, go.edge = g->edge, go.nedge = g->nedge;
+	kg_writer_follow(&out->w, &g->h);
+	if (graph_write(&out->w, g, tool, &go) < 0) {
+		errmsg("%s: %s", out->name, out->w.err);
+		goto out;
+	}
+	rc = 0;
+out:
+	pairs_release(&ps);
+	rs_strs_release(&rs);
+	return rc;
+}
+
+static int
+process(const struct opts *o, const char *path, struct gout *out)
+{
+	struct gin in;
+	struct graph g;
+	int t, rc = 0, index = 0;
+
+	if (gin_open(&in, path) < 0)
+		return 1;
+	graph_init(&g);
+	while (rc == 0 && (t = gin_read(&in)) > 0)
+		if (graph_take(&g, t, &in.rec))
+			rc = scale(o, &g, &in.r, in.name, index++, out);
+	if (t < 0 && rc == 0)
+		rc = 1;
+	graph_release(&g);
+	gin_close(&in);
+	return rc;
+}
+
+static int
+load(const char *path, struct om_model *m)
+{
+	char err[256];
+	FILE *fp = fopen(path, "rb");
+	int rc;
+
+	if (fp == NULL) {
+		errmsg("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	rc = om_load(m, fp, err, sizeof(err));
+	fclose(fp);
+	if (rc < 0)
+		errmsg("%s: %s", path, err);
+	return rc;
+}
+
+static int64_t
+size_arg(const char *what, const char *s)
+{
+	int64_t v;
+
+	if (parse_i64(s, 1, (int64_t)1 << 30, &v) < 0) {
+		errmsg("invalid %s '%s' (a positive integer)", what, s);
+		usage_exit(usage);
+	}
+	return v;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "ffn", required_argument, NULL, 'f' },
+		{ "heads", required_argument, NULL, 'n' },
+		{ "model", required_argument, NULL, 'M' },
+		{ "from", required_argument, NULL, 'F' },
+		{ "from-hidden", required_argument, NULL, 'H' },
+		{ "from-ffn", required_argument, NULL, 'G' },
+		{ "from-heads", required_argument, NULL, 'N' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *output = NULL;
+	struct opts o;
+	struct gout g;
+	int c, i, rc = 0;
+
+	cli_init("graph-scale-hidden");
+	memset(&o, 0, sizeof(o));
+	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case 'f':
+			o.ffn = size_arg("--ffn", optarg);
+			break;
+		case 'n':
+			o.heads = size_arg("--heads", optarg);
+			break;
+		case 'M':
+			o.model = optarg;
+			break;
+		case 'F':
+			o.frommodel = optarg;
+			break;
+		case 'H':
+			o.from.h = size_arg("--from-hidden", optarg);
+			break;
+		case 'G':
+			o.from.ffn = size_arg("--from-ffn", optarg);
+			break;
+		case 'N':
+			o.from.heads = size_arg("--from-heads", optarg);
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'h':
+			printf("usage: %s\n\n%s", usage, help);
+			return close_stdout();
+		case 'V':
+			version_exit();
+		default:
+			usage_exit(usage);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1) {
+		errmsg("missing the hidden size H");
+		usage_exit(usage);
+	}
+	if (parse_i64(argv[0], 1, (int64_t)1 << 30, &o.h) < 0) {
+		errmsg("invalid hidden size '%s' (a positive integer)", argv[0]);
+		usage_exit(usage);
+	}
+	if (o.frommodel != NULL && o.model == NULL) {
+		errmsg("--from needs --model (the GPU to predict)");
+		usage_exit(usage);
+	}
+	argc--;
+	argv++;
+	if (o.model != NULL && load(o.model, &o.to) < 0)
+		return 1;
+	o.have_to = o.model != NULL;
+	if (o.frommodel != NULL) {
+		if (load(o.frommodel, &o.src) < 0) {
+			om_model_release(&o.to);
+			return 1;
+		}
+		o.have_src = 1;
+	}
+	if (gout_open(&g, output, 3) < 0) {
+		rc = 1;
+	} else {
+		if (argc == 0)
+			rc = process(&o, NULL, &g);
+		for (i = 0; i < argc && rc == 0; i++)
+			rc = process(&o, argv[i], &g);
+		rc = gout_close(&g, rc, PRODUCER);
+	}
+	if (o.have_to)
+		om_model_release(&o.to);
+	if (o.have_src)
+		om_model_release(&o.src);
+	return rc;
+}

@@ -162,10 +162,19 @@ rs_factor(const struct om_model *m, int sms, const struct om_call *c, const char
 		*how = RS_UNSIZED;
 		return 1;
 	}
-	if (m != NULL) {
+	/* a class the model predicts worse than RS_CV_MAX % (its own
+	 * cross-validated error) gives ratios worse than the work's */
+	if (m != NULL && a.cls >= 0 && a.cls < OM_NCLASS && m->cls[a.cls].cv_mape <= RS_CV_MAX) {
 		double pa = om_predict(m, &a, &va), pb = om_predict(m, &b, &vb);
 
-		if (pa > 0 && pb > 0 && va == vb) {
+		double w = a.flops > 0 && b.flops > 0 ? b.flops / a.flops :
+		    a.bytes > 0 && b.bytes > 0 ? b.bytes / a.bytes : 0;
+
+		/* the trees between the shapes they were fitted on are not
+		 * monotone: a ratio that says more work takes less time (or
+		 * less work more) is their noise, and the work's ratio stands */
+		if (pa > 0 && pb > 0 && va == vb &&
+		    (w == 0 || (w >= 1) == (pb / pa >= 1) || w == 1)) {
 			*how = RS_MODEL;
 			return pb / pa;
 		}

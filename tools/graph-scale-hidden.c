@@ -151,7 +151,7 @@ task_op(const struct kg_task *t)
 
 /* Counts for the warnings of a section. */
 struct counts {
-	int64_t model, flops, bytes, optim, unsized, colls, collassumed;
+	int64_t model, flops, bytes, optim, unsized, colls, collassumed, unblocked;
 };
 
 /* Every (operator, dims) pair of the section, with its count of tasks. */
@@ -404,6 +404,49 @@ retime_colls(struct graph *g, const struct kg_reader *r, double pratio, double a
 }
 
 static int
+cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * Kernel launches that waited for a free slot in the CUDA launch queue
+ * (a GPU-bound step more than about a thousand kernels ahead of the GPU
+ * blocks its host there): longer than LAUNCH_BLOCKED_NS and ten times
+ * the section's median launch. Their wait was the traced GPU's work, not
+ * host work that a new size keeps: each takes the median launch time,
+ * and the simulated GPU sets the pace. Returns how many.
+ */
+#define LAUNCH_BLOCKED_NS 50000
+static int64_t
+unblock_launches(struct graph *g, const struct kg_reader *r)
+{
+	int64_t *d = NULL, med, n = 0;
+	size_t nd = 0, capd = 0, i;
+
+	for (i = 0; i < g->ntask; i++)
+		if (g->task[i].kind == KG_RT && strstr(kg_str(r, g->task[i].name), "Launch"))
+			VEC_PUSH(d, nd, capd, g->task[i].dur);
+	if (nd == 0)
+		return 0;
+	qsort(d, nd, sizeof(*d), cmp_i64);
+	med = d[nd / 2];
+	free(d);
+	for (i = 0; i < g->ntask; i++) {
+		struct kg_task *t = &g->task[i];
+
+		if (t->kind == KG_RT && t->dur > LAUNCH_BLOCKED_NS && t->dur > 10 * med &&
+		    strstr(kg_str(r, t->name), "Launch")) {
+			t->dur = med;
+			n++;
+		}
+	}
+	return n;
+}
+
+static int
 scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const char *name,
     int index, struct gout *out)
 {
@@ -447,6 +490,8 @@ scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const ch
 	if (p0 <= 0 && (a.h != b.h || a.ffn != b.ffn))
 		warnmsg("%s: section %d: no parameters counted from the shapes: the "
 		    "optimizer's kernels keep their times", name, index);
+	if (a.h != b.h || a.ffn != b.ffn || a.heads != b.heads)
+		cn.unblocked = unblock_launches(g, r);
 	retime(o, g, r, &ps, pratio, &cn);
 	retime_colls(g, r, pratio, (double)b.h / (double)a.h, &cn);
 	{

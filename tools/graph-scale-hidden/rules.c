@@ -69,6 +69,12 @@ index_operand(const char *op, int i)
 	return 0;
 }
 
+static int
+is_copy(const char *op)
+{
+	return strcmp(op, "aten::copy_") == 0 || strcmp(op, "aten::_to_copy") == 0;
+}
+
 /* The two operands of a GEMM (-1 none): mm, matmul (a, b); addmm (b, c). */
 static void
 gemm_operands(const char *op, int *x, int *y)
@@ -184,6 +190,11 @@ hid_rewrite(const char *op, const char *dims, const struct hid_sizes *a,
 				nv[1] = feat(a, b, v[1]); /* [sequence, X] */
 			} else if (a->b > 0 && v[0] == a->b && v[1] == a->s) {
 				; /* [batch, sequence]: tokens */
+			} else if (T > 0 && v[0] == T && is_copy(op) && feat(a, b, v[0]) != v[0]) {
+				/* [tokens or MLP, X] in a copy: the casts of
+				 * the weights to bf16 ([MLP, hidden]) */
+				nv[0] = feat(a, b, v[0]);
+				nv[1] = feat(a, b, v[1]);
 			} else if (T > 0 && v[0] == T) {
 				nv[1] = feat(a, b, v[1]);
 			} else if (T > 0 && v[1] == T) {

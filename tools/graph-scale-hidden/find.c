@@ -204,8 +204,8 @@ hid_target(const struct hid_sizes *a, int64_t h, int64_t ffn, int64_t heads,
 		b->hd = h / heads;
 	} else {
 		if (h % a->hd != 0) {
-			snprintf(err, errlen, "the heads of %lld (the traced head size) do not divide "
-			    "the hidden size %lld: give --heads", (long long)a->hd, (long long)h);
+			snprintf(err, errlen, "the traced head size %lld does not divide the hidden "
+			    "size %lld: give --heads", (long long)a->hd, (long long)h);
 			return -1;
 		}
 		b->heads = h / a->hd;

@@ -98,6 +98,7 @@ hid_rewrite(const char *op, const char *dims, const struct hid_sizes *a,
 	int emb = strcmp(op, "aten::embedding") == 0;
 	int embb = strstr(op, "embedding") != NULL && strstr(op, "backward") != NULL;
 	const struct rs_tensor *bsx = NULL, *gt[2] = { NULL, NULL };
+	int64_t bsxlast = -1, g0[2] = { 0, 0 };
 	char *s;
 
 	rs_dims_init(&d);
@@ -120,6 +121,11 @@ hid_rewrite(const char *op, const char *dims, const struct hid_sizes *a,
 	}
 	if (gt[0] == NULL || gt[1] == NULL || d.v[gt[0]->at + 1] != d.v[gt[1]->at])
 		gt[0] = gt[1] = NULL;
+	/* the sizes these rules compare with, before any is rewritten */
+	if (bsx != NULL)
+		bsxlast = d.v[bsx->at + 2];
+	if (gt[0] != NULL)
+		g0[0] = d.v[gt[0]->at], g0[1] = d.v[gt[0]->at + 1];
 	for (i = 0; i < n; i++) {
 		const struct rs_tensor *t = &ts[i];
 		int64_t nv[4];
@@ -170,9 +176,9 @@ hid_rewrite(const char *op, const char *dims, const struct hid_sizes *a,
 				 * inner dimension; never the last */
 				int tok = -1; /* 0 rows, 1 inner */
 
-				if (T > 0 && d.v[gt[0]->at] == T)
+				if (T > 0 && g0[0] == T)
 					tok = 0;
-				else if (T > 0 && d.v[gt[0]->at + 1] == T)
+				else if (T > 0 && g0[1] == T)
 					tok = 1;
 				if (t == gt[0]) {
 					nv[0] = tok == 0 ? v[0] : feat(a, b, v[0]);
@@ -186,13 +192,16 @@ hid_rewrite(const char *op, const char *dims, const struct hid_sizes *a,
 			} else if (embb && t->operand == 0) {
 				nv[1] = feat(a, b, v[1]); /* [indices, X] */
 			} else if (bsx != NULL && t != bsx && v[0] == a->s &&
-			    v[1] == d.v[bsx->at + 2]) {
+			    v[1] == bsxlast) {
 				nv[1] = feat(a, b, v[1]); /* [sequence, X] */
 			} else if (a->b > 0 && v[0] == a->b && v[1] == a->s) {
 				; /* [batch, sequence]: tokens */
-			} else if (T > 0 && v[0] == T && is_copy(op) && feat(a, b, v[0]) != v[0]) {
-				/* [tokens or MLP, X] in a copy: the casts of
-				 * the weights to bf16 ([MLP, hidden]) */
+			} else if (is_copy(op) && feat(a, b, v[0]) != v[0] &&
+			    feat(a, b, v[1]) != v[1]) {
+				/* a copy of two feature sizes, one of them
+				 * equal to the tokens: a weight cast to bf16
+				 * ([MLP, hidden] where the MLP size is the
+				 * tokens) */
 				nv[0] = feat(a, b, v[0]);
 				nv[1] = feat(a, b, v[1]);
 			} else if (T > 0 && v[0] == T) {

@@ -508,8 +508,9 @@ scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const ch
 		warnmsg("%s: section %d: no --model: %lld calls scaled by FLOPs, %lld by bytes",
 		    name, index, (long long)cn.flops, (long long)cn.bytes);
 	else if (cn.flops > 0 || cn.bytes > 0)
-		warnmsg("%s: section %d: %lld calls the model cannot predict scaled by FLOPs or "
-		    "bytes", name, index, (long long)(cn.flops + cn.bytes));
+		warnmsg("%s: section %d: %lld calls scaled by FLOPs or bytes, not the model (it "
+		    "cannot predict them, its class errs by over 20%%, or its ratio goes against "
+		    "the work's)", name, index, (long long)(cn.flops + cn.bytes));
 	if (cn.collassumed > 0)
 		warnmsg("%s: section %d: %lld collectives re-timed by the built-in %s topology "
 		    "(the job has none of their kind on that link)", name, index,

@@ -515,9 +515,9 @@ scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const ch
 		warnmsg("%s: section %d: %lld collectives re-timed by the built-in %s topology "
 		    "(the job has none of their kind on that link)", name, index,
 		    (long long)cn.collassumed, COMM_TOPOLOGY_DEFAULT);
-	snprintf(tool, sizeof(tool), "%s hidden %lld -> %lld, ffn %lld -> %lld, heads %lld -> %lld%s",
+	snprintf(tool, sizeof(tool), "%s hidden %lld -> %lld, ffn %lld -> %lld, heads %lld -> %lld%s%s",
 	    PRODUCER, (long long)a.h, (long long)b.h, (long long)a.ffn, (long long)b.ffn,
-	    (long long)a.heads, (long long)b.heads,
+	    (long long)a.heads, (long long)b.heads, a.tp > 1 ? ", tensor-parallel shares" : "",
 	    o->have_to ? ", op model" : ", by FLOPs and bytes");
 	memset(&go, 0, sizeof(go));
 	go.xstr = (const char *const *)rs.in.str;

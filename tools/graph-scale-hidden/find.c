@@ -130,6 +130,7 @@ hid_find(const struct hid_op *ops, size_t n, const struct hid_sizes *given,
 		    (long long)attn.v[1][2], (long long)attn.v[1][3]);
 		return -1;
 	}
+	out->tp = 1;
 	if (given->heads > 0) {
 		out->heads = given->heads;
 		if (out->h % out->heads != 0) {
@@ -138,15 +139,21 @@ hid_find(const struct hid_op *ops, size_t n, const struct hid_sizes *given,
 			return -1;
 		}
 		out->hd = out->h / out->heads;
+		if (attn.n == 1 && attn.v[0][1] > 0 && out->heads % attn.v[0][1] == 0)
+			out->tp = out->heads / attn.v[0][1];
 	} else if (attn.n == 1) {
-		out->heads = attn.v[0][1];
-		out->hd = attn.v[0][3];
-		if (out->heads * out->hd != out->h) {
+		int64_t rank = attn.v[0][1] * attn.v[0][3];
+
+		/* a rank of a tensor-parallel job holds heads / tp heads */
+		if (rank <= 0 || out->h % rank != 0) {
 			snprintf(err, errlen, "attention's %lld heads of %lld are not the hidden size "
-			    "%lld (give --from-hidden or --from-heads)", (long long)out->heads,
-			    (long long)out->hd, (long long)out->h);
+			    "%lld nor a share of it (give --from-hidden or --from-heads)",
+			    (long long)attn.v[0][1], (long long)attn.v[0][3], (long long)out->h);
 			return -1;
 		}
+		out->tp = out->h / rank;
+		out->heads = attn.v[0][1] * out->tp;
+		out->hd = attn.v[0][3];
 	} else {
 		snprintf(err, errlen, "cannot find the heads: no attention with shapes (give "
 		    "--from-heads)");
@@ -164,7 +171,7 @@ hid_find(const struct hid_op *ops, size_t n, const struct hid_sizes *given,
 		    "give --from-ffn", (long long)act.v[0][0], (long long)act.v[1][0]);
 		return -1;
 	} else if (act.n == 1) {
-		out->ffn = act.v[0][0];
+		out->ffn = act.v[0][0] * out->tp; /* column-parallel: a share */
 	} else {
 		snprintf(err, errlen, "cannot find the MLP size: no activation (gelu, silu, relu) "
 		    "with shapes (give --from-ffn)");
@@ -212,6 +219,12 @@ hid_target(const struct hid_sizes *a, int64_t h, int64_t ffn, int64_t heads,
 	}
 	if (b->ffn == b->h) {
 		snprintf(err, errlen, "the new MLP size is the hidden size (%lld)", (long long)h);
+		return -1;
+	}
+	if (a->tp > 1 && (b->heads % a->tp != 0 || b->ffn % a->tp != 0)) {
+		snprintf(err, errlen, "the tensor-parallel degree %lld does not divide the new %s "
+		    "(%lld)", (long long)a->tp, b->heads % a->tp != 0 ? "heads" : "MLP size",
+		    (long long)(b->heads % a->tp != 0 ? b->heads : b->ffn));
 		return -1;
 	}
 	return 0;

@@ -9,10 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A model's sizes: hidden, MLP, heads and head size; batch and sequence
- * (0 where not known). */
+/* A model's sizes: hidden, MLP, heads (all ranks') and head size; the
+ * tensor-parallel degree its shapes are sharded by (1 none: each rank
+ * holds heads / tp heads, MLP / tp and 3 hidden / tp columns); batch
+ * and sequence (0 where not known). */
 struct hid_sizes {
-	int64_t h, ffn, heads, hd;
+	int64_t h, ffn, heads, hd, tp;
 	int64_t b, s;
 };
 

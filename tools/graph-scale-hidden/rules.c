@@ -52,6 +52,12 @@ feat(const struct hid_sizes *a, const struct hid_sizes *b, int64_t v)
 	for (k = 2; k <= 4; k++)
 		if (v == k * a->h)
 			return k * b->h;
+	/* a tensor-parallel rank's share: the MLP's, the projections' */
+	if (a->tp > 1 && v == a->ffn / a->tp)
+		return b->ffn / a->tp;
+	for (k = 1; a->tp > 1 && k <= 4; k++)
+		if (k * a->h % a->tp == 0 && v == k * a->h / a->tp)
+			return k * b->h / a->tp;
 	return v;
 }
 
@@ -61,6 +67,8 @@ index_operand(const char *op, int i)
 {
 	if (strstr(op, "embedding") != NULL)
 		return i == 1;
+	if (strcmp(op, "aten::index_select") == 0)
+		return i == 2;
 	if (strcmp(op, "aten::nll_loss_forward") == 0 || strcmp(op, "aten::nll_loss") == 0 ||
 	    strcmp(op, "aten::nll_loss_nd") == 0 || strcmp(op, "aten::cross_entropy_loss") == 0)
 		return i == 1;
@@ -95,7 +103,9 @@ hid_rewrite(const char *op, const char *dims, const struct hid_sizes *a,
 	size_t n, i;
 	int64_t T = a->b * a->s, *v;
 	int gx, gy, changed = 0, linear = strcmp(op, "aten::linear") == 0;
-	int emb = strcmp(op, "aten::embedding") == 0;
+	int emb = strcmp(op, "aten::embedding") == 0 || strcmp(op, "aten::index_select") == 0;
+	int attn = hid_is_attention(op);
+	int64_t rh = a->heads / a->tp, nrh = b->heads / a->tp; /* a rank's heads */
 	int embb = strstr(op, "embedding") != NULL && strstr(op, "backward") != NULL;
 	const struct rs_tensor *bsx = NULL, *gt[2] = { NULL, NULL };
 	int64_t bsxlast = -1, g0[2] = { 0, 0 };
@@ -143,21 +153,23 @@ hid_rewrite(const char *op, const char *dims, const struct hid_sizes *a,
 
 			if (a->b > 0 && v[0] != a->b)
 				continue;
-			if (v[1] == a->heads && (a->s == 0 || v[2] == a->s) &&
-			    !(v[1] == a->s && v[2] == a->heads && hid_attention_bshd(op)))
+			if (v[1] == rh && (a->s == 0 || v[2] == a->s) &&
+			    !(v[1] == a->s && v[2] == rh && hid_attention_bshd(op)))
 				hp = 1;
-			else if (v[2] == a->heads && (a->s == 0 || v[1] == a->s))
+			else if (v[2] == rh && (a->s == 0 || v[1] == a->s))
 				hp = 2;
 			if (hp < 0)
 				continue;
-			nv[hp] = b->heads;
+			nv[hp] = nrh;
 			if (v[3] == a->hd)
 				nv[3] = b->hd;
 		} else if (r == 3) {
-			if (a->b > 0 && v[0] == a->b * a->heads && v[0] != a->b) {
+			if (attn && a->b > 0 && v[0] == a->b && v[1] == rh && v[2] == a->s) {
+				nv[1] = nrh; /* attention's statistics [batch, heads, sequence] */
+			} else if (a->b > 0 && v[0] == a->b * rh && v[0] != a->b) {
 				/* unfused attention's batched GEMMs: [batch x
 				 * heads, sequence or head, head or sequence] */
-				nv[0] = a->b * b->heads;
+				nv[0] = a->b * nrh;
 				for (k = 1; k < 3; k++)
 					if (v[k] == a->hd && v[k] != a->s)
 						nv[k] = b->hd;

@@ -232,3 +232,42 @@ EOF
 	graph-scale-hidden -q --model fix.om --from fix.om 16 block.kg > b.kg
 	diff <(body a.kg) <(body b.kg)
 }
+
+@test "graph-scale-hidden: a tensor-parallel job's shares and collectives (tracegen)" {
+	# tracegen's tiny job: hidden 256, MLP 1024, 4 heads of 64, tp 2
+	# (each rank 2 heads, 512 MLP and 384 qkv columns), tokens 128
+	tracegen --preset tiny --jobs 1 -d job
+	kineto2graph job/*.json.gz | graph-deps --merge > tiny.kg
+	graph-scale-hidden -q 512 tiny.kg > wide.kg
+	[ "$(dump wide.kg | head -1 | jq -r '.tools[2]')" = \
+		"graph-scale-hidden 0.1 hidden 256 -> 512, ffn 1024 -> 2048, heads 4 -> 8, tensor-parallel shares, by FLOPs and bytes" ]
+	shapes() {
+		dump "$1" | jq -r 'select(.r == "task" and .k == "kern" and .op == "aten::mm") | .sh' | sort -u
+	}
+	# qkv [128,256]x[256,384] -> [128,512]x[512,768]; fc1's 512 -> 1024;
+	# the projection's inner 128 (256 / 2, equal to the tokens) -> 256
+	shapes wide.kg > got
+	grep -qx '\[\[128,512\],\[512,768\]\]' got
+	grep -qx '\[\[128,512\],\[512,1024\]\]' got
+	grep -qx '\[\[128,256\],\[256,512\]\]' got
+	[ "$(dump wide.kg | jq -r 'select(.r == "task" and .op == "aten::_flash_attention_forward") | .sh' | sort -u)" = \
+		"[[1,128,4,64],[1,128,4,64],[1,128,4,64],[],[],[],[],[],[],[],[]]" ]
+	# the tensor-parallel all-reduces and the pipeline's sends move
+	# [128,1,256] bf16 activations: 65536 bytes, twice as many; the
+	# gradients' all-reduce grows with the parameters, between 2 and 4
+	# times (matrices 4 times, the rest twice)
+	colls() {
+		dump "$1" | jq -r 'select(.r == "task" and .k == "coll") | "\(.by) \(.d)"'
+	}
+	paste -d' ' <(colls tiny.kg) <(colls wide.kg) > c.txt
+	awk '$1 == 65536 && $3 != 131072 { exit 1 }' c.txt
+	awk '$1 > 1000000 { n++; if (!($3 > 2 * $1 && $3 < 4 * $1 && $4 > $2)) exit 1 } END { exit n == 0 }' c.txt
+	# scalars stay
+	awk '$1 <= 1024 && ($3 != $1 || $4 != $2) { exit 1 }' c.txt
+	# the identity is exact here too
+	graph-scale-hidden -q 256 tiny.kg > same.kg
+	diff <(body tiny.kg) <(body same.kg)
+	# a new head count the degree does not divide
+	run -1 --separate-stderr graph-scale-hidden -q --heads 5 320 tiny.kg
+	[ "$stderr" = "graph-scale-hidden: tiny.kg: section 0: the tensor-parallel degree 2 does not divide the new heads (5)" ]
+}

@@ -224,6 +224,10 @@ EOF
 	diff <(shapes p.kg) <(shapes t.kg)
 	[ "$(dump p.kg | head -1 | jq -r '.tools[1]')" = \
 		"graph-scale-hidden 0.1 hidden 2560 -> 3072, ffn 10240 -> 12288, heads 20 -> 24, by FLOPs and bytes" ]
+	# a model of another GPU than the one the header names is a warning
+	opmodel fit -o fix.om "$FIX/opmodel/mm.json" > /dev/null
+	run -0 --separate-stderr graph-scale-hidden --model fix.om -o w.kg 3072 b.kg
+	[ "${stderr_lines[0]}" = "graph-scale-hidden: warning: b.kg: section 0: a graph of NVIDIA H100 80GB HBM3 scaled by the ratios of a model of Test GPU (give --from with a model of NVIDIA H100 80GB HBM3 to predict it on the other GPU)" ]
 }
 
 @test "graph-scale-hidden: --from with the same model as --model changes nothing more" {

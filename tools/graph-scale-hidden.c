@@ -484,6 +484,25 @@ scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const ch
 		errmsg("%s: section %d: %s", name, index, err);
 		goto out;
 	}
+	{
+		/* the GPU the header names (format 1.5) against the models' */
+		const char *gpu = g->h.gpu != NULL ? g->h.gpu : "";
+
+		if (*gpu != '\0' && o->have_src && !om_same_gpu(gpu, o->src.gpu))
+			warnmsg("%s: section %d: a graph of %s re-timed from a model of %s (--from)",
+			    name, index, gpu, o->src.gpu);
+		else if (*gpu != '\0' && o->have_to && !o->have_src && !om_same_gpu(gpu, o->to.gpu))
+			warnmsg("%s: section %d: a graph of %s scaled by the ratios of a model of %s "
+			    "(give --from with a model of %s to predict it on the other GPU)", name,
+			    index, gpu, o->to.gpu, gpu);
+		if (o->have_src) {
+			/* the graph now runs on --model's GPU */
+			if (*gpu == '\0' || !om_same_gpu(gpu, o->to.gpu))
+				g->h.gpu_mem = -1;
+			g->h.gpu = o->to.gpu;
+			g->h.gpu_sms = o->to.sms > 0 ? o->to.sms : -1;
+		}
+	}
 	reshape_all(r, &a, &b, &ps, &rs);
 	count_params(g, r, &ps, &p0, &p1);
 	pratio = p0 > 0 ? (double)p1 / (double)p0 : 1;

@@ -91,7 +91,9 @@ enum { RS_SAME, RS_MODEL, RS_FLOPS, RS_BYTES, RS_UNSIZED };
  * become newdims: with a model m, predicted(new) / predicted(old) (both
  * by the same path, trees or roofline); with m NULL, or a call the model
  * cannot predict, FLOPs new / old for a GEMM or attention call and bytes
- * new / old for the rest (so also for a class whose cross-validated
+ * new / old for the rest (the elements of every tensor where the
+ * model's features do not read the shapes: a tensor list), and so for a
+ * class whose cross-validated
  * error is above RS_CV_MAX, and where the model's ratio goes against the
  * work's: more work in less time). *how gets RS_MODEL, RS_FLOPS, RS_BYTES;
  * RS_SAME when the dims are the same text (factor 1); RS_UNSIZED (factor

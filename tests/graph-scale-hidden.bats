@@ -125,6 +125,7 @@ aten::add [[5,8,16],[8,16],[]]
 aten::native_layer_norm [[5,8,16],[],[16],[16],[]]
 aten::addmm [[48],[40,16],[16,48],[],[]]
 aten::_cudnn_attention_forward [[5,4,8,4],[5,4,8,4],[5,4,8,4],[],[]]
+aten::cat [[[5,8,16],[5,8,16],[5,8,16]],[]]
 aten::addmm [[16],[40,16],[16,16],[],[]]
 aten::addmm [[64],[40,16],[16,64],[],[]]
 aten::gelu [[5,8,64],[]]
@@ -143,11 +144,12 @@ EOF
 
 @test "graph-scale-hidden: without a model, FLOPs for GEMMs and attention, bytes for the rest" {
 	run -0 --separate-stderr graph-scale-hidden 16 block.kg
-	[ "$stderr" = "graph-scale-hidden: warning: block.kg: section 0: no --model: 6 calls scaled by FLOPs, 4 by bytes" ]
+	[ "$stderr" = "graph-scale-hidden: warning: block.kg: section 0: no --model: 6 calls scaled by FLOPs, 5 by bytes" ]
 	graph-scale-hidden -q 16 block.kg > wide.kg
 	# GEMMs [40,8]x[8,X]: 2 40 8 X -> 2 40 16 2X, 4 times (the LM head's
 	# vocabulary stays: twice); attention: twice the heads, twice; the
-	# add, the norm and gelu move twice the bytes; the loss stays; the
+	# add, the norm, gelu and the cat of three [5,8,8] (a tensor list: its
+	# elements) move twice the bytes; the loss stays; the
 	# optimizer follows the parameters (below); the embedding's table
 	# doubles but not its indices (not checked)
 	kernels wide.kg | grep -v embedding | cut -d' ' -f1,3 > d.txt
@@ -156,6 +158,7 @@ aten::add 2000
 aten::native_layer_norm 2000
 aten::addmm 4000
 aten::_cudnn_attention_forward 2000
+aten::cat 2000
 aten::addmm 4000
 aten::addmm 4000
 aten::gelu 2000

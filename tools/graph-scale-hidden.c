@@ -310,8 +310,8 @@ retime(const struct opts *o, struct graph *g, const struct kg_reader *r, struct 
 			fac[c] = pratio;
 			if (pratio != 1)
 				cn->optim++;
-		} else if (how == RS_UNSIZED && t->kind == KG_KERN && pratio != 1) {
-			cn->unsized++;
+		} else if (t->kind == KG_KERN && pratio != 1 && (oc.dims == NULL || how == RS_UNSIZED)) {
+			cn->unsized++; /* no shapes to scale by: kept */
 		}
 		cn->model += how == RS_MODEL;
 		cn->flops += how == RS_FLOPS;
@@ -530,6 +530,9 @@ scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const ch
 		warnmsg("%s: section %d: %lld calls scaled by FLOPs or bytes, not the model (it "
 		    "cannot predict them, its class errs by over 20%%, or its ratio goes against "
 		    "the work's)", name, index, (long long)(cn.flops + cn.bytes));
+	if (cn.unsized > 0)
+		warnmsg("%s: section %d: %lld GPU calls keep their times: no shapes size them",
+		    name, index, (long long)cn.unsized);
 	if (cn.collassumed > 0)
 		warnmsg("%s: section %d: %lld collectives re-timed by the built-in %s topology "
 		    "(the job has none of their kind on that link)", name, index,

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "cli.h"
 #include "graph.h"
 #include "hid.h"
@@ -256,6 +258,30 @@ gpu_factor(const struct opts *o, const struct om_call *c)
 	return o->src.bytes_s / o->to.bytes_s;
 }
 
+/* Calls alike (operator, shapes, longest kernel's name, kind, bytes) get
+ * one factor: a graph repeats a few hundred shapes over its calls. */
+struct fkey {
+	uint32_t op, sh, name, kind;
+	uint64_t bytes;
+};
+
+struct fval {
+	struct fkey key;
+	int set, how, cls;
+	double fac, gpu;
+};
+
+static struct fval *
+fcache_get(struct fval *v, size_t cap, const struct fkey *k)
+{
+	size_t i = (size_t)XXH3_64bits(k, sizeof(*k)) & (cap - 1);
+
+	while (v[i].set && memcmp(&v[i].key, k, sizeof(*k)) != 0)
+		i = (i + 1) & (cap - 1);
+	v[i].key = *k;
+	return &v[i];
+}
+
 /* Re-time the section's GPU tasks in place. */
 static void
 retime(const struct opts *o, struct graph *g, const struct kg_reader *r, struct pairs *ps,
@@ -265,8 +291,9 @@ retime(const struct opts *o, struct graph *g, const struct kg_reader *r, struct 
 	struct om_task *ot = xmalloc((g->ntask + 1) * sizeof(*ot));
 	size_t *idx = xmalloc((g->ntask + 1) * sizeof(*idx));
 	uint32_t *call, nc, c;
-	size_t *top;
+	size_t *top, cap = 64;
 	double *fac;
+	struct fval *cache;
 
 	for (i = 0; i < g->ntask; i++) {
 		const struct kg_task *t = &g->task[i];
@@ -289,9 +316,14 @@ retime(const struct opts *o, struct graph *g, const struct kg_reader *r, struct 
 		if ((c = call[i]) != UINT32_MAX &&
 		    (top[c] == SIZE_MAX || ot[i].dur > ot[top[c]].dur))
 			top[c] = i;
+	while (cap < 2 * (size_t)nc + 2)
+		cap *= 2;
+	cache = xcalloc(cap, sizeof(*cache));
 	for (c = 0; c < nc; c++) {
 		const struct kg_task *t = &g->task[idx[top[c]]];
 		const struct pair *p = pair_of(ps, t);
+		struct fkey key;
+		struct fval *fv;
 		struct om_call oc;
 		struct om_desc d;
 		int how, cls;
@@ -300,9 +332,20 @@ retime(const struct opts *o, struct graph *g, const struct kg_reader *r, struct 
 		oc.dims = t->shapes != KG_NONE ? kg_str(r, t->shapes) : NULL;
 		oc.kernel = kg_str(r, t->name);
 		oc.kind = t->kind, oc.bytes = t->bytes, oc.layout = -1;
-		fac[c] = rs_factor(o->have_to ? &o->to : NULL, 132, &oc,
-		    p != NULL && p->text != NULL ? p->text : oc.dims, &how);
-		cls = om_describe(&oc, 132, &d);
+		memset(&key, 0, sizeof(key));
+		key.op = t->op, key.sh = t->shapes, key.name = t->name;
+		key.kind = (uint32_t)t->kind, key.bytes = t->bytes;
+		fv = fcache_get(cache, cap, &key);
+		if (!fv->set) {
+			fv->fac = rs_factor(o->have_to ? &o->to : NULL, 132, &oc,
+			    p != NULL && p->text != NULL ? p->text : oc.dims, &fv->how);
+			fv->cls = om_describe(&oc, 132, &d);
+			fv->gpu = gpu_factor(o, &oc);
+			fv->set = 1;
+		}
+		fac[c] = fv->fac;
+		how = fv->how;
+		cls = fv->cls;
 		if ((how == RS_UNSIZED || how == RS_SAME) && cls == OM_OPTIM) {
 			/* the optimizer's tensor lists, whose sizes the
 			 * profiler does not record ([[],[]]): its work is
@@ -316,8 +359,9 @@ retime(const struct opts *o, struct graph *g, const struct kg_reader *r, struct 
 		cn->model += how == RS_MODEL;
 		cn->flops += how == RS_FLOPS;
 		cn->bytes += how == RS_BYTES;
-		fac[c] *= gpu_factor(o, &oc);
+		fac[c] *= fv->gpu;
 	}
+	free(cache);
 	for (i = 0; i < ng; i++) {
 		struct kg_task *t = &g->task[idx[i]];
 

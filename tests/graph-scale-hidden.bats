@@ -278,3 +278,14 @@ EOF
 	run -1 --separate-stderr graph-scale-hidden -q --heads 5 320 tiny.kg
 	[ "$stderr" = "graph-scale-hidden: tiny.kg: section 0: the tensor-parallel degree 2 does not divide the new heads (5)" ]
 }
+
+@test "graph-scale-hidden: a size the graph does not tell is asked for, and --from-* give it" {
+	kineto2graph -q "$HF/nogelu.json" > nogelu.kg
+	run -1 --separate-stderr graph-scale-hidden 16 nogelu.kg
+	[ "$stderr" = "graph-scale-hidden: nogelu.kg: section 0: cannot find the MLP size: no activation (gelu, silu, relu) with shapes (give --from-ffn)" ]
+	# given, fc1 and fc2 follow it as in block.json: [8,32] -> [16,64]
+	graph-scale-hidden -q --from-ffn 32 16 nogelu.kg > wide.kg
+	[ "$(kernels wide.kg | grep -c '\[\[64\],\[40,16\],\[16,64\],\[\],\[\]\]')" -eq 1 ]
+	[ "$(dump wide.kg | head -1 | jq -r '.tools[1]')" = \
+		"graph-scale-hidden 0.1 hidden 8 -> 16, ffn 32 -> 64, heads 2 -> 4, by FLOPs and bytes" ]
+}

@@ -12,7 +12,8 @@
  * same operators.
  *
  * How a dimension is told apart (the roles) is in rules.c and in
- * graph-scale-hidden(1); the traced sizes are found in find.c.
+ * graph-scale-hidden(1); the traced sizes are found in find.c; the times
+ * in time.c.
  *
  * State: one section at a time, held whole (common/graph.h), with a
  * table of its distinct (operator, dims) pairs and their new dims.
@@ -23,8 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <xxhash.h>
 
 #include "cli.h"
 #include "graph.h"
@@ -63,28 +62,6 @@ static const char help[] =
     "\n"
     "Without --model, GEMMs and attention scale by FLOPs and the rest by bytes.\n"
     "With no FILE, or FILE -, read standard input. See graph-scale-hidden(1).\n";
-
-struct opts {
-	int64_t h, ffn, heads;
-	struct hid_sizes from; /* given traced sizes; 0 where not given */
-	const char *model, *frommodel;
-	struct om_model to, src;
-	int have_to, have_src;
-};
-
-/* A distinct (operator, dims) pair: its new dims' string id. */
-struct pair {
-	uint32_t op, sh, nsh;
-	int64_t n;  /* tasks that carry it */
-	char *text; /* the new dims, when they differ */
-};
-
-struct pairs {
-	struct pair *p;
-	size_t n, cap;
-	uint32_t *slot; /* open addressing: index + 1 */
-	size_t nslot;
-};
 
 static uint64_t
 pkey(uint32_t op, uint32_t sh)
@@ -151,11 +128,6 @@ task_op(const struct kg_task *t)
 	return t->kind == KG_CPU ? t->name : t->op;
 }
 
-/* Counts for the warnings of a section. */
-struct counts {
-	int64_t model, flops, bytes, optim, unsized, colls, collassumed, unblocked;
-};
-
 /* Every (operator, dims) pair of the section, with its count of tasks. */
 static void
 collect(const struct graph *g, struct pairs *ps)
@@ -189,8 +161,8 @@ reshape_all(const struct kg_reader *r, const struct hid_sizes *a, const struct h
 }
 
 /* The new dims text of a task's (operator, dims), or NULL: unchanged. */
-static const struct pair *
-pair_of(struct pairs *ps, const struct kg_task *t)
+const struct pair *
+hid_pair_of(struct pairs *ps, const struct kg_task *t)
 {
 	int isnew;
 	uint32_t op = task_op(t);
@@ -228,266 +200,13 @@ count_params(const struct graph *g, const struct kg_reader *r, struct pairs *ps,
 		    (t->phase != KG_PH_FWD && t->phase != KG_PH_NONE) ||
 		    strstr(kg_str(r, t->name), "Launch") == NULL)
 			continue;
-		p = pair_of(ps, t);
+		p = hid_pair_of(ps, t);
 		param_count_text(&a, t->op, t->shapes, kg_str(r, t->op), kg_str(r, t->shapes));
 		param_count_text(&b, t->op, p->nsh, kg_str(r, t->op),
 		    p->text != NULL ? p->text : kg_str(r, t->shapes));
 	}
 	*p0 = a.sum;
 	*p1 = b.sum;
-}
-
-/* graph-retime's factor between two GPUs for a call with the traced shapes. */
-static double
-gpu_factor(const struct opts *o, const struct om_call *c)
-{
-	struct om_desc dt, ds;
-	double pt, pf;
-	int v1, v2;
-
-	if (!o->have_src)
-		return 1;
-	if (om_describe(c, o->to.sms, &dt) < 0 || om_describe(c, o->src.sms, &ds) < 0)
-		return 1;
-	pt = om_predict(&o->to, &dt, &v1);
-	pf = om_predict(&o->src, &ds, &v2);
-	if (pt > 0 && pf > 0 && v1 == v2)
-		return pt / pf;
-	if (dt.sized && ds.sized)
-		return om_roofline_us(&o->to, &dt) / om_roofline_us(&o->src, &ds);
-	return o->src.bytes_s / o->to.bytes_s;
-}
-
-/* Calls alike (operator, shapes, longest kernel's name, kind, bytes) get
- * one factor: a graph repeats a few hundred shapes over its calls. */
-struct fkey {
-	uint32_t op, sh, name, kind;
-	uint64_t bytes;
-};
-
-struct fval {
-	struct fkey key;
-	int set, how, cls;
-	double fac, gpu;
-};
-
-static struct fval *
-fcache_get(struct fval *v, size_t cap, const struct fkey *k)
-{
-	size_t i = (size_t)XXH3_64bits(k, sizeof(*k)) & (cap - 1);
-
-	while (v[i].set && memcmp(&v[i].key, k, sizeof(*k)) != 0)
-		i = (i + 1) & (cap - 1);
-	v[i].key = *k;
-	return &v[i];
-}
-
-/* Re-time the section's GPU tasks in place. */
-static void
-retime(const struct opts *o, struct graph *g, const struct kg_reader *r, struct pairs *ps,
-    double pratio, struct counts *cn)
-{
-	size_t i, ng = 0;
-	struct om_task *ot = xmalloc((g->ntask + 1) * sizeof(*ot));
-	size_t *idx = xmalloc((g->ntask + 1) * sizeof(*idx));
-	uint32_t *call, nc, c;
-	size_t *top, cap = 64;
-	double *fac;
-	struct fval *cache;
-
-	for (i = 0; i < g->ntask; i++) {
-		const struct kg_task *t = &g->task[i];
-
-		if (t->kind != KG_KERN && t->kind != KG_CPY && t->kind != KG_SET)
-			continue;
-		ot[ng].id = t->id, ot[ng].proc = t->proc, ot[ng].op = t->op;
-		ot[ng].sh = t->shapes, ot[ng].name = t->name, ot[ng].kind = t->kind;
-		ot[ng].it = t->iter, ot[ng].ts = t->ts, ot[ng].dur = t->dur;
-		ot[ng].bytes = t->bytes;
-		idx[ng++] = i;
-	}
-	call = xmalloc((ng + 1) * sizeof(*call));
-	nc = om_calls(ot, ng, call);
-	top = xmalloc((nc + 1) * sizeof(*top));
-	fac = xmalloc((nc + 1) * sizeof(*fac));
-	for (c = 0; c < nc; c++)
-		top[c] = SIZE_MAX;
-	for (i = 0; i < ng; i++)
-		if ((c = call[i]) != UINT32_MAX &&
-		    (top[c] == SIZE_MAX || ot[i].dur > ot[top[c]].dur))
-			top[c] = i;
-	while (cap < 2 * (size_t)nc + 2)
-		cap *= 2;
-	cache = xcalloc(cap, sizeof(*cache));
-	for (c = 0; c < nc; c++) {
-		const struct kg_task *t = &g->task[idx[top[c]]];
-		const struct pair *p = pair_of(ps, t);
-		struct fkey key;
-		struct fval *fv;
-		struct om_call oc;
-		struct om_desc d;
-		int how, cls;
-
-		oc.op = t->op != KG_NONE ? kg_str(r, t->op) : "";
-		oc.dims = t->shapes != KG_NONE ? kg_str(r, t->shapes) : NULL;
-		oc.kernel = kg_str(r, t->name);
-		oc.kind = t->kind, oc.bytes = t->bytes, oc.layout = -1;
-		memset(&key, 0, sizeof(key));
-		key.op = t->op, key.sh = t->shapes, key.name = t->name;
-		key.kind = (uint32_t)t->kind, key.bytes = t->bytes;
-		fv = fcache_get(cache, cap, &key);
-		if (!fv->set) {
-			fv->fac = rs_factor(o->have_to ? &o->to : NULL, 132, &oc,
-			    p != NULL && p->text != NULL ? p->text : oc.dims, &fv->how);
-			fv->cls = om_describe(&oc, 132, &d);
-			fv->gpu = gpu_factor(o, &oc);
-			fv->set = 1;
-		}
-		fac[c] = fv->fac;
-		how = fv->how;
-		cls = fv->cls;
-		if ((how == RS_UNSIZED || how == RS_SAME) && cls == OM_OPTIM) {
-			/* the optimizer's tensor lists, whose sizes the
-			 * profiler does not record ([[],[]]): its work is
-			 * per parameter */
-			fac[c] = pratio;
-			if (pratio != 1)
-				cn->optim++;
-		} else if (t->kind == KG_KERN && pratio != 1 && (oc.dims == NULL || how == RS_UNSIZED)) {
-			cn->unsized++; /* no shapes to scale by: kept */
-		}
-		cn->model += how == RS_MODEL;
-		cn->flops += how == RS_FLOPS;
-		cn->bytes += how == RS_BYTES;
-		fac[c] *= fv->gpu;
-	}
-	free(cache);
-	for (i = 0; i < ng; i++) {
-		struct kg_task *t = &g->task[idx[i]];
-
-		if ((c = call[i]) != UINT32_MAX && fac[c] != 1)
-			t->dur = llround((double)t->dur * fac[c]);
-	}
-	free(ot);
-	free(idx);
-	free(call);
-	free(top);
-	free(fac);
-}
-
-/*
- * Collectives: gradients (the data-parallel groups' reductions in the
- * backward and optimizer phases) move the new parameter bytes,
- * activations (point to point, and the forward-phase reductions of a
- * tensor-parallel group) the new hidden size's; each re-timed by the
- * communication model fitted on the job's own collectives (the built-in
- * h100 topology for a link the job never used), as its traced time times
- * model(new bytes) / model(traced bytes).
- */
-static void
-retime_colls(struct graph *g, const struct kg_reader *r, double pratio, double aratio, struct counts *cn)
-{
-	const struct kg_task **ct;
-	uint32_t *grp;
-	struct pgroups pg;
-	struct comm_given given;
-	struct comm_model m;
-	size_t i, nc = 0;
-	int64_t gpn = 8;
-
-	for (i = 0; i < g->ntask; i++)
-		nc += g->task[i].kind == KG_COLL;
-	if (nc == 0 || (pratio == 1 && aratio == 1))
-		return;
-	ct = xmalloc(nc * sizeof(*ct));
-	grp = xmalloc(nc * sizeof(*grp));
-	pgroups_init(&pg, gpn);
-	nc = 0;
-	for (i = 0; i < g->ntask; i++) {
-		const struct kg_task *t = &g->task[i];
-
-		if (t->kind != KG_COLL)
-			continue;
-		ct[nc] = t;
-		grp[nc++] = t->pgr != KG_NONE ? pgroups_of(&pg, t->pgr, kg_str(r, t->pgr)) : UINT32_MAX;
-	}
-	pgroups_classify(&pg, ct, grp, nc);
-	memset(&given, 0, sizeof(given));
-	comm_topology_builtin(COMM_TOPOLOGY_DEFAULT, &given, 0);
-	pgroups_fit(&pg, ct, grp, nc, &given, &m);
-	for (i = 0; i < nc; i++) {
-		struct kg_task *t = (struct kg_task *)ct[i];
-		const struct pgroup *gr = grp[i] == UINT32_MAX ? NULL : &pg.g[grp[i]];
-		int64_t n = t->gsize > 0 ? t->gsize : gr != NULL ? gr->size : 1, t0, t1;
-		int link = gr != NULL ? gr->link : COMM_INTRA, a0, a1;
-		double f = 1;
-		uint64_t nb;
-
-		if (t->bytes <= 1024)
-			continue; /* a scalar: a loss, a norm */
-		if (pgroups_p2p(t->coll) || (gr != NULL && gr->fwd))
-			f = aratio;
-		else if (gr == NULL || gr->dp || t->phase == KG_PH_BWD || t->phase == KG_PH_OPT)
-			f = pratio;
-		if (f == 1)
-			continue;
-		nb = (uint64_t)llround((double)t->bytes * f);
-		cn->colls++;
-		if (n >= 2 && t->coll > KG_COLL_NONE && t->coll < KG_NCOLL) {
-			t0 = comm_time(&m, t->coll, n, t->bytes, link, &a0);
-			t1 = comm_time(&m, t->coll, n, nb, link, &a1);
-			cn->collassumed += m.c[t->coll][link].samples == 0;
-			if (t0 > 0 && t1 >= 0)
-				t->dur = llround((double)t->dur * (double)t1 / (double)t0);
-		}
-		t->bytes = nb;
-	}
-	pgroups_release(&pg);
-	free(ct);
-	free(grp);
-}
-
-static int
-cmp_i64(const void *x, const void *y)
-{
-	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-
-	return a < b ? -1 : a > b;
-}
-
-/*
- * Kernel launches that waited for a free slot in the CUDA launch queue
- * (a GPU-bound step more than about a thousand kernels ahead of the GPU
- * blocks its host there): longer than LAUNCH_BLOCKED_NS and ten times
- * the section's median launch. Their wait was the traced GPU's work, not
- * host work that a new size keeps: each takes the median launch time,
- * and the simulated GPU sets the pace. Returns how many.
- */
-#define LAUNCH_BLOCKED_NS 50000
-static int64_t
-unblock_launches(struct graph *g, const struct kg_reader *r)
-{
-	int64_t *d = NULL, med, n = 0;
-	size_t nd = 0, capd = 0, i;
-
-	for (i = 0; i < g->ntask; i++)
-		if (g->task[i].kind == KG_RT && strstr(kg_str(r, g->task[i].name), "Launch"))
-			VEC_PUSH(d, nd, capd, g->task[i].dur);
-	if (nd == 0)
-		return 0;
-	qsort(d, nd, sizeof(*d), cmp_i64);
-	med = d[nd / 2];
-	free(d);
-	for (i = 0; i < g->ntask; i++) {
-		struct kg_task *t = &g->task[i];
-
-		if (t->kind == KG_RT && t->dur > LAUNCH_BLOCKED_NS && t->dur > 10 * med &&
-		    strstr(kg_str(r, t->name), "Launch")) {
-			t->dur = med;
-			n++;
-		}
-	}
-	return n;
 }
 
 static int
@@ -554,14 +273,14 @@ scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const ch
 		warnmsg("%s: section %d: no parameters counted from the shapes: the "
 		    "optimizer's kernels keep their times", name, index);
 	if (a.h != b.h || a.ffn != b.ffn || a.heads != b.heads)
-		cn.unblocked = unblock_launches(g, r);
-	retime(o, g, r, &ps, pratio, &cn);
-	retime_colls(g, r, pratio, (double)b.h / (double)a.h, &cn);
+		cn.unblocked = hid_unblock_launches(g, r);
+	hid_retime(o, g, r, &ps, pratio, &cn);
+	hid_retime_colls(g, r, pratio, (double)b.h / (double)a.h, &cn);
 	{
 		size_t i;
 
 		for (i = 0; i < g->ntask; i++) {
-			const struct pair *p = pair_of(&ps, &g->task[i]);
+			const struct pair *p = hid_pair_of(&ps, &g->task[i]);
 
 			if (p != NULL)
 				g->task[i].shapes = p->nsh;

@@ -31,7 +31,7 @@ ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 LIBS = -lm $(PKG_LIBS)
 
 TOOLS = kineto2graph graphcat graph-deps graphsim graphstat tracegen graph-scale-dp graph-scale-layers graph-scale-pp graph2chrome graphplot
-TOOLS += opmodel graph-retime
+TOOLS += opmodel graph-retime graph-scale-tp
 BINS = $(TOOLS:%=bin/%)
 MANS = $(TOOLS:%=doc/%.1)
 
@@ -77,6 +77,7 @@ endef
 # reader and graph builder.
 EXTRA_LIBS_opmodel = -lxgboost
 EXTRA_LIBS_graph-retime = -lxgboost
+EXTRA_LIBS_graph-scale-tp = -lxgboost
 EXTRA_OBJ_opmodel = $(patsubst %.c,build/%.o,$(wildcard tools/kineto2graph/*.c))
 build/tools/opmodel/%.o: ALL_CFLAGS += -Itools/kineto2graph
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))

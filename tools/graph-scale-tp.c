@@ -1,0 +1,620 @@
+/*
+ * graph-scale-tp: a graph as it would run with another tensor-parallel
+ * degree N (graph-scale-tp(1)).
+ *
+ * The GPU work is sharded as Megatron shards it (graph-scale-tp/shard.c:
+ * GEMMs, attention heads, the work between them, the optimizer's share),
+ * each changed kernel re-timed by the op model's ratio for its new and
+ * old shapes (common/reshape.h), or by FLOPs and bytes without one.
+ *
+ * The collectives: in a job traced with tensor parallelism (degree T,
+ * the process group that reduces activations in the forward phase:
+ * common/pgroup.h), each of that group's collectives keeps its bytes and
+ * takes d T(N)/T(T) (T() the communication model fitted on the job's
+ * collectives, common/comm.h; the group stays within a node); with
+ * N = 1 it takes no time and its rendezvous goes. In a job traced
+ * without, an all-reduce is inserted after each GEMM whose reduction
+ * is now split (a row-parallel GEMM in the forward phase, a column-
+ * parallel one's input gradient in the backward), on a stream of its
+ * own: the next kernel of the GEMM's stream waits for it in the
+ * forward phase; in the backward phase the kernel after the weight-
+ * gradient GEMM that follows it (Megatron overlaps the two). Ranks are
+ * laid out again, tensor-parallel first: rank t + T (r + D s) of the
+ * job stands at (t mod N) + N (r + D s), and every other group's
+ * collectives are re-timed when their link changes (graph-scale-dp's
+ * rule); the data-parallel group's gradients are T/N of what they were.
+ *
+ * State: one section at a time, decoded (common/graph.h), and its
+ * changed and added tasks, edges and processors.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "comm.h"
+#include "graph-scale-tp/tp.h"
+#include "graph.h"
+#include "kg.h"
+#include "pgroup.h"
+#include "util.h"
+
+#define PRODUCER "graph-scale-tp " KG_VERSION
+
+static const char usage[] =
+    "graph-scale-tp [-qv] [-o FILE] [--sequence-parallel] [--model MODEL [--from MODEL]] "
+    "[--gpus-per-node N] [--net GBPS,US] [--topology NAME|FILE] N [FILE ...]";
+
+static const char help[] =
+    "Re-shard a graph's transformer for N tensor-parallel ranks.\n"
+    "\n"
+    "  -o, --output FILE        write the stream to FILE instead of stdout\n"
+    "      --sequence-parallel  Megatron's sequence parallelism (not done yet: refused)\n"
+    "      --model MODEL        re-time kernels by this op model (opmodel fit)\n"
+    "      --from MODEL         the graph's own GPU's model, with --model\n"
+    "      --gpus-per-node N    ranks per node (default 8): N must divide it\n"
+    "      --net GBPS,US        the network, for links the job never used\n"
+    "      --topology NAME|FILE the links and gpus-per-node: a file, or built in:\n"
+    "                           h100 (the default), a100, v100\n"
+    "  -q, --quiet              no warnings\n"
+    "  -v, --verbose            print what was sharded, the groups and links\n"
+    "  -h, --help               this help\n"
+    "      --version            the version\n"
+    "\n"
+    "The input is a graph with shapes and phase tags (kineto2graph), a job\n"
+    "graph (graph-deps --merge) for several ranks.\n"
+    "With no FILE, or FILE -, read standard input. See graph-scale-tp(1).\n";
+
+/* The rank old rank x of a job of degree tp becomes with degree n. */
+static int64_t
+new_rank(int64_t x, int64_t tp, int64_t n)
+{
+	return x % tp % n + n * (x / tp);
+}
+
+/* The link of a group (its ranks text) once laid out again. */
+static int
+new_link(const char *s, int64_t tp, int64_t n, int64_t gpn)
+{
+	int64_t node = -1;
+	long long x;
+
+	while (next_number(&s, &x)) {
+		int64_t y = new_rank(x, tp, n);
+
+		if (node >= 0 && y / gpn != node)
+			return COMM_INTER;
+		node = y / gpn;
+	}
+	return COMM_INTRA;
+}
+
+static void
+ctx_release(struct tp *c)
+{
+	free(c->sv), free(c->t), free(c->e), free(c->p);
+	free(c->arafter), free(c->arbytes);
+	rs_strs_release(&c->xs);
+}
+
+/* The collectives of the section: their tasks and groups. */
+struct colls {
+	const struct kg_task **ct;
+	uint32_t *grp;
+	uint32_t *id; /* task index */
+	size_t n;
+	struct pgroups pg;
+};
+
+static void
+colls_find(struct tp *c, struct colls *k)
+{
+	size_t i;
+
+	memset(k, 0, sizeof(*k));
+	pgroups_init(&k->pg, c->o->gpn);
+	k->ct = xmalloc((c->nt + 1) * sizeof(*k->ct));
+	k->grp = xmalloc((c->nt + 1) * sizeof(*k->grp));
+	k->id = xmalloc((c->nt + 1) * sizeof(*k->id));
+	for (i = 0; i < c->nt; i++) {
+		const struct kg_task *t = &c->t[i];
+
+		if (t->kind != KG_COLL)
+			continue;
+		k->ct[k->n] = t;
+		k->grp[k->n] = t->pgr != KG_NONE ? pgroups_of(&k->pg, t->pgr,
+		    kg_str(c->r, t->pgr)) : UINT32_MAX;
+		k->id[k->n++] = (uint32_t)i;
+	}
+	pgroups_classify(&k->pg, k->ct, k->grp, k->n);
+}
+
+static void
+colls_release(struct colls *k)
+{
+	free(k->ct), free(k->grp), free(k->id);
+	pgroups_release(&k->pg);
+}
+
+/* The stream a made all-reduce of rank's runs on (added on first use). */
+static uint32_t
+tp_stream(struct tp *c, uint32_t like, uint32_t *made, int64_t *mrank, size_t *nmade)
+{
+	const struct kg_proc *q = &c->p[like];
+	int64_t rank = q->rank;
+	size_t i;
+	struct kg_proc np;
+	int64_t tid = 1000013;
+
+	for (i = 0; i < *nmade; i++)
+		if (mrank[i] == rank && c->p[made[i]].pid == q->pid)
+			return made[i];
+	for (i = 0; i < c->np; i++)
+		if (c->p[i].kind == KG_STREAM && c->p[i].tid >= tid)
+			tid = c->p[i].tid + 1;
+	np = *q;
+	np.id = (uint32_t)c->np;
+	np.tid = tid;
+	np.name = KG_NONE;
+	np.main = 0;
+	VEC_PUSH(c->p, c->np, c->capp, np);
+	made[*nmade] = np.id;
+	mrank[(*nmade)++] = rank;
+	return np.id;
+}
+
+static int
+cmp_proc_ts(const void *x, const void *y, const struct kg_task *t)
+{
+	const struct kg_task *a = &t[*(const uint32_t *)x], *b = &t[*(const uint32_t *)y];
+
+	if (a->proc != b->proc)
+		return a->proc < b->proc ? -1 : 1;
+	if (a->ts != b->ts)
+		return a->ts < b->ts ? -1 : 1;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static const struct kg_task *sorted_tasks;
+
+static int
+cmp_sorted(const void *x, const void *y)
+{
+	return cmp_proc_ts(x, y, sorted_tasks);
+}
+
+static int
+is_gemm_task(const struct tp *c, const struct kg_task *k)
+{
+	const char *n = kg_str(c->r, k->name);
+
+	if (k->kind != KG_KERN)
+		return 0;
+	if (k->op != KG_NONE && tp_is_gemm(kg_str(c->r, k->op)))
+		return 1;
+	return n != NULL && (strstr(n, "gemm") != NULL || strstr(n, "nvjet") != NULL ||
+	    strstr(n, "cutlass") != NULL);
+}
+
+static void
+add_edge(struct tp *c, uint32_t src, uint32_t dst, int kind)
+{
+	struct kg_edge e;
+
+	kg_edge_init(&e);
+	e.src = src, e.dst = dst, e.kind = kind, e.how = KG_HOW_INFERRED;
+	VEC_PUSH(c->e, c->ne, c->cape, e);
+}
+
+/*
+ * A job traced without tensor parallelism: the all-reduces of each GEMM
+ * whose reduction is now split, made (see the top). Their times come
+ * from m, for N ranks inside a node.
+ */
+static size_t
+insert_allreduces(struct tp *c, const struct comm_model *m, uint32_t name)
+{
+	size_t n0 = c->nt, i, j, made = 0, nmade = 0;
+	uint32_t *ord = xmalloc((n0 + 1) * sizeof(*ord));
+	uint32_t *mproc = xmalloc((c->np + 1) * sizeof(*mproc));
+	int64_t *mrank = xmalloc((c->np + 1) * sizeof(*mrank));
+	uint32_t *last = NULL;
+	size_t np0 = c->np;
+
+	for (i = 0; i < n0; i++)
+		ord[i] = (uint32_t)i;
+	sorted_tasks = c->t;
+	qsort(ord, n0, sizeof(*ord), cmp_sorted);
+	last = xmalloc((np0 + 1) * sizeof(*last) * 2);
+	for (i = 0; i < 2 * (np0 + 1); i++)
+		last[i] = KG_NONE;
+	for (i = 0; i < n0; i++) {
+		uint32_t g = ord[i], w = KG_NONE, s;
+		struct kg_task a;
+		int approx, skipped = 0;
+
+		if (!c->arafter[g])
+			continue;
+		/* the kernel that waits: the next on the stream; in the
+		 * backward phase, the one after a GEMM that follows */
+		for (j = i + 1; j < n0 && c->t[ord[j]].proc == c->t[g].proc; j++) {
+			const struct kg_task *k = &c->t[ord[j]];
+
+			if (k->kind == KG_CPU || k->kind == KG_RT || k->kind == KG_COLL)
+				continue;
+			if (!skipped && c->t[g].phase == KG_PH_BWD && is_gemm_task(c, k) &&
+			    !c->arafter[ord[j]]) {
+				skipped = 1; /* the weight gradient: overlapped */
+				continue;
+			}
+			w = ord[j];
+			break;
+		}
+		s = tp_stream(c, c->t[g].proc, mproc, mrank, &nmade);
+		kg_task_init(&a);
+		a.id = (uint32_t)c->nt;
+		a.proc = s;
+		a.kind = KG_COLL;
+		a.name = name;
+		a.ts = a.odur = 0;
+		a.ts = c->t[g].ts + c->t[g].odur;
+		a.dur = comm_time(m, KG_COLL_ALLREDUCE, c->o->n, (uint64_t)c->arbytes[g], COMM_INTRA,
+		    &approx);
+		if (a.dur < 0)
+			a.dur = 0;
+		a.odur = a.dur;
+		a.iter = c->t[g].iter;
+		a.op = KG_NONE;
+		a.bytes = (uint64_t)c->arbytes[g];
+		a.coll = KG_COLL_ALLREDUCE;
+		a.gsize = c->o->n;
+		a.phase = c->t[g].phase, a.mb = c->t[g].mb, a.layer = c->t[g].layer;
+		a.stage = c->t[g].stage;
+		VEC_PUSH(c->t, c->nt, c->capt, a);
+		add_edge(c, g, a.id, KG_E_EVENT);
+		if (w != KG_NONE)
+			add_edge(c, a.id, w, KG_E_EVENT);
+		if (last[s] != KG_NONE)
+			add_edge(c, last[s], a.id, KG_E_STREAM);
+		last[s] = a.id;
+		made++;
+	}
+	free(ord), free(mproc), free(mrank), free(last);
+	return made;
+}
+
+/* Re-time, insert and re-group the collectives; 0, or 1 after a message. */
+static int
+collectives(struct tp *c, char *net, size_t netlen)
+{
+	struct colls k;
+	struct comm_model m;
+	struct comm_given given = c->o->given;
+	uint8_t used[KG_NCOLL * COMM_NLINK] = { 0 };
+	char assumed[COMM_NLINK] = { 0 };
+	char amsg[COMM_NLINK][192];
+	int64_t n = c->o->n, T = c->T;
+	double rho = (double)T / (double)n;
+	uint8_t *drop = NULL;
+	size_t i, made = 0;
+	int l, rc = 1;
+
+	net[0] = '\0';
+	colls_find(c, &k);
+	used[KG_COLL_ALLREDUCE * COMM_NLINK + COMM_INTRA] = 1;
+	for (i = 0; i < k.n; i++) {
+		const struct kg_task *t = k.ct[i];
+		const struct pgroup *g = k.grp[i] != UINT32_MAX ? &k.pg.g[k.grp[i]] : NULL;
+
+		if (g == NULL || t->coll <= KG_COLL_NONE || t->coll >= KG_NCOLL)
+			continue;
+		used[t->coll * COMM_NLINK + g->link] = 1;
+		used[t->coll * COMM_NLINK + new_link(g->text, T, n, c->o->gpn)] = 1;
+	}
+	pgroups_fit(&k.pg, k.ct, k.grp, k.n, &given, &m);
+	if (pgroups_assume(&m, used, &given, assumed, amsg, net, netlen) > 0) {
+		for (l = 0; l < COMM_NLINK; l++)
+			if (assumed[l])
+				warnmsg("%s: section %d: %s", c->name, c->index, amsg[l]);
+		pgroups_fit(&k.pg, k.ct, k.grp, k.n, &given, &m);
+	}
+	if (c->o->verbose)
+		fprintf(stderr, "%s: %s: section %d: tensor-parallel degree %lld -> %lld, hidden "
+		    "%lld, %lld tokens a micro-batch, %lld heads, %zu split sizes\n", progname,
+		    c->name, c->index, (long long)T, (long long)n, (long long)c->H,
+		    (long long)c->M, (long long)c->heads, c->nsv);
+	drop = xcalloc(c->nt + 1, 1);
+	for (i = 0; i < k.n; i++) {
+		struct kg_task *t = &c->t[k.id[i]];
+		const struct pgroup *g = k.grp[i] != UINT32_MAX ? &k.pg.g[k.grp[i]] : NULL;
+		int lo, ln, a1, a2;
+		int64_t told, tnew;
+		uint64_t bnew = t->bytes;
+		int64_t size;
+
+		if (g == NULL || t->coll <= KG_COLL_NONE || t->coll >= KG_NCOLL)
+			continue;
+		lo = g->link;
+		size = g->size;
+		if (T > 1 && g->fwd && g->size == T) {
+			/* the tensor-parallel group: N ranks of one node */
+			ln = COMM_INTRA;
+			size = n;
+			if (n == 1) {
+				t->dur = 0;
+				drop[k.id[i]] = 1;
+				continue;
+			}
+		} else {
+			ln = new_link(g->text, T, n, c->o->gpn);
+			if (g->dp && (t->phase == KG_PH_BWD || t->phase == KG_PH_OPT))
+				bnew = (uint64_t)llround((double)t->bytes * rho);
+			if (ln == lo && bnew == t->bytes)
+				continue;
+		}
+		told = comm_time(&m, t->coll, g->size, t->bytes, lo, &a1);
+		tnew = comm_time(&m, t->coll, size, bnew, ln, &a2);
+		if (told <= 0 || tnew < 0) {
+			errmsg("%s: section %d: no %s over %s in the job to fit the communication "
+			    "model on%s", c->name, c->index, kg_coll_name[t->coll],
+			    (tnew < 0 ? ln : lo) == COMM_INTER ? "the network (across nodes)" :
+			    "NVLink (inside a node)", (tnew < 0 ? ln : lo) == COMM_INTER ?
+			    " (give it with --net GBPS,US)" : "");
+			goto out;
+		}
+		t->dur = llround((double)t->dur * (double)tnew / (double)told);
+		t->bytes = bnew;
+	}
+	if (T == 1 && n > 1) {
+		uint32_t name = rs_strs_id(&c->xs,
+		    "ncclDevKernel_AllReduce_Sum_bf16_RING (made by graph-scale-tp)");
+
+		made = insert_allreduces(c, &m, name);
+	}
+	/* with one rank left, the tensor-parallel rendezvous go */
+	if (n == 1 && T > 1) {
+		size_t w = 0;
+
+		for (i = 0; i < c->ne; i++)
+			if (!(c->e[i].kind == KG_E_RANK && drop[c->e[i].src] && drop[c->e[i].dst]))
+				c->e[w++] = c->e[i];
+		c->ne = w;
+	}
+	if (c->o->verbose)
+		fprintf(stderr, "%s: %s: section %d: %zu GEMMs, %zu attention calls, %zu other "
+		    "kernels sharded, %zu optimizer tasks scaled, %zu kernels with shapes kept; "
+		    "%zu all-reduces made\n", progname, c->name, c->index, c->ngemm, c->nattn,
+		    c->nelt, c->nopt, c->nkept, made);
+	rc = 0;
+out:
+	free(drop);
+	colls_release(&k);
+	return rc;
+}
+
+/* The traced degree: the size of the group that reduces activations. */
+static int64_t
+traced_degree(struct tp *c)
+{
+	struct colls k;
+	int64_t tp;
+
+	colls_find(c, &k);
+	tp = k.pg.tp > 1 ? k.pg.tp : 1;
+	colls_release(&k);
+	return tp;
+}
+
+static int
+scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, const char *name,
+    int index, struct gout *out)
+{
+	struct tp c;
+	struct graph_out go;
+	char net[256], tool[512];
+	int rc = 1;
+
+	memset(&c, 0, sizeof(c));
+	c.o = o, c.g = g, c.r = r, c.name = name, c.index = index;
+	rs_strs_init(&c.xs, g->nstr);
+	c.t = xmalloc((g->ntask + 1) * sizeof(*c.t));
+	memcpy(c.t, g->task, g->ntask * sizeof(*c.t));
+	c.nt = c.capt = g->ntask;
+	c.e = xmalloc((g->nedge + 1) * sizeof(*c.e));
+	memcpy(c.e, g->edge, g->nedge * sizeof(*c.e));
+	c.ne = c.cape = g->nedge;
+	c.p = xmalloc((g->nproc + 1) * sizeof(*c.p));
+	memcpy(c.p, g->proc, g->nproc * sizeof(*c.p));
+	c.np = c.capp = g->nproc;
+	c.T = traced_degree(&c);
+	if (tp_sizes(&c) != 0)
+		goto out;
+	if (c.heads > 0 && c.heads % o->n != 0) {
+		errmsg("%s: section %d: %lld attention heads do not divide among %lld "
+		    "tensor-parallel ranks", name, index, (long long)c.heads, (long long)o->n);
+		goto out;
+	}
+	net[0] = '\0';
+	if (o->n != c.T) {
+		if (tp_shard(&c) != 0 || collectives(&c, net, sizeof(net)) != 0)
+			goto out;
+	} else if (o->verbose) {
+		fprintf(stderr, "%s: %s: section %d: tensor-parallel degree %lld already: "
+		    "unchanged\n", progname, name, index, (long long)c.T);
+	}
+	snprintf(tool, sizeof(tool), "%s%s%s", PRODUCER, net[0] ? " " : "", net);
+	memset(&go, 0, sizeof(go));
+	go.task = c.t, go.ntask = c.nt, go.edge = c.e, go.nedge = c.ne;
+	go.proc = c.p, go.nproc = c.np;
+	go.xstr = (const char *const *)c.xs.in.str, go.nxstr = c.xs.in.n;
+	if (graph_write(&out->w, g, tool, &go) < 0) {
+		errmsg("%s: %s", out->name, out->w.err);
+		goto out;
+	}
+	rc = 0;
+out:
+	ctx_release(&c);
+	return rc;
+}
+
+static int
+process(const struct opts *o, const char *path, struct gout *out)
+{
+	struct gin in;
+	struct graph g;
+	int t, rc = 0, index = 0;
+
+	if (gin_open(&in, path) < 0)
+		return 1;
+	graph_init(&g);
+	while (rc == 0 && (t = gin_read(&in)) > 0)
+		if (graph_take(&g, t, &in.rec))
+			rc = scale(o, &g, &in.r, in.name, index++, out);
+	if (t < 0 && rc == 0)
+		rc = 1;
+	graph_release(&g);
+	gin_close(&in);
+	return rc;
+}
+
+static int
+load(const char *path, struct om_model *m)
+{
+	char err[256];
+	FILE *fp = fopen(path, "rb");
+	int rc;
+
+	if (fp == NULL) {
+		errmsg("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	rc = om_load(m, fp, err, sizeof(err));
+	fclose(fp);
+	if (rc < 0)
+		errmsg("%s: %s", path, err);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "sequence-parallel", no_argument, NULL, 'S' },
+		{ "model", required_argument, NULL, 'M' },
+		{ "from", required_argument, NULL, 'F' },
+		{ "gpus-per-node", required_argument, NULL, 'G' },
+		{ "net", required_argument, NULL, 'N' },
+		{ "topology", required_argument, NULL, 'T' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *output = NULL, *model = NULL, *from = NULL;
+	struct opts o;
+	struct gout g;
+	int c, i, rc = 0, gpn_set = 0;
+
+	cli_init("graph-scale-tp");
+	memset(&o, 0, sizeof(o));
+	om_model_init(&o.to);
+	om_model_init(&o.src);
+	o.gpn = 8;
+	while ((c = getopt_long(argc, argv, "o:qvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case 'S':
+			o.sp = 1;
+			break;
+		case 'M':
+			model = optarg;
+			break;
+		case 'F':
+			from = optarg;
+			break;
+		case 'G':
+			if (parse_i64(optarg, 1, 1 << 20, &o.gpn) < 0) {
+				errmsg("invalid --gpus-per-node '%s'", optarg);
+				usage_exit(usage);
+			}
+			gpn_set = 1;
+			break;
+		case 'N':
+		case 'T':
+			if (cli_links(c == 'N' ? COMM_INTER : -1, optarg, &o.given, usage) != 0)
+				return 1;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'v':
+			o.verbose = 1;
+			break;
+		case 'h':
+			printf("usage: %s\n\n%s", usage, help);
+			return close_stdout();
+		case 'V':
+			version_exit();
+		default:
+			usage_exit(usage);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (!gpn_set && o.given.gpn > 0)
+		o.gpn = o.given.gpn;
+	if (argc < 1) {
+		errmsg("missing the new tensor-parallel degree");
+		usage_exit(usage);
+	}
+	if (parse_i64(argv[0], 1, 1 << 20, &o.n) < 0) {
+		errmsg("invalid tensor-parallel degree '%s'", argv[0]);
+		usage_exit(usage);
+	}
+	if (o.n > o.gpn || o.gpn % o.n != 0) {
+		errmsg("tensor-parallel degree %lld does not divide a node of %lld GPUs "
+		    "(--gpus-per-node): a group stays inside one node", (long long)o.n,
+		    (long long)o.gpn);
+		usage_exit(usage);
+	}
+	if (o.sp) {
+		errmsg("--sequence-parallel is not done yet");
+		usage_exit(usage);
+	}
+	if (from != NULL && model == NULL) {
+		errmsg("--from needs --model (the GPU to predict)");
+		usage_exit(usage);
+	}
+	argc--;
+	argv++;
+	if (model != NULL) {
+		if (load(model, &o.to) < 0)
+			return 1;
+		o.have_to = 1;
+	}
+	if (from != NULL) {
+		if (load(from, &o.src) < 0) {
+			om_model_release(&o.to);
+			return 1;
+		}
+		o.have_src = 1;
+	}
+	if (gout_open(&g, output, 3) < 0)
+		rc = 1;
+	else {
+		if (argc == 0)
+			rc = process(&o, NULL, &g);
+		for (i = 0; i < argc && rc == 0; i++)
+			rc = process(&o, argv[i], &g);
+		rc = gout_close(&g, rc, PRODUCER);
+	}
+	om_model_release(&o.to);
+	om_model_release(&o.src);
+	return rc;
+}

@@ -334,7 +334,8 @@ tp_shard(struct tp *c)
 	struct rs_tensor tt[16];
 	uint32_t proc = KG_NONE;
 	size_t i;
-	int after = 0, rc = 1;
+	int after = 0, rc = 1, nrv = 0;
+	int64_t rv[4]; /* the split sizes of the region the stream is in */
 	double lastf = 1, rho = (double)c->T / (double)c->o->n;
 
 	rs_dims_init(&d);
@@ -353,7 +354,7 @@ tp_shard(struct tp *c)
 		double f;
 
 		if (k->proc != proc)
-			proc = k->proc, after = 0, lastf = 1;
+			proc = k->proc, after = 0, lastf = 1, nrv = 0;
 		if (k->kind == KG_COLL || k->kind == KG_CPU || k->kind == KG_RT)
 			continue;
 		if (k->phase == KG_PH_OPT) {
@@ -390,6 +391,9 @@ tp_shard(struct tp *c)
 				continue;
 			}
 			after = 0;
+			nrv = 0;
+			if (dg && role == R_N)
+				rv[nrv++] = d.v[g.pos[role][0]]; /* its output is split */
 			nv = split(c, d.v[g.pos[role][0]]);
 			if (nv < 0) {
 				rc = bad_split(c, k, d.v[g.pos[role][0]]);
@@ -419,6 +423,14 @@ tp_shard(struct tp *c)
 					rc = bad_split(c, k, d.v[tt[j].at + (size_t)hi]);
 					goto out;
 				}
+				if (nrv < 2 && j == 0) {
+					/* its output (and the QKV's gradient) is split */
+					int64_t w = d.v[tt[j].at + (size_t)hi] * d.v[tt[j].at + 3];
+
+					nrv = 0;
+					rv[nrv++] = w;
+					rv[nrv++] = 3 * w;
+				}
 				d.v[tt[j].at + (size_t)hi] = nv;
 				changed = 1;
 			}
@@ -428,14 +440,19 @@ tp_shard(struct tp *c)
 		} else {
 			if (is_act(op) && k->phase == KG_PH_FWD)
 				after = 1;
+			if (strstr(op, "layer_norm") != NULL)
+				nrv = 0;
 			nt = rs_tensors(&d, tt, 16);
 			for (j = 0; j < nt && j < 16; j++) {
 				int r;
 
 				for (r = tt[j].rank - 1; r >= 0; r--) {
 					int64_t v = d.v[tt[j].at + (size_t)r], nv;
+					int q, in = 0;
 
-					if (v == c->H || v == c->M || !is_split(c, v))
+					for (q = 0; q < nrv; q++)
+						in |= rv[q] == v;
+					if (!in && (v == c->H || v == c->M || !is_split(c, v)))
 						continue;
 					if ((nv = split(c, v)) < 0) {
 						rc = bad_split(c, k, v);

@@ -440,6 +440,10 @@ scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, co
 	if (o->n != c.T) {
 		if (tp_shard(&c) != 0 || collectives(&c, net, sizeof(net)) != 0)
 			goto out;
+		if (!o->have_to && c.ngemm + c.nattn + c.nelt > 0)
+			warnmsg("%s: section %d: no op model (--model): %zu kernels re-timed by "
+			    "their FLOPs or bytes, which a GPU does not follow for small shapes",
+			    name, index, c.ngemm + c.nattn + c.nelt);
 	} else if (o->verbose) {
 		fprintf(stderr, "%s: %s: section %d: tensor-parallel degree %lld already: "
 		    "unchanged\n", progname, name, index, (long long)c.T);

@@ -179,7 +179,7 @@ int
 tp_sizes(struct tp *c)
 {
 	struct rs_dims d;
-	struct rs_tensor t[8];
+	struct rs_tensor t[32];
 	size_t i, nshapes = 0, nt;
 	int64_t hr = 0;
 
@@ -197,8 +197,8 @@ tp_sizes(struct tp *c)
 		op = kg_str(c->r, k->op), sh = kg_str(c->r, k->shapes);
 		if (op == NULL || sh == NULL || rs_parse(&d, sh) < 0)
 			continue;
-		nt = rs_tensors(&d, t, 8);
-		if (nt == 0 || nt > 8)
+		nt = rs_tensors(&d, t, 32);
+		if (nt == 0 || nt > 32)
 			continue;
 		if (c->H == 0 && (strcmp(op, "aten::native_layer_norm") == 0 ||
 		    strcmp(op, "aten::layer_norm") == 0) && t[0].rank >= 2) {

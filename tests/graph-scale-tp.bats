@@ -1,0 +1,212 @@
+#!/usr/bin/env bats
+# graph-scale-tp: the checklist; a hand-made layer sharded by hand-worked
+# numbers; all-reduces made where a job had none, re-timed or gone where
+# it had them; the identity; what stops it.
+
+load helpers
+
+bats_require_minimum_version 1.5.0
+
+mkstream() { # JSON lines on stdin -> a graph stream on stdout
+	"$ROOT/tests/tools/jsonl2kg" | zstd -q -c
+}
+
+USAGE='usage: graph-scale-tp [-qv] [-o FILE] [--sequence-parallel] [--model MODEL [--from MODEL]] [--gpus-per-node N] [--net GBPS,US] [--topology NAME|FILE] N [FILE ...]'
+
+# One rank, one stream, one forward layer of a model with hidden size 8,
+# 4 tokens and 2 heads, traced without tensor parallelism (T = 1): a
+# layer norm (H = 8, M = 4), the QKV GEMM (4 x 8 x 24), its bias add,
+# flash attention (2 heads of 4), the projection (4 x 8 x 8, after the
+# attention: row-parallel), the residual add. Kernels of 1000, 500, 800,
+# 600 and 300 ns after the norm's 200, 100 ns apart. With $1 set, the
+# attention has 3 heads (a degree of 2 does not divide them); with $2
+# set, no task has shapes.
+mklayer() {
+	awk -v h="${1:-2}" -v nosh="${2:-}" 'BEGIN {
+		print "{\"r\":\"header\",\"format\":\"kgraph\",\"major\":1,\"minor\":4,\"producer\":\"t\",\"unit\":\"ns\",\"rank\":0,\"world\":1}"
+		s[0] = "aten::native_layer_norm"; s[1] = "[[4,1,8],[],[8],[8],[]]"
+		s[2] = "aten::mm"; s[3] = "[[4,8],[8,24]]"
+		s[4] = "aten::add"; s[5] = "[[4,1,24],[24],[]]"
+		s[6] = "aten::_flash_attention_forward"
+		s[7] = sprintf("[[1,4,%d,4],[1,4,%d,4],[1,4,%d,4],[],[]]", h, h, h)
+		s[8] = "[[4,8],[8,8]]"; s[9] = "[[4,1,8],[4,1,8],[]]"; s[10] = "k"
+		for (i = 0; i <= 10; i++)
+			printf "{\"r\":\"str\",\"id\":%d,\"s\":\"%s\"}\n", i, s[i]
+		print "{\"r\":\"proc\",\"id\":0,\"k\":\"stream\",\"pid\":0,\"tid\":7}"
+		task(0, 200, 0, 1); task(1, 1000, 2, 3); task(2, 500, 4, 5)
+		task(3, 800, 6, 7); task(4, 600, 2, 8); task(5, 300, 4, 9)
+		for (i = 0; i < 5; i++)
+			printf "{\"r\":\"edge\",\"src\":%d,\"dst\":%d,\"k\":\"stream\",\"dl\":100}\n", i, i + 1
+		print "{\"r\":\"end\",\"tasks\":6,\"edges\":5,\"procs\":1,\"strs\":11}"
+	}
+	function task(id, d, op, sh) {
+		printf "{\"r\":\"task\",\"id\":%d,\"p\":0,\"k\":\"kern\",\"n\":10,\"d\":%d,\"ts\":%d,\"it\":1,\"op\":%d,%s\"ph\":\"fwd\",\"ly\":0}\n", id, d, 1000 * id, op, nosh ? "" : sprintf("\"sh\":%d,", sh)
+	}' | mkstream
+}
+
+# A tracegen job of LAYERS layers, TP, 2 micro-batches, 1 iteration,
+# dp 2, merged into job.kg.
+mkjob() {
+	tracegen --preset tiny --layers "$1" --tp "$2" --pp 1 --dp 2 --microbatches 2 \
+	    --iterations 1 --jobs 2 -d job
+	kineto2graph -q job/*.json.gz | graph-deps --merge > job.kg
+}
+
+job_ms() { # the job rows' simulated iteration times
+	graphsim "$1" | graphstat --csv | awk -F, '$1 == "job" { print $4 }'
+}
+
+@test "graph-scale-tp: --help prints the usage on stdout and exits 0" {
+	run -0 --separate-stderr graph-scale-tp --help
+	[ "${lines[0]}" = "$USAGE" ]
+	[ -z "$stderr" ]
+}
+
+@test "graph-scale-tp: the usage line is the man page's SYNOPSIS" {
+	command -v mandoc > /dev/null || skip "no mandoc"
+	synopsis=$(mandoc -T ascii "$ROOT/doc/graph-scale-tp.1" | col -bx |
+		awk '/^SYNOPSIS/ {f = 1; next} /^[A-Z]/ {f = 0} f' |
+		tr -s ' \n' ' ' | sed 's/^ //; s/ $//')
+	[ "usage: $synopsis" = "$USAGE" ]
+}
+
+@test "graph-scale-tp: a missing or bad degree, a degree a node does not divide, bad options: usage errors" {
+	run -2 --separate-stderr graph-scale-tp
+	[ "${stderr_lines[0]}" = "graph-scale-tp: missing the new tensor-parallel degree" ]
+	[ "${stderr_lines[1]}" = "$USAGE" ]
+	run -2 --separate-stderr graph-scale-tp 0
+	[ "${stderr_lines[0]}" = "graph-scale-tp: invalid tensor-parallel degree '0'" ]
+	# 8 GPUs a node by default: 3 does not divide it, 16 is more
+	run -2 --separate-stderr graph-scale-tp 3
+	[ "${stderr_lines[0]}" = "graph-scale-tp: tensor-parallel degree 3 does not divide a node of 8 GPUs (--gpus-per-node): a group stays inside one node" ]
+	run -2 --separate-stderr graph-scale-tp 16
+	[ "${stderr_lines[0]}" = "graph-scale-tp: tensor-parallel degree 16 does not divide a node of 8 GPUs (--gpus-per-node): a group stays inside one node" ]
+	run -2 --separate-stderr graph-scale-tp --gpus-per-node 4 8
+	[ "${stderr_lines[0]}" = "graph-scale-tp: tensor-parallel degree 8 does not divide a node of 4 GPUs (--gpus-per-node): a group stays inside one node" ]
+	run -2 --separate-stderr graph-scale-tp --from a.om 2
+	[ "${stderr_lines[0]}" = "graph-scale-tp: --from needs --model (the GPU to predict)" ]
+	run -2 --separate-stderr graph-scale-tp --bogus 2
+	[ "${stderr_lines[1]}" = "$USAGE" ]
+}
+
+@test "graph-scale-tp: --version; a missing file, a bad model, /dev/full: exit 1, no output file" {
+	run -0 graph-scale-tp --version
+	[ "$output" = "graph-scale-tp (kgraph) 0.1" ]
+	mklayer > l.kg
+	run -1 --separate-stderr graph-scale-tp -q -o out.kg 2 l.kg missing.kg
+	[ "$stderr" = "graph-scale-tp: missing.kg: No such file or directory" ]
+	[ ! -e out.kg ]
+	echo nonsense > bad.om
+	run -1 --separate-stderr graph-scale-tp --model bad.om 2 l.kg
+	[ "${stderr:0:29}" = "graph-scale-tp: bad.om: not a" ]
+	run -1 --separate-stderr bash -c 'graph-scale-tp -q 2 l.kg > /dev/full'
+	[ "$stderr" = "graph-scale-tp: stdout: write error: No space left on device" ]
+}
+
+@test "graph-scale-tp: empty, truncated and garbage input exit 1; stdin is the file operand; head is quiet" {
+	: > empty
+	run -1 --separate-stderr graph-scale-tp 2 empty
+	[ "$stderr" = "graph-scale-tp: empty: empty input, not a graph stream" ]
+	mklayer > l.kg
+	head -c 100 l.kg > cut.kg
+	run -1 --separate-stderr graph-scale-tp 2 cut.kg
+	[ "$stderr" = "graph-scale-tp: cut.kg: truncated graph stream (ends inside a zstd frame)" ]
+	echo garbage > g.kg
+	run -1 --separate-stderr graph-scale-tp 2 g.kg
+	[ "$stderr" = "graph-scale-tp: g.kg: not a graph stream (no zstd frame)" ]
+	[ "$(graph-scale-tp -q 2 < l.kg | graphcat)" = "$(graph-scale-tp -q 2 l.kg | graphcat)" ]
+	run -0 --separate-stderr bash -c 'graph-scale-tp -q 2 l.kg | graphcat | head -n 1'
+	[ -z "$stderr" ]
+}
+
+@test "graph-scale-tp: a layer split two ways: its GEMMs, heads and bias halved, an all-reduce after the projection" {
+	# N = 2: the QKV's output 24 -> 12 (column-parallel), the bias add's
+	# 24 -> 12, the heads 2 -> 1, the projection's inner size 8 -> 4
+	# (both its sizes are H; after the attention: row-parallel). Without
+	# a model each changed kernel takes its FLOPs' or bytes' ratio, 1/2
+	# for each: 1000 -> 500, 500 -> 250, 800 -> 400, 600 -> 300; the norm
+	# and the residual add keep theirs. The all-reduce of the projection's
+	# output (4 x 8 bf16, 64 bytes) among 2 ranks on the built-in h100
+	# NVLink (3.4 us a step, 2 steps; 64 bytes at 450 GB/s are 0.14 ns):
+	# 6800 ns, between the projection and the residual add.
+	mklayer > l.kg
+	graph-scale-tp -q 2 l.kg > two.kg
+	run -0 bash -c "graphcat -r two.kg | jq -r 'select(.r == \"task\") | \"\(.id) \(.k) \(.d) \(.sh // \"-\") \(.by // 0)\"'"
+	[ "$output" = "0 kern 200 [[4,1,8],[],[8],[8],[]] 0
+1 kern 500 [[4,8],[8,12]] 0
+2 kern 250 [[4,1,12],[12],[]] 0
+3 kern 400 [[1,4,1,4],[1,4,1,4],[1,4,1,4],[],[]] 0
+4 kern 300 [[4,4],[4,8]] 0
+5 kern 300 [[4,1,8],[4,1,8],[]] 0
+6 coll 6800 - 64" ]
+	run -0 edges_by_name two.kg
+	[ "$(graphcat two.kg | jq -c 'select(.r == "edge" and .k == "event") | [.src, .dst]' | tr '\n' ' ')" = "[4,6] [6,5] " ]
+	graph-deps --check two.kg
+}
+
+@test "graph-scale-tp: without shapes, or heads a degree does not divide, it stops with one line" {
+	mklayer 2 nosh > nosh.kg
+	run -1 --separate-stderr graph-scale-tp -q 2 nosh.kg
+	[ "$stderr" = "graph-scale-tp: nosh.kg: section 0: no operator shapes: the trace was recorded without record_shapes (torch.profiler.profile(record_shapes=True) records them)" ]
+	# what went down the pipe is no whole stream
+	run -1 --separate-stderr bash -c 'graph-scale-tp -q 2 nosh.kg | graphcat'
+	mklayer 3 > h3.kg
+	run -1 --separate-stderr graph-scale-tp -q 2 h3.kg
+	[ "$stderr" = "graph-scale-tp: h3.kg: section 0: 3 attention heads do not divide among 2 tensor-parallel ranks" ]
+	mklayer > l.kg
+	run -1 --separate-stderr graph-scale-tp -q 4 l.kg
+	[ "$stderr" = "graph-scale-tp: l.kg: section 0: 2 attention heads do not divide among 4 tensor-parallel ranks" ]
+}
+
+@test "graph-scale-tp: the traced degree gives the same graph and the same times" {
+	mkjob 2 2
+	graph-scale-tp -q 2 job.kg > same.kg
+	diff <(graphcat job.kg | grep -v '"header"') <(graphcat same.kg | grep -v '"header"')
+	graphcat same.kg | head -n 1 | jq -e '.tools[-1] == "graph-scale-tp 0.1"'
+	[ "$(job_ms same.kg)" = "$(job_ms job.kg)" ]
+}
+
+@test "graph-scale-tp: a job without tensor parallelism gets an all-reduce after each split reduction" {
+	# tp 1, 2 layers, 2 ranks (dp 2), 2 micro-batches, 1 iteration: each
+	# forward layer's projection and MLP-down, each backward layer's
+	# QKV and MLP-up input gradients, and the output layer's input
+	# gradient: 4 a layer and 1, (4 x 2 + 1) x 2 micro-batches x 2 ranks
+	# = 36, each of the layer's activations (128 tokens x 256, bf16:
+	# 65536 bytes) among 2 ranks.
+	mkjob 2 1
+	run -0 --separate-stderr graph-scale-tp -v 2 job.kg
+	graph-scale-tp -q 2 job.kg > two.kg
+	made=$(graphcat -r two.kg | jq -r 'select(.r == "task" and .k == "coll" and (.n | test("graph-scale-tp"))) | "\(.by) \(.gs)"' | sort | uniq -c | awk '{ print $1, $2, $3 }')
+	[ "$made" = "36 65536 2" ]
+	graph-deps --check two.kg
+	# the layers got faster, the all-reduces cost: the job differs
+	[ "$(job_ms two.kg)" != "$(job_ms job.kg)" ]
+}
+
+@test "graph-scale-tp: down to one rank, the tensor-parallel collectives take no time and meet no one" {
+	# tp 2 dp 2: the tensor-parallel groups [0, 1] and [2, 3]; at tp 1
+	# their collectives take 0 ns and lose their rank edges; the
+	# data-parallel ones ([0, 2], [1, 3]) keep theirs.
+	mkjob 2 2
+	graph-scale-tp -q 1 job.kg > one.kg
+	graphcat -r one.kg | jq -r 'select(.r == "task" and .k == "coll" and (.pgr == "[0, 1]" or .pgr == "[2, 3]")) | .d' | sort -u > tpd
+	[ "$(cat tpd)" = 0 ]
+	rank_edges() {
+		graphcat -r "$1" | jq -r '
+			if .r == "task" then "T\t\(.id)\t\(.pgr // "-")"
+			elif .r == "edge" and .k == "rank" then "E\t\(.src)" else empty end' |
+		    awk -F'\t' '$1 == "T" { g[$2] = $3; next } { print g[$2] }' | sort | uniq -c | awk '{ print $2, $3, $1 }'
+	}
+	[ "$(rank_edges one.kg | grep -c '^\[0, 1\]\|^\[2, 3\]')" = 0 ]
+	[ "$(rank_edges one.kg | grep '^\[0, 2\]\|^\[1, 3\]')" = "$(rank_edges job.kg | grep '^\[0, 2\]\|^\[1, 3\]')" ]
+}
+
+@test "graph-scale-tp: a shared H100 trace: 20 heads do not divide 8 ways; 16 split 2 ways" {
+	need_gpu
+	kineto2graph -q "$GPU/gptB_L4_H2560.json.gz" > b.kg
+	run -1 --separate-stderr graph-scale-tp -q 8 b.kg
+	[ "$stderr" = "graph-scale-tp: b.kg: section 0: 20 attention heads do not divide among 8 tensor-parallel ranks" ]
+	kineto2graph -q "$GPU/gpt_L4_H1024.json.gz" > g.kg
+	run -0 --separate-stderr graph-scale-tp -v 2 g.kg
+	[[ "$stderr" == *"tensor-parallel degree 1 -> 2, hidden 1024, "*" 16 heads,"* ]]
+}

@@ -325,6 +325,17 @@ collectives(struct tp *c, char *net, size_t netlen)
 		    "%lld, %lld tokens a micro-batch, %lld heads, %zu split sizes\n", progname,
 		    c->name, c->index, (long long)T, (long long)n, (long long)c->H,
 		    (long long)c->M, (long long)c->heads, c->nsv);
+	if (c->o->verbose) {
+		const struct comm_class *cc = &m.c[KG_COLL_ALLREDUCE][COMM_INTRA];
+		int q;
+
+		fprintf(stderr, "%s: %s: section %d: model: allreduce over NVLink (%zu samples):",
+		    progname, c->name, c->index, cc->samples);
+		for (q = 0; q < cc->nseg; q++)
+			fprintf(stderr, "%s %.2f us a step, %.1f GB/s (to %.0f bytes)", q ? ";" : "",
+			    cc->seg[q].alpha / 1e3, cc->seg[q].beta, cc->seg[q].upto);
+		fprintf(stderr, "\n");
+	}
 	drop = xcalloc(c->nt + 1, 1);
 	for (i = 0; i < k.n; i++) {
 		struct kg_task *t = &c->t[k.id[i]];

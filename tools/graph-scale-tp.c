@@ -51,7 +51,7 @@ static const char help[] =
     "Re-shard a graph's transformer for N tensor-parallel ranks.\n"
     "\n"
     "  -o, --output FILE        write the stream to FILE instead of stdout\n"
-    "      --sequence-parallel  Megatron's sequence parallelism (not done yet: refused)\n"
+    "      --sequence-parallel  with Megatron's sequence parallelism\n"
     "      --model MODEL        re-time kernels by this op model (opmodel fit)\n"
     "      --from MODEL         the graph's own GPU's model, with --model\n"
     "      --gpus-per-node N    ranks per node (default 8): N must divide it\n"
@@ -208,13 +208,49 @@ add_edge(struct tp *c, uint32_t src, uint32_t dst, int kind)
 	VEC_PUSH(c->e, c->ne, c->cape, e);
 }
 
+/* A made collective of type coll moving bytes, after task g's start, on s. */
+static uint32_t
+made_task(struct tp *c, uint32_t s, uint32_t g, int coll, int64_t bytes,
+    const struct comm_model *m, uint32_t name, uint32_t *last)
+{
+	struct kg_task a;
+	int approx;
+
+	kg_task_init(&a);
+	a.id = (uint32_t)c->nt;
+	a.proc = s;
+	a.kind = KG_COLL;
+	a.name = name;
+	a.ts = c->t[g].ts + c->t[g].odur;
+	a.dur = comm_time(m, coll, c->o->n, (uint64_t)bytes, COMM_INTRA, &approx);
+	if (a.dur < 0)
+		a.dur = 0;
+	a.odur = a.dur;
+	a.iter = c->t[g].iter;
+	a.op = KG_NONE;
+	a.bytes = (uint64_t)bytes;
+	a.coll = coll;
+	a.gsize = c->o->n;
+	a.phase = c->t[g].phase, a.mb = c->t[g].mb, a.layer = c->t[g].layer;
+	a.stage = c->t[g].stage;
+	VEC_PUSH(c->t, c->nt, c->capt, a);
+	if (last[s] != KG_NONE)
+		add_edge(c, last[s], a.id, KG_E_STREAM);
+	last[s] = a.id;
+	return a.id;
+}
+
 /*
- * A job traced without tensor parallelism: the all-reduces of each GEMM
- * whose reduction is now split, made (see the top). Their times come
- * from m, for N ranks inside a node.
+ * The collectives a job traced without them asks for (see the top):
+ * after each GEMM whose reduction is now split, an all-reduce (with
+ * sequence parallelism a reduce-scatter, then an all-gather); with
+ * sequence parallelism, before each row-parallel input gradient, an
+ * all-gather of its output gradient (that one also in a job traced with
+ * tensor parallelism and without sequence parallelism). Their times
+ * come from m, for N ranks inside a node. name[] by type.
  */
 static size_t
-insert_allreduces(struct tp *c, const struct comm_model *m, uint32_t name)
+insert_colls(struct tp *c, const struct comm_model *m, const uint32_t *name)
 {
 	size_t n0 = c->nt, i, j, made = 0, nmade = 0;
 	uint32_t *ord = xmalloc((n0 + 1) * sizeof(*ord));
@@ -231,11 +267,30 @@ insert_allreduces(struct tp *c, const struct comm_model *m, uint32_t name)
 	for (i = 0; i < 2 * (np0 + 1); i++)
 		last[i] = KG_NONE;
 	for (i = 0; i < n0; i++) {
-		uint32_t g = ord[i], w = KG_NONE, s;
-		struct kg_task a;
-		int approx, skipped = 0;
+		uint32_t g = ord[i], w = KG_NONE, s, a, b;
+		int skipped = 0;
 
-		if (!c->arafter[g])
+		if (c->arafter[g] == 2 && c->sp1 && !c->sp0) {
+			uint32_t prev = KG_NONE;
+
+			for (j = i; j-- > 0 && c->t[ord[j]].proc == c->t[g].proc;) {
+				int kk = c->t[ord[j]].kind;
+
+				if (kk != KG_CPU && kk != KG_RT && kk != KG_COLL) {
+					prev = ord[j];
+					break;
+				}
+			}
+			s = tp_stream(c, c->t[g].proc, mproc, mrank, &nmade);
+			a = made_task(c, s, prev != KG_NONE ? prev : g, KG_COLL_ALLGATHER,
+			    c->arbytes[g], m, name[KG_COLL_ALLGATHER], last);
+			if (prev != KG_NONE)
+				add_edge(c, prev, a, KG_E_EVENT);
+			add_edge(c, a, g, KG_E_EVENT);
+			made++;
+			continue;
+		}
+		if (c->arafter[g] != 1 || c->T > 1)
 			continue;
 		/* the kernel that waits: the next on the stream; in the
 		 * backward phase, the one after a GEMM that follows */
@@ -253,36 +308,32 @@ insert_allreduces(struct tp *c, const struct comm_model *m, uint32_t name)
 			break;
 		}
 		s = tp_stream(c, c->t[g].proc, mproc, mrank, &nmade);
-		kg_task_init(&a);
-		a.id = (uint32_t)c->nt;
-		a.proc = s;
-		a.kind = KG_COLL;
-		a.name = name;
-		a.ts = a.odur = 0;
-		a.ts = c->t[g].ts + c->t[g].odur;
-		a.dur = comm_time(m, KG_COLL_ALLREDUCE, c->o->n, (uint64_t)c->arbytes[g], COMM_INTRA,
-		    &approx);
-		if (a.dur < 0)
-			a.dur = 0;
-		a.odur = a.dur;
-		a.iter = c->t[g].iter;
-		a.op = KG_NONE;
-		a.bytes = (uint64_t)c->arbytes[g];
-		a.coll = KG_COLL_ALLREDUCE;
-		a.gsize = c->o->n;
-		a.phase = c->t[g].phase, a.mb = c->t[g].mb, a.layer = c->t[g].layer;
-		a.stage = c->t[g].stage;
-		VEC_PUSH(c->t, c->nt, c->capt, a);
-		add_edge(c, g, a.id, KG_E_EVENT);
+		if (c->sp1) {
+			a = made_task(c, s, g, KG_COLL_REDUCESCATTER, c->arbytes[g], m,
+			    name[KG_COLL_REDUCESCATTER], last);
+			b = made_task(c, s, g, KG_COLL_ALLGATHER, c->arbytes[g], m,
+			    name[KG_COLL_ALLGATHER], last);
+			made += 2;
+		} else {
+			a = b = made_task(c, s, g, KG_COLL_ALLREDUCE, c->arbytes[g], m,
+			    name[KG_COLL_ALLREDUCE], last);
+			made++;
+		}
+		add_edge(c, g, a, KG_E_EVENT);
 		if (w != KG_NONE)
-			add_edge(c, a.id, w, KG_E_EVENT);
-		if (last[s] != KG_NONE)
-			add_edge(c, last[s], a.id, KG_E_STREAM);
-		last[s] = a.id;
-		made++;
+			add_edge(c, b, w, KG_E_EVENT);
 	}
 	free(ord), free(mproc), free(mrank), free(last);
 	return made;
+}
+
+/* Is the class of coll on link fitted on latency alone? */
+static int
+latency_only(const struct comm_model *m, int coll, int link)
+{
+	const struct comm_class *cc = &m->c[coll][link];
+
+	return cc->samples > 0 && cc->nseg == 1 && cc->seg[0].beta <= 0;
 }
 
 /* Re-time, insert and re-group the collectives; 0, or 1 after a message. */
@@ -298,12 +349,29 @@ collectives(struct tp *c, char *net, size_t netlen)
 	int64_t n = c->o->n, T = c->T;
 	double rho = (double)T / (double)n;
 	uint8_t *drop = NULL;
-	size_t i, made = 0;
+	size_t i, made = 0, nshape = 0;
+	uint32_t name[KG_NCOLL] = { 0 };
+	struct comm_model mb;
+	struct comm_given bg;
+	int64_t act = c->M * c->H * 2;
 	int l, rc = 1;
+
+	name[KG_COLL_ALLREDUCE] = rs_strs_id(&c->xs,
+	    "ncclDevKernel_AllReduce_Sum_bf16_RING (made by graph-scale-tp)");
+	name[KG_COLL_REDUCESCATTER] = rs_strs_id(&c->xs,
+	    "ncclDevKernel_ReduceScatter_Sum_bf16_RING (made by graph-scale-tp)");
+	name[KG_COLL_ALLGATHER] = rs_strs_id(&c->xs,
+	    "ncclDevKernel_AllGather_RING (made by graph-scale-tp)");
+	name[KG_COLL_NONE] = rs_strs_id(&c->xs,
+	    "ncclDevKernel_ReduceScatter_Sum_bf16_RING and AllGather_RING (made by graph-scale-tp)");
 
 	net[0] = '\0';
 	colls_find(c, &k);
 	used[KG_COLL_ALLREDUCE * COMM_NLINK + COMM_INTRA] = 1;
+	if (c->sp0 || c->sp1) {
+		used[KG_COLL_ALLGATHER * COMM_NLINK + COMM_INTRA] = 1;
+		used[KG_COLL_REDUCESCATTER * COMM_NLINK + COMM_INTRA] = 1;
+	}
 	for (i = 0; i < k.n; i++) {
 		const struct kg_task *t = k.ct[i];
 		const struct pgroup *g = k.grp[i] != UINT32_MAX ? &k.pg.g[k.grp[i]] : NULL;
@@ -325,6 +393,19 @@ collectives(struct tp *c, char *net, size_t netlen)
 		    "%lld, %lld tokens a micro-batch, %lld heads, %zu split sizes\n", progname,
 		    c->name, c->index, (long long)T, (long long)n, (long long)c->H,
 		    (long long)c->M, (long long)c->heads, c->nsv);
+	/*
+	 * A class fitted on latency alone (its samples all of one size and
+	 * one group size: a tensor-parallel group's) cannot say how its
+	 * time grows with the group: the link given, or the built-in one,
+	 * says it, and the traced time is scaled by its ratio.
+	 */
+	memset(&bg, 0, sizeof(bg));
+	comm_topology_builtin(COMM_TOPOLOGY_DEFAULT, &bg, 0);
+	if (c->o->given.set[COMM_INTRA]) {
+		bg.gbps[COMM_INTRA] = c->o->given.gbps[COMM_INTRA];
+		bg.us[COMM_INTRA] = c->o->given.us[COMM_INTRA];
+	}
+	pgroups_fit(&k.pg, k.ct, k.grp, 0, &bg, &mb);
 	if (c->o->verbose) {
 		const struct comm_class *cc = &m.c[KG_COLL_ALLREDUCE][COMM_INTRA];
 		int q;
@@ -340,7 +421,8 @@ collectives(struct tp *c, char *net, size_t netlen)
 	for (i = 0; i < k.n; i++) {
 		struct kg_task *t = &c->t[k.id[i]];
 		const struct pgroup *g = k.grp[i] != UINT32_MAX ? &k.pg.g[k.grp[i]] : NULL;
-		int lo, ln, a1, a2;
+		int lo, ln, a1, a2, ctype = t->coll, pair = 0;
+		const struct comm_model *mm;
 		int64_t told, tnew;
 		uint64_t bnew = t->bytes;
 		int64_t size;
@@ -358,6 +440,26 @@ collectives(struct tp *c, char *net, size_t netlen)
 				drop[k.id[i]] = 1;
 				continue;
 			}
+			if ((int64_t)t->bytes == act && c->sp0 && !c->sp1) {
+				/* sequence parallelism undone: the gathers go, the
+				 * scatters reduce the whole tensor */
+				if (t->coll == KG_COLL_ALLGATHER) {
+					t->dur = 0;
+					drop[k.id[i]] = 1;
+					continue;
+				}
+				if (t->coll == KG_COLL_REDUCESCATTER) {
+					ctype = KG_COLL_ALLREDUCE;
+					t->name = name[ctype];
+				}
+			} else if ((int64_t)t->bytes == act && !c->sp0 && c->sp1 &&
+			    t->coll == KG_COLL_ALLREDUCE) {
+				/* a scatter, then a gather, in its place: one
+				 * task that takes the two's time */
+				ctype = KG_COLL_REDUCESCATTER;
+				t->name = name[KG_COLL_NONE];
+				pair = 1;
+			}
 		} else {
 			ln = new_link(g->text, T, n, c->o->gpn);
 			if (g->dp && (t->phase == KG_PH_BWD || t->phase == KG_PH_OPT))
@@ -365,8 +467,25 @@ collectives(struct tp *c, char *net, size_t netlen)
 			if (ln == lo && bnew == t->bytes)
 				continue;
 		}
-		told = comm_time(&m, t->coll, g->size, t->bytes, lo, &a1);
-		tnew = comm_time(&m, t->coll, size, bnew, ln, &a2);
+		mm = &m;
+		if (size != g->size && (latency_only(&m, t->coll, lo) || latency_only(&m, ctype, ln))) {
+			mm = &mb;
+			nshape++;
+		}
+		told = comm_time(mm, t->coll, g->size, t->bytes, lo, &a1);
+		tnew = comm_time(mm, ctype, size, bnew, ln, &a2);
+		if (pair || (ctype == KG_COLL_ALLREDUCE && t->coll == KG_COLL_REDUCESCATTER)) {
+			/*
+			 * A ring all-reduce is a reduce-scatter and an
+			 * all-gather: the one is timed as the other two,
+			 * each by the fit of its own type (or the one it
+			 * borrows)
+			 */
+			int64_t rs = comm_time(mm, KG_COLL_REDUCESCATTER, size, bnew, ln, &a2);
+			int64_t ag = comm_time(mm, KG_COLL_ALLGATHER, size, bnew, ln, &a2);
+
+			tnew = rs < 0 || ag < 0 ? -1 : rs + ag;
+		}
 		if (told <= 0 || tnew < 0) {
 			errmsg("%s: section %d: no %s over %s in the job to fit the communication "
 			    "model on%s", c->name, c->index, kg_coll_name[t->coll],
@@ -377,15 +496,13 @@ collectives(struct tp *c, char *net, size_t netlen)
 		}
 		t->dur = llround((double)t->dur * (double)tnew / (double)told);
 		t->bytes = bnew;
+		t->coll = ctype;
 	}
-	if (T == 1 && n > 1) {
-		uint32_t name = rs_strs_id(&c->xs,
-		    "ncclDevKernel_AllReduce_Sum_bf16_RING (made by graph-scale-tp)");
 
-		made = insert_allreduces(c, &m, name);
-	}
-	/* with one rank left, the tensor-parallel rendezvous go */
-	if (n == 1 && T > 1) {
+	if (n > 1 && (T == 1 || (c->sp1 && !c->sp0)))
+		made += insert_colls(c, &m, name);
+	/* the tensor-parallel rendezvous of the collectives that went */
+	{
 		size_t w = 0;
 
 		for (i = 0; i < c->ne; i++)
@@ -396,8 +513,10 @@ collectives(struct tp *c, char *net, size_t netlen)
 	if (c->o->verbose)
 		fprintf(stderr, "%s: %s: section %d: %zu GEMMs, %zu attention calls, %zu other "
 		    "kernels sharded, %zu optimizer tasks scaled, %zu kernels with shapes kept; "
-		    "%zu all-reduces made\n", progname, c->name, c->index, c->ngemm, c->nattn,
-		    c->nelt, c->nopt, c->nkept, made);
+		    "%zu collectives made; %zu re-timed by the %s link's shape (their fit has "
+		    "no bandwidth term)\n", progname, c->name, c->index, c->ngemm, c->nattn,
+		    c->nelt, c->nopt, c->nkept, made, nshape,
+		    c->o->given.set[COMM_INTRA] ? "given" : "built-in " COMM_TOPOLOGY_DEFAULT);
 	rc = 0;
 out:
 	free(drop);
@@ -440,6 +559,7 @@ scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, co
 	memcpy(c.p, g->proc, g->nproc * sizeof(*c.p));
 	c.np = c.capp = g->nproc;
 	c.T = traced_degree(&c);
+	c.sp1 = o->sp && o->n > 1;
 	if (tp_sizes(&c) != 0)
 		goto out;
 	if (c.heads > 0 && c.heads % o->n != 0) {
@@ -448,7 +568,7 @@ scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, co
 		goto out;
 	}
 	net[0] = '\0';
-	if (o->n != c.T) {
+	if (o->n != c.T || c.sp0 != c.sp1) {
 		if (tp_shard(&c) != 0 || collectives(&c, net, sizeof(net)) != 0)
 			goto out;
 		if (!o->have_to && c.ngemm + c.nattn + c.nelt > 0)
@@ -596,10 +716,6 @@ main(int argc, char **argv)
 		errmsg("tensor-parallel degree %lld does not divide a node of %lld GPUs "
 		    "(--gpus-per-node): a group stays inside one node", (long long)o.n,
 		    (long long)o.gpn);
-		usage_exit(usage);
-	}
-	if (o.sp) {
-		errmsg("--sequence-parallel is not done yet");
 		usage_exit(usage);
 	}
 	if (from != NULL && model == NULL) {

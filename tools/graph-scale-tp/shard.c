@@ -225,6 +225,31 @@ tp_sizes(struct tp *c)
 		goto fail;
 	}
 	c->heads = hr * c->T;
+	/*
+	 * Sequence parallelism traced: the norms run on M / T tokens, the
+	 * GEMMs on M (gathered).
+	 */
+	c->Mn = c->M;
+	if (c->T > 1) {
+		size_t full = 0, shard = 0;
+
+		for (i = 0; i < c->nt; i++) {
+			const struct kg_task *k = &c->t[i];
+			struct gpos g;
+			const char *op;
+
+			if (k->kind != KG_KERN || k->phase != KG_PH_FWD || k->shapes == KG_NONE ||
+			    k->op == KG_NONE || !tp_is_gemm(op = kg_str(c->r, k->op)) ||
+			    rs_parse(&d, kg_str(c->r, k->shapes)) < 0 || gemm_pos(op, &d, &g) < 0)
+				continue;
+			full += g.m == c->M;
+			shard += g.m == c->M * c->T;
+		}
+		if (full == 0 && shard > 0) {
+			c->sp0 = 1;
+			c->M = c->Mn * c->T;
+		}
+	}
 	/* the split sizes: the third extent of the forward pass's GEMMs */
 	for (i = 0; i < c->nt; i++) {
 		const struct kg_task *k = &c->t[i];
@@ -260,6 +285,40 @@ split(const struct tp *c, int64_t v)
 	if (v * c->T % c->o->n != 0)
 		return -1;
 	return v * c->T / c->o->n;
+}
+
+/*
+ * Sequence parallelism changed: a tensor of the norms' tokens (its last
+ * size H, or 1 for their statistics) moves to the new count of tokens,
+ * its first size scaled. 1 when it changed.
+ */
+static int
+tok_tensor(const struct tp *c, const struct rs_dims *d, const struct rs_tensor *t)
+{
+	int64_t tok = 1, last;
+	int r;
+
+	if (t->rank < 2)
+		return 0;
+	last = d->v[t->at + (size_t)t->rank - 1];
+	if (last != c->H && last != 1)
+		return 0;
+	for (r = 0; r < t->rank - 1; r++)
+		tok *= d->v[t->at + (size_t)r];
+	return tok == c->Mn;
+}
+
+static int
+seq_shard(const struct tp *c, struct rs_dims *d, const struct rs_tensor *t)
+{
+	int64_t now, f;
+
+	now = c->sp1 ? c->M / c->o->n : c->M;
+	f = d->v[t->at];
+	if (now == c->Mn || f * now % c->Mn != 0)
+		return 0;
+	d->v[t->at] = f * now / c->Mn;
+	return 1;
 }
 
 /* The factor of task k whose dims become text `nd`. */
@@ -405,6 +464,11 @@ tp_shard(struct tp *c)
 				/* partial sums: an all-reduce belongs after it */
 				c->arafter[ord[i]] = 1;
 				c->arbytes[ord[i]] = g.m * g.n * 2;
+			} else if (dg && role == R_N && k->phase == KG_PH_BWD) {
+				/* a row-parallel input gradient: with sequence
+				 * parallelism its output gradient is gathered */
+				c->arafter[ord[i]] = 2;
+				c->arbytes[ord[i]] = g.m * g.k * 2;
 			}
 			changed = 1;
 			c->ngemm++;
@@ -444,23 +508,37 @@ tp_shard(struct tp *c)
 				nrv = 0;
 			nt = rs_tensors(&d, tt, 16);
 			for (j = 0; j < nt && j < 16; j++) {
-				int r;
+				int r, pass;
 
-				for (r = tt[j].rank - 1; r >= 0; r--) {
-					int64_t v = d.v[tt[j].at + (size_t)r], nv;
-					int q, in = 0;
-
-					for (q = 0; q < nrv; q++)
-						in |= rv[q] == v;
-					if (!in && (v == c->H || v == c->M || !is_split(c, v)))
+				/* the region's sizes first, then the tokens of a
+				 * sequence shard, then the split sizes */
+				for (pass = 0; pass < 3; pass++) {
+					if (pass == 1) {
+						if ((c->sp0 || c->sp1) && tok_tensor(c, &d, &tt[j])) {
+							changed |= seq_shard(c, &d, &tt[j]);
+							break;
+						}
 						continue;
-					if ((nv = split(c, v)) < 0) {
-						rc = bad_split(c, k, v);
-						goto out;
 					}
-					d.v[tt[j].at + (size_t)r] = nv;
-					changed = 1;
-					break;
+					for (r = tt[j].rank - 1; r >= 0; r--) {
+						int64_t v = d.v[tt[j].at + (size_t)r], nv;
+						int q, in = 0;
+
+						for (q = 0; q < nrv; q++)
+							in |= rv[q] == v;
+						if (pass == 0 ? !in : (v == c->H || v == c->M ||
+						    v == c->Mn || !is_split(c, v)))
+							continue;
+						if ((nv = split(c, v)) < 0) {
+							rc = bad_split(c, k, v);
+							goto out;
+						}
+						d.v[tt[j].at + (size_t)r] = nv;
+						changed = 1;
+						break;
+					}
+					if (r >= 0)
+						break;
 				}
 			}
 			c->nelt += changed;

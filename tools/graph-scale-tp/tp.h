@@ -33,7 +33,10 @@ struct tp {
 	const struct kg_reader *r;
 	const char *name;
 	int index;
-	int64_t H, M;       /* hidden size, tokens a micro-batch (from the norms) */
+	int64_t H, M;       /* hidden size, tokens a micro-batch (of the GEMMs) */
+	int64_t Mn;         /* tokens of the norms as traced: M, or M / T with
+	                       sequence parallelism */
+	int sp0, sp1;       /* sequence parallelism traced, and wanted */
 	int64_t T;          /* the traced tensor-parallel degree */
 	int64_t heads;      /* attention heads in all (per rank times T); 0 unknown */
 	int64_t *sv;        /* sharded sizes as traced (per rank), sorted */

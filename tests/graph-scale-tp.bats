@@ -210,3 +210,39 @@ job_ms() { # the job rows' simulated iteration times
 	run -0 --separate-stderr graph-scale-tp -v 2 g.kg
 	[[ "$stderr" == *"tensor-parallel degree 1 -> 2, hidden 1024, "*" 16 heads,"* ]]
 }
+
+@test "graph-scale-tp: --sequence-parallel from a job without: scatters and gathers made, the norms on a shard" {
+	# tp 1 as above. Each of the 9 all-reduces of a micro-batch (4 a
+	# layer and the output layer's) becomes a reduce-scatter and an
+	# all-gather, and each layer's two row-parallel input gradients
+	# (projection, MLP down) in the backward gather their output
+	# gradient first: (4 x 2 + 1) x 2 micro-batches x 2 ranks = 36
+	# scatters, 36 + 2 x 2 x 2 x 2 = 52 gathers. The norms (2 a layer,
+	# the final one) run on 128 / 2 = 64 tokens: 5 x 2 x 2 = 20 kernels.
+	mkjob 2 1
+	graph-scale-tp -q --sequence-parallel 2 job.kg > sp.kg
+	made=$(graphcat -r sp.kg | jq -r 'select(.r == "task" and .k == "coll" and (.n | test("graph-scale-tp"))) | "\(.coll) \(.by)"' | sort | uniq -c | awk '{ printf "%s %s %s; ", $1, $2, $3 }')
+	[ "$made" = "52 allgather 65536; 36 reducescatter 65536; " ]
+	[ "$(graphcat -r sp.kg | jq -r 'select(.r == "task" and .k == "kern" and .op == "aten::native_layer_norm") | .sh' | sort | uniq -c | awk '{ print $1, $2 }')" = "20 [[64,1,256],[],[256],[256],[]]" ]
+	graph-deps --check sp.kg > /dev/null
+}
+
+@test "graph-scale-tp: a sequence-parallel job: the identity with it; without it, no gathers and all-reduces" {
+	# tp 2 with sequence parallelism, 2 layers, 2 micro-batches, dp 2:
+	# a micro-batch gathers 6 times a layer (2 forward, 4 backward),
+	# and for the embedding, the final norm and the output layer (15),
+	# and scatters 4 times a layer and for the embedding and the output
+	# layer (10); on 4 ranks, 120 and 80. Without sequence parallelism
+	# the gathers take no time and the scatters are all-reduces.
+	tracegen --preset tiny --layers 2 --tp 2 --pp 1 --dp 2 --microbatches 2 \
+	    --iterations 1 --jobs 2 --sequence-parallel -d job
+	kineto2graph -q job/*.json.gz | graph-deps --merge > job.kg
+	graph-scale-tp -q --sequence-parallel 2 job.kg > same.kg
+	diff <(graphcat job.kg | grep -v '"header"') <(graphcat same.kg | grep -v '"header"')
+	graph-scale-tp -q 2 job.kg > off.kg
+	[ "$(graphcat -r off.kg | jq -r 'select(.r == "task" and .k == "coll" and .by == 65536) | "\(.coll) \(.d == 0)"' | sort | uniq -c | awk '{ printf "%s %s %s; ", $1, $2, $3 }')" = "120 allgather true; 80 allreduce false; " ]
+	# the norms back on 128 tokens
+	[ "$(graphcat -r off.kg | jq -r 'select(.r == "task" and .k == "kern" and .op == "aten::native_layer_norm") | .sh' | sort -u)" = "[[128,1,256],[],[256],[256],[]]" ]
+	# no gather keeps a rendezvous
+	[ "$(graphcat -r off.kg | jq -r 'if .r == "task" then "T\t\(.id)\t\(.coll // "-")" elif .r == "edge" and .k == "rank" then "E\t\(.src)" else empty end' | awk -F'\t' '$1 == "T" { c[$2] = $3; next } c[$2] == "allgather"' | wc -l)" = 0 ]
+}

@@ -96,6 +96,7 @@ ctx_release(struct tp *c)
 {
 	free(c->sv), free(c->t), free(c->e), free(c->p);
 	free(c->arafter), free(c->arbytes);
+	free(c->launcher), free(c->tout), free(c->tin);
 	rs_strs_release(&c->xs);
 }
 
@@ -208,6 +209,87 @@ add_edge(struct tp *c, uint32_t src, uint32_t dst, int kind)
 	VEC_PUSH(c->e, c->ne, c->cape, e);
 }
 
+/*
+ * Host time of collective launches: the calls around the one that
+ * launched a collective (consecutive on its thread, under the same
+ * operator: record_param_comms) and the gaps between them.
+ */
+static void
+host_maps(struct tp *c)
+{
+	size_t i;
+
+	c->launcher = xmalloc((c->nt + 1) * sizeof(*c->launcher));
+	c->tout = xmalloc((c->nt + 1) * sizeof(*c->tout));
+	c->tin = xmalloc((c->nt + 1) * sizeof(*c->tin));
+	for (i = 0; i < c->nt; i++)
+		c->launcher[i] = c->tout[i] = c->tin[i] = KG_NONE;
+	for (i = 0; i < c->ne; i++) {
+		const struct kg_edge *e = &c->e[i];
+
+		if (e->kind == KG_E_LAUNCH && e->dst < c->nt)
+			c->launcher[e->dst] = e->src;
+		else if (e->kind == KG_E_THREAD && e->src < c->nt && e->dst < c->nt)
+			c->tout[e->src] = (uint32_t)i, c->tin[e->dst] = (uint32_t)i;
+	}
+}
+
+/* The launch's span: first and last calls; its time in *t. 0, or -1. */
+static int
+host_span(const struct tp *c, uint32_t coll, uint32_t *a, uint32_t *b, int64_t *t)
+{
+	uint32_t l = coll < c->nt ? c->launcher[coll] : KG_NONE, x;
+	uint32_t op;
+
+	if (l == KG_NONE || c->t[l].op == KG_NONE)
+		return -1;
+	op = c->t[l].op;
+	*t = c->t[l].dur;
+	for (x = l; c->tin[x] != KG_NONE && c->t[c->e[c->tin[x]].src].op == op;) {
+		*t += c->e[c->tin[x]].delay;
+		x = c->e[c->tin[x]].src;
+		*t += c->t[x].dur;
+	}
+	*a = x;
+	for (x = l; c->tout[x] != KG_NONE && c->t[c->e[c->tout[x]].dst].op == op;) {
+		*t += c->e[c->tout[x]].delay;
+		x = c->e[c->tout[x]].dst;
+		*t += c->t[x].dur;
+	}
+	*b = x;
+	return 0;
+}
+
+/* A collective's launch taken away: its calls and their gaps take no time. */
+static void
+host_drop(struct tp *c, uint32_t coll)
+{
+	uint32_t a, b, x;
+	int64_t t;
+
+	if (host_span(c, coll, &a, &b, &t) < 0)
+		return;
+	for (x = a;; x = c->e[c->tout[x]].dst) {
+		c->t[x].dur = 0;
+		if (x == b)
+			break;
+		c->e[c->tout[x]].delay = 0;
+	}
+	c->nhost++;
+}
+
+/* A launch added after the call that launched task g: its time as a gap. */
+static void
+host_add(struct tp *c, uint32_t g)
+{
+	uint32_t l = g < c->nt ? c->launcher[g] : KG_NONE;
+
+	if (l == KG_NONE || c->tout[l] == KG_NONE || c->hc <= 0)
+		return;
+	c->e[c->tout[l]].delay += c->hc;
+	c->nhost++;
+}
+
 /* A made collective of type coll moving bytes, after task g's start, on s. */
 static uint32_t
 made_task(struct tp *c, uint32_t s, uint32_t g, int coll, int64_t bytes,
@@ -287,6 +369,7 @@ insert_colls(struct tp *c, const struct comm_model *m, const uint32_t *name)
 			if (prev != KG_NONE)
 				add_edge(c, prev, a, KG_E_EVENT);
 			add_edge(c, a, g, KG_E_EVENT);
+			host_add(c, g);
 			made++;
 			continue;
 		}
@@ -320,6 +403,9 @@ insert_colls(struct tp *c, const struct comm_model *m, const uint32_t *name)
 			made++;
 		}
 		add_edge(c, g, a, KG_E_EVENT);
+		host_add(c, g);
+		if (c->sp1)
+			host_add(c, g);
 		if (w != KG_NONE)
 			add_edge(c, b, w, KG_E_EVENT);
 	}
@@ -367,6 +453,21 @@ collectives(struct tp *c, char *net, size_t netlen)
 
 	net[0] = '\0';
 	colls_find(c, &k);
+	host_maps(c);
+	{
+		/* the mean launch of the job's collectives of a layer's size
+		 * (the tensor-parallel group's), else of all */
+		int64_t sum = 0, cnt = 0, t, sa = 0, ca = 0;
+		uint32_t a, b;
+
+		for (i = 0; i < k.n; i++)
+			if (host_span(c, k.id[i], &a, &b, &t) == 0) {
+				sa += t, ca++;
+				if ((int64_t)k.ct[i]->bytes == c->M * c->H * 2)
+					sum += t, cnt++;
+			}
+		c->hc = cnt > 0 ? sum / cnt : ca > 0 ? sa / ca : 0;
+	}
 	used[KG_COLL_ALLREDUCE * COMM_NLINK + COMM_INTRA] = 1;
 	if (c->sp0 || c->sp1) {
 		used[KG_COLL_ALLGATHER * COMM_NLINK + COMM_INTRA] = 1;
@@ -446,6 +547,7 @@ collectives(struct tp *c, char *net, size_t netlen)
 				if (t->coll == KG_COLL_ALLGATHER) {
 					t->dur = 0;
 					drop[k.id[i]] = 1;
+					host_drop(c, k.id[i]);
 					continue;
 				}
 				if (t->coll == KG_COLL_REDUCESCATTER) {
@@ -459,6 +561,7 @@ collectives(struct tp *c, char *net, size_t netlen)
 				ctype = KG_COLL_REDUCESCATTER;
 				t->name = name[KG_COLL_NONE];
 				pair = 1;
+				host_add(c, k.id[i]);
 			}
 		} else {
 			ln = new_link(g->text, T, n, c->o->gpn);
@@ -514,9 +617,11 @@ collectives(struct tp *c, char *net, size_t netlen)
 		fprintf(stderr, "%s: %s: section %d: %zu GEMMs, %zu attention calls, %zu other "
 		    "kernels sharded, %zu optimizer tasks scaled, %zu kernels with shapes kept; "
 		    "%zu collectives made; %zu re-timed by the %s link's shape (their fit has "
-		    "no bandwidth term)\n", progname, c->name, c->index, c->ngemm, c->nattn,
+		    "no bandwidth term); %zu launches on the host added or taken away (%.1f us "
+		    "each)\n", progname, c->name, c->index, c->ngemm, c->nattn,
 		    c->nelt, c->nopt, c->nkept, made, nshape,
-		    c->o->given.set[COMM_INTRA] ? "given" : "built-in " COMM_TOPOLOGY_DEFAULT);
+		    c->o->given.set[COMM_INTRA] ? "given" : "built-in " COMM_TOPOLOGY_DEFAULT,
+		    c->nhost, (double)c->hc / 1e3);
 	rc = 0;
 out:
 	free(drop);

@@ -50,6 +50,11 @@ struct tp {
 	uint8_t *arafter;   /* by task: a GEMM whose reduction is now split (an
 	                       all-reduce belongs after it, rank's compute) */
 	int64_t *arbytes;   /* its output's bytes */
+	uint32_t *launcher; /* by task: the call that launched it (KG_NONE) */
+	uint32_t *tout;     /* by task: its outgoing thread edge (KG_NONE) */
+	uint32_t *tin;      /* by task: its incoming thread edge (KG_NONE) */
+	int64_t hc;         /* host time of a collective's launch, mean, ns */
+	size_t nhost;       /* launches added or taken away */
 	struct rs_strs xs;
 	size_t ngemm, nattn, nelt, nopt, nkept; /* counts, for -v */
 	int how[8];         /* factors found by each rs_factor way */

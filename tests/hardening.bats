@@ -184,6 +184,36 @@ killed_leaves_nothing() {
 	[ ! -e out.kg ]
 }
 
+@test "hardening: tracegen on SIGINT removes its temporary files, its workers' and the directory it made" {
+	local pid i st=0
+	env --default-signal=INT,TERM,HUP tracegen --preset gpt15b --dp 4 --jobs 2 -d job 2> err.txt &
+	pid=$!
+	for i in $(seq 400); do
+		compgen -G 'job/.*.tmp*' > /dev/null && break
+		sleep 0.05
+	done
+	compgen -G 'job/.*.tmp*' > /dev/null # it was writing
+	kill -s INT "$pid"
+	wait "$pid" || st=$?
+	[ "$st" -eq $((128 + $(kill -l INT))) ]
+	sleep 0.5 # the workers, ended by the same signal
+	! pgrep -f 'tracegen --preset gpt15b --dp 4 --jobs 2 -d job'
+	[ ! -e job ]
+	# into a directory that was there: it stays, empty
+	mkdir job2
+	env --default-signal=INT,TERM,HUP tracegen --preset gpt15b --dp 4 --jobs 2 -d job2 2> err.txt &
+	pid=$!
+	for i in $(seq 400); do
+		compgen -G 'job2/.*.tmp*' > /dev/null && break
+		sleep 0.05
+	done
+	kill -s TERM "$pid"
+	wait "$pid" || true
+	sleep 0.5
+	[ -d job2 ]
+	[ -z "$(ls -A job2)" ]
+}
+
 @test "hardening: kineto2graph -o on SIGINT removes its temporary file" {
 	killed_leaves_nothing INT kineto2graph
 }

@@ -333,8 +333,8 @@ factor(struct tp *c, const struct kg_task *k, const char *nd)
 	oc.dims = kg_str(c->r, k->shapes);
 	oc.kernel = kg_str(c->r, k->name);
 	oc.kind = k->kind, oc.bytes = k->bytes, oc.layout = -1;
-	f = rs_factor(c->o->have_to ? &c->o->to : NULL, c->o->have_to ? c->o->to.sms : 132, &oc,
-	    nd, &how);
+	f = rs_factor(c->o->have_to ? &c->o->to : NULL, c->o->have_to ? c->o->to.sms :
+	    c->g->h.gpu_sms > 0 ? (int)c->g->h.gpu_sms : 132, &oc, nd, &how);
 	if (how >= 0 && how < 8)
 		c->how[how]++;
 	if (c->o->have_src && how == RS_MODEL) {

@@ -673,6 +673,11 @@ scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, co
 		goto out;
 	}
 	net[0] = '\0';
+	if (g->h.gpu != NULL && *g->h.gpu != '\0' && o->have_to &&
+	    !om_same_gpu(g->h.gpu, o->have_src ? o->src.gpu : o->to.gpu))
+		warnmsg("%s: section %d: a graph of %s re-timed by a model of %s%s", name, index,
+		    g->h.gpu, o->have_src ? o->src.gpu : o->to.gpu, o->have_src ? " (--from)" :
+		    " (give the graph's own GPU's model with --from)");
 	if (o->n != c.T || c.sp0 != c.sp1) {
 		if (tp_shard(&c) != 0 || collectives(&c, net, sizeof(net)) != 0)
 			goto out;

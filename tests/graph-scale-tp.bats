@@ -178,6 +178,9 @@ job_ms() { # the job rows' simulated iteration times
 	graph-scale-tp -q 2 job.kg > two.kg
 	made=$(graphcat -r two.kg | jq -r 'select(.r == "task" and .k == "coll" and (.n | test("graph-scale-tp"))) | "\(.by) \(.gs)"' | sort | uniq -c | awk '{ print $1, $2, $3 }')
 	[ "$made" = "36 65536 2" ]
+	# each in its rank's new group (rank r: ranks 2r and 2r + 1)
+	[ "$(graphcat -r two.kg | jq -r 'select(.r == "task" and .k == "coll" and (.n | test("graph-scale-tp"))) | .pgr' | sort | uniq -c | awk '{ printf "%s %s %s; ", $1, $2, $3 }')" = "18 [0, 1]; 18 [2, 3]; " ]
+	graphsim two.kg | graphstat | grep -q '^  configuration: 2 ranks, dp 2, tp 2, '
 	graph-deps --check two.kg
 	# the layers got faster, the all-reduces cost: the job differs
 	[ "$(job_ms two.kg)" != "$(job_ms job.kg)" ]
@@ -189,8 +192,14 @@ job_ms() { # the job rows' simulated iteration times
 	# data-parallel ones ([0, 2], [1, 3]) keep theirs.
 	mkjob 2 2
 	graph-scale-tp -q 1 job.kg > one.kg
-	graphcat -r one.kg | jq -r 'select(.r == "task" and .k == "coll" and (.pgr == "[0, 1]" or .pgr == "[2, 3]")) | .d' | sort -u > tpd
-	[ "$(cat tpd)" = 0 ]
+	# the same tasks (ids kept): no time, no group left
+	graphcat -r job.kg | jq -r 'select(.r == "task" and .k == "coll" and (.pgr == "[0, 1]" or .pgr == "[2, 3]")) | .id' > tpids
+	[ -s tpids ]
+	graphcat -r one.kg | jq -r --slurpfile ids <(jq -s . tpids) 'select(.r == "task" and (.id as $i | $ids[0] | index($i))) | "\(.d) \(.pgr // "-")"' | sort -u > tpd
+	[ "$(cat tpd)" = "0 -" ]
+	# graphstat tells the new degree
+	graphsim one.kg | graphstat | grep -q '^  configuration: 4 ranks, dp 2, tp 1, '
+	graph-scale-tp -q 4 job.kg | graphsim | graphstat | grep -q '^  configuration: 4 ranks, dp 2, tp 4, '
 	rank_edges() {
 		graphcat -r "$1" | jq -r '
 			if .r == "task" then "T\t\(.id)\t\(.pgr // "-")"

@@ -290,6 +290,27 @@ host_add(struct tp *c, uint32_t g)
 	c->nhost++;
 }
 
+/*
+ * The str id of the new tensor-parallel group's ranks text, whose first
+ * rank is base: "[base, ..., base + N - 1]" (graphstat tells the degree
+ * from it).
+ */
+static uint32_t
+tp_group(struct tp *c, int64_t base)
+{
+	int64_t *r = xmalloc((size_t)c->o->n * sizeof(*r));
+	char buf[4096];
+	int64_t i;
+	uint32_t id = KG_NONE;
+
+	for (i = 0; i < c->o->n; i++)
+		r[i] = base + i;
+	if (pgroups_ranks_text(r, (size_t)c->o->n, buf, sizeof(buf)) == 0)
+		id = rs_strs_id(&c->xs, buf);
+	free(r);
+	return id;
+}
+
 /* A made collective of type coll moving bytes, after task g's start, on s. */
 static uint32_t
 made_task(struct tp *c, uint32_t s, uint32_t g, int coll, int64_t bytes,
@@ -313,6 +334,14 @@ made_task(struct tp *c, uint32_t s, uint32_t g, int coll, int64_t bytes,
 	a.bytes = (uint64_t)bytes;
 	a.coll = coll;
 	a.gsize = c->o->n;
+	{
+		/* the group of the rank's new place: Megatron's layout, from a
+		 * job without tensor parallelism */
+		int64_t rk = c->t[g].proc < c->np && c->p[c->t[g].proc].rank >= 0 ?
+		    c->p[c->t[g].proc].rank : c->g->h.rank;
+
+		a.pgr = tp_group(c, c->o->n * (rk > 0 ? rk : 0));
+	}
 	a.phase = c->t[g].phase, a.mb = c->t[g].mb, a.layer = c->t[g].layer;
 	a.stage = c->t[g].stage;
 	VEC_PUSH(c->t, c->nt, c->capt, a);
@@ -537,7 +566,10 @@ collectives(struct tp *c, char *net, size_t netlen)
 			ln = COMM_INTRA;
 			size = n;
 			if (n == 1) {
+				/* no group left: it takes no time, meets no one */
 				t->dur = 0;
+				t->pgr = KG_NONE;
+				t->gsize = 1;
 				drop[k.id[i]] = 1;
 				continue;
 			}
@@ -600,6 +632,15 @@ collectives(struct tp *c, char *net, size_t netlen)
 		t->dur = llround((double)t->dur * (double)tnew / (double)told);
 		t->bytes = bnew;
 		t->coll = ctype;
+		if (T > 1 && g->fwd && g->size == T) {
+			/* its new group: N ranks from where its first one goes */
+			const char *s = g->text;
+			long long x0;
+
+			t->gsize = size;
+			if (next_number(&s, &x0))
+				t->pgr = tp_group(c, size * (x0 / T));
+		}
 	}
 
 	if (n > 1 && (T == 1 || (c->sp1 && !c->sp0)))

@@ -20,11 +20,11 @@ USAGE='usage: graph-scale-tp [-qv] [-o FILE] [--sequence-parallel] [--model MODE
 # attention: row-parallel), the residual add. Kernels of 1000, 500, 800,
 # 600 and 300 ns after the norm's 200, 100 ns apart. With $1 set, the
 # attention has 3 heads (a degree of 2 does not divide them); with $2
-# set, no task has shapes.
+# set, no task has shapes; with $3 set, the norm is a ReLU.
 mklayer() {
-	awk -v h="${1:-2}" -v nosh="${2:-}" 'BEGIN {
+	awk -v h="${1:-2}" -v nosh="${2:-}" -v nonorm="${3:-}" 'BEGIN {
 		print "{\"r\":\"header\",\"format\":\"kgraph\",\"major\":1,\"minor\":4,\"producer\":\"t\",\"unit\":\"ns\",\"rank\":0,\"world\":1}"
-		s[0] = "aten::native_layer_norm"; s[1] = "[[4,1,8],[],[8],[8],[]]"
+		s[0] = nonorm ? "aten::relu" : "aten::native_layer_norm"; s[1] = "[[4,1,8],[],[8],[8],[]]"
 		s[2] = "aten::mm"; s[3] = "[[4,8],[8,24]]"
 		s[4] = "aten::add"; s[5] = "[[4,1,24],[24],[]]"
 		s[6] = "aten::_flash_attention_forward"
@@ -144,12 +144,15 @@ job_ms() { # the job rows' simulated iteration times
 	graph-deps --check two.kg
 }
 
-@test "graph-scale-tp: without shapes, or heads a degree does not divide, it stops with one line" {
+@test "graph-scale-tp: without shapes, a norm, or heads a degree divides, it stops with one line" {
 	mklayer 2 nosh > nosh.kg
 	run -1 --separate-stderr graph-scale-tp -q 2 nosh.kg
 	[ "$stderr" = "graph-scale-tp: nosh.kg: section 0: no operator shapes: the trace was recorded without record_shapes (torch.profiler.profile(record_shapes=True) records them)" ]
 	# what went down the pipe is no whole stream
 	run -1 --separate-stderr bash -c 'graph-scale-tp -q 2 nosh.kg | graphcat'
+	mklayer 2 "" nonorm > nonorm.kg
+	run -1 --separate-stderr graph-scale-tp -q 2 nonorm.kg
+	[ "$stderr" = "graph-scale-tp: nonorm.kg: section 0: no layer norm with shapes: the hidden size is not known" ]
 	mklayer 3 > h3.kg
 	run -1 --separate-stderr graph-scale-tp -q 2 h3.kg
 	[ "$stderr" = "graph-scale-tp: h3.kg: section 0: 3 attention heads do not divide among 2 tensor-parallel ranks" ]

@@ -258,3 +258,38 @@ job_ms() { # the job rows' simulated iteration times
 	# no gather keeps a rendezvous
 	[ "$(graphcat -r off.kg | jq -r 'if .r == "task" then "T\t\(.id)\t\(.coll // "-")" elif .r == "edge" and .k == "rank" then "E\t\(.src)" else empty end' | awk -F'\t' '$1 == "T" { c[$2] = $3; next } c[$2] == "allgather"' | wc -l)" = 0 ]
 }
+
+@test "graph-scale-tp: --model scales a kernel by the model's prediction for its new shapes over its old" {
+	need_gpu
+	K="$ROOT/../shared/gpu/kernels/h100"
+	[ -d "$K" ] || skip "no ../shared/gpu/kernels"
+	opmodel fit -q -o h100.om "$K/kernels.jsonl" "$K/mm_sweep.json.gz" > /dev/null
+	# one norm (H = 1024, M = 8192) and one MLP-up GEMM, 100 us, whose
+	# output 4096 goes to 2048 at tp 2
+	kern='nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coo'
+	{
+		echo '{"r":"header","format":"kgraph","major":1,"minor":4,"producer":"t","unit":"ns","rank":0,"world":1}'
+		echo '{"r":"str","id":0,"s":"aten::native_layer_norm"}'
+		echo '{"r":"str","id":1,"s":"[[8,1024,1024],[],[1024],[1024],[]]"}'
+		echo '{"r":"str","id":2,"s":"aten::mm"}'
+		echo '{"r":"str","id":3,"s":"[[8192,1024],[1024,4096]]"}'
+		echo "{\"r\":\"str\",\"id\":4,\"s\":\"$kern\"}"
+		echo '{"r":"proc","id":0,"k":"stream","pid":0,"tid":7}'
+		echo '{"r":"task","id":0,"p":0,"k":"kern","n":4,"d":30000,"ts":0,"it":1,"op":0,"sh":1,"ph":"fwd"}'
+		echo '{"r":"task","id":1,"p":0,"k":"kern","n":4,"d":100000,"ts":40000,"it":1,"op":2,"sh":3,"ph":"fwd"}'
+		echo '{"r":"edge","src":0,"dst":1,"k":"stream"}'
+		echo '{"r":"end","tasks":2,"edges":1,"procs":1,"strs":5}'
+	} | "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > g.kg
+	graph-scale-tp -q --model h100.om 2 g.kg > two.kg
+	got=$(graphcat -r two.kg | jq -r 'select(.r == "task" and .id == 1) | "\(.sh) \(.d)"')
+	[ "${got% *}" = "[[8192,1024],[1024,2048]]" ]
+	# the model's own predictions, asked for by opmodel predict
+	old=$(echo "aten::mm [[8192,1024],[1024,4096]] $kern" | opmodel predict h100.om | awk '{ print $2 }')
+	new=$(echo "aten::mm [[8192,1024],[1024,2048]] $kern" | opmodel predict h100.om | awk '{ print $2 }')
+	awk -v d="${got#* }" -v o="$old" -v n="$new" 'BEGIN {
+		want = 100000 * n / o; e = (d - want) / want
+		if (e < 0) e = -e
+		if (e > 0.002) { print d, want; exit 1 } }'
+	# and not the FLOPs' half
+	[ "${got#* }" != 50000 ]
+}

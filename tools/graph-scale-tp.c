@@ -442,6 +442,103 @@ insert_colls(struct tp *c, const struct comm_model *m, const uint32_t *name)
 	return made;
 }
 
+/*
+ * The tensor-parallel group's own model, where its collectives tell it:
+ * t = c0 + alpha steps + bytes factor / beta, a fixed cost besides the
+ * shared model's latency per step (common/comm.h has none), fitted by
+ * least squares of the relative error over the group's collectives of
+ * every type. A group's collectives all run among T ranks, so a fixed
+ * cost and a latency per step are told apart only by types of another
+ * step count (an all-reduce's 2(T - 1) against a broadcast's or a
+ * gather's T - 1): without two step counts, or with a negative term,
+ * there is none (ok 0).
+ */
+struct tpm {
+	int ok;
+	double c0, alpha, gamma; /* ns, ns a step, ns a byte */
+	size_t n;
+};
+
+static double
+tpm_time(const struct tpm *m, int coll, int64_t n, uint64_t bytes)
+{
+	return m->c0 + m->alpha * comm_steps(coll, n) + m->gamma * (double)bytes *
+	    comm_factor(coll, n);
+}
+
+/* Solve the 3 x 3 system a x = b; -1 when it is singular. */
+static int
+solve3(double a[3][3], double b[3], double x[3])
+{
+	int i, j, k, p;
+
+	for (i = 0; i < 3; i++) {
+		double t;
+
+		for (p = i, j = i + 1; j < 3; j++)
+			if (fabs(a[j][i]) > fabs(a[p][i]))
+				p = j;
+		if (fabs(a[p][i]) < 1e-300)
+			return -1;
+		for (k = 0; k < 3; k++)
+			t = a[i][k], a[i][k] = a[p][k], a[p][k] = t;
+		t = b[i], b[i] = b[p], b[p] = t;
+		for (j = 0; j < 3; j++) {
+			double f;
+
+			if (j == i)
+				continue;
+			f = a[j][i] / a[i][i];
+			for (k = i; k < 3; k++)
+				a[j][k] -= f * a[i][k];
+			b[j] -= f * b[i];
+		}
+	}
+	for (i = 0; i < 3; i++)
+		x[i] = b[i] / a[i][i];
+	return 0;
+}
+
+static void
+tpm_fit(const struct colls *k, int64_t T, struct tpm *m)
+{
+	double a[3][3] = { { 0 } }, b[3] = { 0 }, x[3];
+	double s0 = -1;
+	int twosteps = 0;
+	size_t i;
+
+	memset(m, 0, sizeof(*m));
+	for (i = 0; i < k->n; i++) {
+		const struct kg_task *t = k->ct[i];
+		const struct pgroup *g = k->grp[i] != UINT32_MAX ? &k->pg.g[k->grp[i]] : NULL;
+		double v[3], y = (double)t->dur, w;
+		int r, c;
+
+		if (g == NULL || !g->fwd || g->size != T || t->dur <= 0 || t->bytes == 0 ||
+		    (t->coll != KG_COLL_ALLREDUCE && t->coll != KG_COLL_BROADCAST &&
+		    t->coll != KG_COLL_ALLGATHER && t->coll != KG_COLL_REDUCESCATTER))
+			continue;
+		v[0] = 1;
+		v[1] = comm_steps(t->coll, T);
+		v[2] = (double)t->bytes * comm_factor(t->coll, T);
+		if (s0 < 0)
+			s0 = v[1];
+		else if (v[1] != s0)
+			twosteps = 1;
+		w = 1 / (y * y);
+		for (r = 0; r < 3; r++) {
+			b[r] += w * v[r] * y;
+			for (c = 0; c < 3; c++)
+				a[r][c] += w * v[r] * v[c];
+		}
+		m->n++;
+	}
+	if (!twosteps || m->n < 3 || solve3(a, b, x) < 0 || x[0] < 0 || x[1] < 0 || x[2] < 0)
+		return;
+	m->c0 = x[0], m->alpha = x[1], m->gamma = x[2];
+	m->ok = 1;
+}
+
 /* Is the class of coll on link fitted on latency alone? */
 static int
 latency_only(const struct comm_model *m, int coll, int link)
@@ -468,6 +565,7 @@ collectives(struct tp *c, char *net, size_t netlen)
 	uint32_t name[KG_NCOLL] = { 0 };
 	struct comm_model mb;
 	struct comm_given bg;
+	struct tpm tm;
 	int64_t act = c->M * c->H * 2;
 	int l, rc = 1;
 
@@ -536,6 +634,11 @@ collectives(struct tp *c, char *net, size_t netlen)
 		bg.us[COMM_INTRA] = c->o->given.us[COMM_INTRA];
 	}
 	pgroups_fit(&k.pg, k.ct, k.grp, 0, &bg, &mb);
+	tpm_fit(&k, T, &tm);
+	if (c->o->verbose && tm.ok)
+		fprintf(stderr, "%s: %s: section %d: the tensor-parallel group's model (%zu "
+		    "collectives): %.2f us, %.2f us a step, %.1f GB/s\n", progname, c->name,
+		    c->index, tm.n, tm.c0 / 1e3, tm.alpha / 1e3, 1 / tm.gamma);
 	if (c->o->verbose) {
 		const struct comm_class *cc = &m.c[KG_COLL_ALLREDUCE][COMM_INTRA];
 		int q;
@@ -609,7 +712,17 @@ collectives(struct tp *c, char *net, size_t netlen)
 		}
 		told = comm_time(mm, t->coll, g->size, t->bytes, lo, &a1);
 		tnew = comm_time(mm, ctype, size, bnew, ln, &a2);
-		if (pair || (ctype == KG_COLL_ALLREDUCE && t->coll == KG_COLL_REDUCESCATTER)) {
+		if (tm.ok && size != g->size && lo == COMM_INTRA && ln == COMM_INTRA &&
+		    T > 1 && g->fwd && g->size == T) {
+			/* the group's own model: a fixed cost, a latency a step */
+			told = llround(tpm_time(&tm, t->coll, g->size, t->bytes));
+			tnew = llround(tpm_time(&tm, ctype, size, bnew));
+			if (pair || (ctype == KG_COLL_ALLREDUCE && t->coll == KG_COLL_REDUCESCATTER))
+				tnew = llround(tpm_time(&tm, KG_COLL_REDUCESCATTER, size, bnew) +
+				    tpm_time(&tm, KG_COLL_ALLGATHER, size, bnew));
+			if (mm == &mb)
+				nshape--;
+		} else if (pair || (ctype == KG_COLL_ALLREDUCE && t->coll == KG_COLL_REDUCESCATTER)) {
 			/*
 			 * A ring all-reduce is a reduce-scatter and an
 			 * all-gather: the one is timed as the other two,

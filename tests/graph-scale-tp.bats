@@ -293,3 +293,44 @@ job_ms() { # the job rows' simulated iteration times
 	# and not the FLOPs' half
 	[ "${got#* }" != 50000 ]
 }
+
+@test "graph-scale-tp: a tensor-parallel group's collectives re-timed by its own fixed cost, latency and bandwidth" {
+	# One rank of a tp 2 group ([0, 1]): forward all-reduces of 8192,
+	# 65536 and 1048576 bytes and a broadcast of 4096, each taking
+	# 4000 ns + 1000 ns a step + bytes x factor / 250 bytes a ns (an
+	# all-reduce among 2: 2 steps, factor 1; a broadcast: 1 step, factor
+	# 1), rounded: 6033, 6262, 10194 and 5016 ns. Two step counts tell
+	# the fixed cost from the latency a step: the fit gives the same
+	# three numbers back, and at tp 4 (an all-reduce 6 steps, factor
+	# 1.5; a broadcast 3 steps) they take 10049, 10393, 16291 and
+	# 7016 ns (within a rounding).
+	{
+		echo '{"r":"header","format":"kgraph","major":1,"minor":4,"producer":"t","unit":"ns","rank":0,"world":2}'
+		echo '{"r":"str","id":0,"s":"aten::native_layer_norm"}'
+		echo '{"r":"str","id":1,"s":"[[4,1,8],[],[8],[8],[]]"}'
+		echo '{"r":"str","id":2,"s":"k"}'
+		echo '{"r":"str","id":3,"s":"[0, 1]"}'
+		echo '{"r":"proc","id":0,"k":"stream","pid":0,"tid":7}'
+		echo '{"r":"proc","id":1,"k":"stream","pid":0,"tid":13}'
+		echo '{"r":"task","id":0,"p":0,"k":"kern","n":2,"d":1000,"ts":0,"it":1,"op":0,"sh":1,"ph":"fwd"}'
+		n=1
+		for c in "allreduce 8192 6033" "allreduce 65536 6262" "allreduce 1048576 10194" "broadcast 4096 5016"; do
+			set -- $c
+			echo "{\"r\":\"task\",\"id\":$n,\"p\":1,\"k\":\"coll\",\"n\":2,\"d\":$3,\"ts\":$((n * 100000)),\"it\":1,\"coll\":\"$1\",\"by\":$2,\"gs\":2,\"pgr\":3,\"ph\":\"fwd\"}"
+			n=$((n + 1))
+		done
+		echo '{"r":"edge","src":1,"dst":2,"k":"stream"}'
+		echo '{"r":"edge","src":2,"dst":3,"k":"stream"}'
+		echo '{"r":"edge","src":3,"dst":4,"k":"stream"}'
+		echo '{"r":"end","tasks":5,"edges":3,"procs":2,"strs":4}'
+	} | "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > g.kg
+	run -0 --separate-stderr graph-scale-tp -v 4 g.kg
+	[[ "$stderr" == *"the tensor-parallel group's model (4 collectives): 4.00 us, 1.00 us a step, 250.0 GB/s"* ]]
+	graph-scale-tp -q 4 g.kg > four.kg
+	got=$(graphcat -r four.kg | jq -r 'select(.r == "task" and .k == "coll") | .d' | tr '\n' ' ')
+	awk -v got="$got" 'BEGIN {
+		split(got, g, " "); split("10049 10393 16291 7016", w, " ")
+		for (i = 1; i <= 4; i++) if (g[i] - w[i] > 2 || w[i] - g[i] > 2) { print g[i], w[i]; exit 1 } }'
+	# and they belong to the new group of 4
+	[ "$(graphcat -r four.kg | jq -r 'select(.r == "task" and .k == "coll") | "\(.gs) \(.pgr)"' | sort -u)" = "4 [0, 1, 2, 3]" ]
+}

@@ -539,6 +539,104 @@ tpm_fit(const struct colls *k, int64_t T, struct tpm *m)
 	m->ok = 1;
 }
 
+/* A gradient bucket: a data-parallel reduction of the backward phase. */
+static int
+is_bucket(const struct kg_task *t, const struct pgroup *g)
+{
+	return g != NULL && g->dp && t->phase == KG_PH_BWD && t->bytes >= (1u << 20) &&
+	    (t->coll == KG_COLL_ALLREDUCE || t->coll == KG_COLL_REDUCESCATTER);
+}
+
+static int
+cmp_rank_ts(const void *x, const void *y, const int64_t *rank, const struct kg_task *t)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+
+	if (rank[a] != rank[b])
+		return rank[a] < rank[b] ? -1 : 1;
+	if (t[a].iter != t[b].iter)
+		return t[a].iter < t[b].iter ? -1 : 1;
+	if (t[a].ts != t[b].ts)
+		return t[a].ts < t[b].ts ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+static const int64_t *mb_rank;
+static const struct kg_task *mb_tasks;
+
+static int
+cmp_mb(const void *x, const void *y)
+{
+	return cmp_rank_ts(x, y, mb_rank, mb_tasks);
+}
+
+/*
+ * Fewer parameters a rank (N > T): the gradient buckets, each now T/N
+ * of its bytes, are merged in their order, each rank's and iteration's,
+ * while the merged bytes stay within the largest bucket traced (the
+ * framework's bucket size: it fills a bucket to it): the last of a run
+ * carries the run's bytes, re-timed for them on its new link by m, and
+ * the others take no time, meet no one and lose their launch. Returns
+ * how many were merged away.
+ */
+static size_t
+merge_buckets(struct tp *c, const struct colls *k, const struct comm_model *m, uint8_t *drop,
+    uint64_t cap, int link)
+{
+	uint32_t *b = xmalloc((k->n + 1) * sizeof(*b));
+	int64_t *rank = xmalloc((c->nt + 1) * sizeof(*rank));
+	size_t i, j, nb = 0, merged = 0;
+
+	for (i = 0; i < k->n; i++) {
+		const struct pgroup *g = k->grp[i] != UINT32_MAX ? &k->pg.g[k->grp[i]] : NULL;
+		uint32_t id = k->id[i];
+		const struct kg_task *t = &c->t[id];
+
+		if (g == NULL || !g->dp || t->phase != KG_PH_BWD || t->bytes == 0 ||
+		    (t->coll != KG_COLL_ALLREDUCE && t->coll != KG_COLL_REDUCESCATTER))
+			continue;
+		if (t->bytes * (uint64_t)c->o->n < ((uint64_t)1 << 20) * (uint64_t)c->T)
+			continue; /* was no bucket before it was scaled */
+		b[nb++] = id;
+		rank[id] = t->proc < c->np && c->p[t->proc].rank >= 0 ? c->p[t->proc].rank :
+		    c->g->h.rank;
+	}
+	mb_rank = rank, mb_tasks = c->t;
+	if (nb > 0)
+		qsort(b, nb, sizeof(*b), cmp_mb);
+	for (i = 0; i < nb; i = j) {
+		uint64_t sum = c->t[b[i]].bytes;
+		uint32_t last;
+		int a1, a2;
+		int64_t told, tnew;
+
+		for (j = i + 1; j < nb && rank[b[j]] == rank[b[i]] &&
+		    c->t[b[j]].iter == c->t[b[i]].iter && c->t[b[j]].coll == c->t[b[i]].coll &&
+		    sum + c->t[b[j]].bytes <= cap; j++)
+			sum += c->t[b[j]].bytes;
+		if (j == i + 1)
+			continue;
+		last = b[j - 1];
+		told = comm_time(m, c->t[last].coll, c->t[last].gsize > 1 ? c->t[last].gsize : 2,
+		    c->t[last].bytes, link, &a1);
+		tnew = comm_time(m, c->t[last].coll, c->t[last].gsize > 1 ? c->t[last].gsize : 2,
+		    sum, link, &a2);
+		if (told <= 0 || tnew <= 0)
+			continue;
+		c->t[last].dur = llround((double)c->t[last].dur * (double)tnew / (double)told);
+		c->t[last].bytes = sum;
+		for (; i < j - 1; i++) {
+			c->t[b[i]].dur = 0;
+			drop[b[i]] = 1;
+			host_drop(c, b[i]);
+			merged++;
+		}
+	}
+	free(b);
+	free(rank);
+	return merged;
+}
+
 /* Is the class of coll on link fitted on latency alone? */
 static int
 latency_only(const struct comm_model *m, int coll, int link)
@@ -566,6 +664,9 @@ collectives(struct tp *c, char *net, size_t netlen)
 	struct comm_model mb;
 	struct comm_given bg;
 	struct tpm tm;
+	uint64_t cap = 0;
+	int bucket_link = COMM_INTRA;
+	size_t nmerged = 0;
 	int64_t act = c->M * c->H * 2;
 	int l, rc = 1;
 
@@ -664,6 +765,8 @@ collectives(struct tp *c, char *net, size_t netlen)
 			continue;
 		lo = g->link;
 		size = g->size;
+		if (is_bucket(t, g) && t->bytes > cap)
+			cap = t->bytes;
 		if (T > 1 && g->fwd && g->size == T) {
 			/* the tensor-parallel group: N ranks of one node */
 			ln = COMM_INTRA;
@@ -700,6 +803,8 @@ collectives(struct tp *c, char *net, size_t netlen)
 			}
 		} else {
 			ln = new_link(g->text, T, n, c->o->gpn);
+			if (is_bucket(t, g))
+				bucket_link = ln;
 			if (g->dp && (t->phase == KG_PH_BWD || t->phase == KG_PH_OPT))
 				bnew = (uint64_t)llround((double)t->bytes * rho);
 			if (ln == lo && bnew == t->bytes)
@@ -756,6 +861,8 @@ collectives(struct tp *c, char *net, size_t netlen)
 		}
 	}
 
+	if (n > T)
+		nmerged = merge_buckets(c, &k, &m, drop, cap, bucket_link);
 	if (n > 1 && (T == 1 || (c->sp1 && !c->sp0)))
 		made += insert_colls(c, &m, name);
 	/* the tensor-parallel rendezvous of the collectives that went */
@@ -771,11 +878,11 @@ collectives(struct tp *c, char *net, size_t netlen)
 		fprintf(stderr, "%s: %s: section %d: %zu GEMMs, %zu attention calls, %zu other "
 		    "kernels sharded, %zu optimizer tasks scaled, %zu kernels with shapes kept; "
 		    "%zu collectives made; %zu re-timed by the %s link's shape (their fit has "
-		    "no bandwidth term); %zu launches on the host added or taken away (%.1f us "
-		    "each)\n", progname, c->name, c->index, c->ngemm, c->nattn,
-		    c->nelt, c->nopt, c->nkept, made, nshape,
+		    "no bandwidth term); %zu gradient buckets merged into others; %zu launches on "
+		    "the host added or taken away (%.1f us each)\n", progname, c->name, c->index,
+		    c->ngemm, c->nattn, c->nelt, c->nopt, c->nkept, made, nshape,
 		    c->o->given.set[COMM_INTRA] ? "given" : "built-in " COMM_TOPOLOGY_DEFAULT,
-		    c->nhost, (double)c->hc / 1e3);
+		    nmerged, c->nhost, (double)c->hc / 1e3);
 	rc = 0;
 out:
 	free(drop);

@@ -637,6 +637,121 @@ merge_buckets(struct tp *c, const struct colls *k, const struct comm_model *m, u
 	return merged;
 }
 
+/*
+ * More parameters a rank (N < T): a gradient bucket now larger than the
+ * largest traced one becomes k = ceil(bytes / that) buckets of equal
+ * bytes, as the framework would fill them. The gradients of a bucket
+ * come in the backward pass between the launch of the bucket before it
+ * on its stream (or the first backward kernel of the iteration) and its
+ * own: piece i of k is launched after the kernel of the stream it waits
+ * for that began at i/k of that span, on its stream before it, each
+ * timed by m for its bytes on its new link; the pieces meet no peer.
+ * Returns how many were made.
+ */
+static size_t
+split_buckets(struct tp *c, const struct colls *k, const struct comm_model *m, uint64_t cap,
+    int link)
+{
+	uint32_t *waitfor = xmalloc((c->nt + 1) * sizeof(*waitfor));
+	uint32_t *prevb = xmalloc((c->nt + 1) * sizeof(*prevb));
+	uint32_t *ord = xmalloc((c->nt + 1) * sizeof(*ord));
+	uint32_t *pos = xmalloc((c->nt + 1) * sizeof(*pos));
+	size_t i, n0 = c->nt, made = 0, nb = 0;
+	uint32_t *b = xmalloc((k->n + 1) * sizeof(*b));
+
+	if (cap == 0)
+		goto out;
+	for (i = 0; i < n0; i++)
+		waitfor[i] = prevb[i] = KG_NONE, ord[i] = (uint32_t)i;
+	for (i = 0; i < c->ne; i++) {
+		const struct kg_edge *e = &c->e[i];
+
+		if (e->kind == KG_E_EVENT && e->dst < n0 && e->src < n0 &&
+		    c->t[e->src].kind == KG_KERN)
+			waitfor[e->dst] = e->src;
+		if (e->kind == KG_E_STREAM && e->dst < n0 && e->src < n0)
+			prevb[e->dst] = e->src;
+	}
+	sorted_tasks = c->t;
+	qsort(ord, n0, sizeof(*ord), cmp_sorted);
+	for (i = 0; i < n0; i++)
+		pos[ord[i]] = (uint32_t)i;
+	for (i = 0; i < k->n; i++) {
+		const struct pgroup *g = k->grp[i] != UINT32_MAX ? &k->pg.g[k->grp[i]] : NULL;
+		const struct kg_task *t = &c->t[k->id[i]];
+
+		if (g != NULL && g->dp && t->phase == KG_PH_BWD && t->bytes > cap &&
+		    (t->coll == KG_COLL_ALLREDUCE || t->coll == KG_COLL_REDUCESCATTER))
+			b[nb++] = k->id[i];
+	}
+	for (i = 0; i < nb; i++) {
+		uint32_t id = b[i], w, p, first, x, prev, last = KG_NONE;
+		uint64_t bytes = c->t[id].bytes, piece;
+		int64_t nk, j, t0, t1, told, tpiece;
+		int a1, a2;
+
+		/* the kernel it waits for: through the stream's first task
+		 * after the one before it (an event record's wait) */
+		for (w = waitfor[id], x = id; w == KG_NONE && prevb[x] != KG_NONE &&
+		    c->t[prevb[x]].kind != KG_COLL; x = prevb[x])
+			w = waitfor[prevb[x]];
+		if (w == KG_NONE)
+			continue;
+		/* the span: from the last collective before it on its stream,
+		 * else the iteration's first backward kernel on w's stream */
+		for (prev = prevb[id]; prev != KG_NONE && c->t[prev].kind != KG_COLL;)
+			prev = prevb[prev];
+		for (first = w, p = pos[w]; p-- > 0 && c->t[ord[p]].proc == c->t[w].proc &&
+		    c->t[ord[p]].iter == c->t[w].iter && c->t[ord[p]].phase == KG_PH_BWD;)
+			if (c->t[ord[p]].kind == KG_KERN)
+				first = ord[p];
+		t0 = prev != KG_NONE && c->t[prev].iter == c->t[id].iter && c->t[prev].ts > c->t[first].ts ?
+		    c->t[prev].ts : c->t[first].ts;
+		t1 = c->t[w].ts;
+		nk = (int64_t)((bytes + cap - 1) / cap);
+		piece = bytes / (uint64_t)nk;
+		told = comm_time(m, c->t[id].coll, c->t[id].gsize > 1 ? c->t[id].gsize : 2, bytes,
+		    link, &a1);
+		tpiece = comm_time(m, c->t[id].coll, c->t[id].gsize > 1 ? c->t[id].gsize : 2, piece,
+		    link, &a2);
+		if (nk < 2 || told <= 0 || tpiece <= 0 || t1 <= t0)
+			continue;
+		for (j = 1; j < nk; j++) {
+			int64_t at = t0 + (t1 - t0) * j / nk;
+			uint32_t anchor = w;
+			struct kg_task a = c->t[id];
+
+			for (p = pos[w]; p-- > 0 && c->t[ord[p]].proc == c->t[w].proc;) {
+				if (c->t[ord[p]].kind == KG_KERN && c->t[ord[p]].ts <= at) {
+					anchor = ord[p];
+					break;
+				}
+			}
+			a.id = (uint32_t)c->nt;
+			a.bytes = piece;
+			a.dur = a.odur = llround((double)c->t[id].dur * (double)tpiece / (double)told);
+			a.ts = c->t[anchor].ts + c->t[anchor].odur;
+			a.seq = -1;
+			a.mpeak = a.mrpeak = -1, a.mnet = 0;
+			VEC_PUSH(c->t, c->nt, c->capt, a);
+			add_edge(c, anchor, a.id, KG_E_EVENT);
+			if (last != KG_NONE)
+				add_edge(c, last, a.id, KG_E_STREAM);
+			else if (prev != KG_NONE)
+				add_edge(c, prev, a.id, KG_E_STREAM);
+			last = a.id;
+			host_add(c, anchor);
+			made++;
+		}
+		add_edge(c, last, id, KG_E_STREAM);
+		c->t[id].dur = llround((double)c->t[id].dur * (double)tpiece / (double)told);
+		c->t[id].bytes = piece;
+	}
+out:
+	free(waitfor), free(prevb), free(ord), free(pos), free(b);
+	return made;
+}
+
 /* Is the class of coll on link fitted on latency alone? */
 static int
 latency_only(const struct comm_model *m, int coll, int link)
@@ -666,7 +781,7 @@ collectives(struct tp *c, char *net, size_t netlen)
 	struct tpm tm;
 	uint64_t cap = 0;
 	int bucket_link = COMM_INTRA;
-	size_t nmerged = 0;
+	size_t nmerged = 0, nsplit = 0;
 	int64_t act = c->M * c->H * 2;
 	int l, rc = 1;
 
@@ -863,6 +978,8 @@ collectives(struct tp *c, char *net, size_t netlen)
 
 	if (n > T)
 		nmerged = merge_buckets(c, &k, &m, drop, cap, bucket_link);
+	else if (n < T)
+		nsplit = split_buckets(c, &k, &m, cap, bucket_link);
 	if (n > 1 && (T == 1 || (c->sp1 && !c->sp0)))
 		made += insert_colls(c, &m, name);
 	/* the tensor-parallel rendezvous of the collectives that went */
@@ -878,11 +995,12 @@ collectives(struct tp *c, char *net, size_t netlen)
 		fprintf(stderr, "%s: %s: section %d: %zu GEMMs, %zu attention calls, %zu other "
 		    "kernels sharded, %zu optimizer tasks scaled, %zu kernels with shapes kept; "
 		    "%zu collectives made; %zu re-timed by the %s link's shape (their fit has "
-		    "no bandwidth term); %zu gradient buckets merged into others; %zu launches on "
-		    "the host added or taken away (%.1f us each)\n", progname, c->name, c->index,
-		    c->ngemm, c->nattn, c->nelt, c->nopt, c->nkept, made, nshape,
+		    "no bandwidth term); %zu gradient buckets merged into others, %zu made by "
+		    "splitting; %zu launches on the host added or taken away (%.1f us each)\n",
+		    progname, c->name, c->index, c->ngemm, c->nattn, c->nelt, c->nopt, c->nkept,
+		    made, nshape,
 		    c->o->given.set[COMM_INTRA] ? "given" : "built-in " COMM_TOPOLOGY_DEFAULT,
-		    nmerged, c->nhost, (double)c->hc / 1e3);
+		    nmerged, nsplit, c->nhost, (double)c->hc / 1e3);
 	rc = 0;
 out:
 	free(drop);

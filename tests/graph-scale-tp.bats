@@ -334,3 +334,33 @@ job_ms() { # the job rows' simulated iteration times
 	# and they belong to the new group of 4
 	[ "$(graphcat -r four.kg | jq -r 'select(.r == "task" and .k == "coll") | "\(.gs) \(.pgr)"' | sort -u)" = "4 [0, 1, 2, 3]" ]
 }
+
+@test "graph-scale-tp: at a higher degree the gradient buckets are merged up to the largest traced" {
+	# One rank without tensor parallelism, data-parallel group [0, 1]:
+	# backward all-reduces of 4, 4 and 2 MiB (the bucket size is taken to
+	# be the largest, 4 MiB). At tp 2 each holds half: 2, 2 and 1 MiB;
+	# the first two fill a bucket (4 MiB), the third would overflow it
+	# and stays: the first takes no time, the second carries 4 MiB.
+	{
+		echo '{"r":"header","format":"kgraph","major":1,"minor":4,"producer":"t","unit":"ns","rank":0,"world":2}'
+		echo '{"r":"str","id":0,"s":"aten::native_layer_norm"}'
+		echo '{"r":"str","id":1,"s":"[[4,1,8],[],[8],[8],[]]"}'
+		echo '{"r":"str","id":2,"s":"k"}'
+		echo '{"r":"str","id":3,"s":"[0, 1]"}'
+		echo '{"r":"proc","id":0,"k":"stream","pid":0,"tid":7}'
+		echo '{"r":"proc","id":1,"k":"stream","pid":0,"tid":17}'
+		echo '{"r":"task","id":0,"p":0,"k":"kern","n":2,"d":1000,"ts":0,"it":1,"op":0,"sh":1,"ph":"fwd"}'
+		n=1
+		for by in 4194304 4194304 2097152; do
+			echo "{\"r\":\"task\",\"id\":$n,\"p\":1,\"k\":\"coll\",\"n\":2,\"d\":$((10000 + by / 200)),\"ts\":$((n * 100000)),\"it\":1,\"coll\":\"allreduce\",\"by\":$by,\"gs\":2,\"pgr\":3,\"ph\":\"bwd\"}"
+			n=$((n + 1))
+		done
+		echo '{"r":"edge","src":1,"dst":2,"k":"stream"}'
+		echo '{"r":"edge","src":2,"dst":3,"k":"stream"}'
+		echo '{"r":"end","tasks":4,"edges":2,"procs":2,"strs":4}'
+	} | "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > g.kg
+	run -0 --separate-stderr graph-scale-tp -v 2 g.kg
+	[[ "$stderr" == *"1 gradient buckets merged into others, 0 made by splitting"* ]]
+	graph-scale-tp -q 2 g.kg > two.kg
+	[ "$(graphcat -r two.kg | jq -r 'select(.r == "task" and .k == "coll") | "\(.by) \(.d == 0)"' | tr '\n' ' ')" = "2097152 true 4194304 false 1048576 false " ]
+}

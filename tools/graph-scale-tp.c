@@ -222,6 +222,7 @@ host_maps(struct tp *c)
 	c->launcher = xmalloc((c->nt + 1) * sizeof(*c->launcher));
 	c->tout = xmalloc((c->nt + 1) * sizeof(*c->tout));
 	c->tin = xmalloc((c->nt + 1) * sizeof(*c->tin));
+	c->nmap = c->nt;
 	for (i = 0; i < c->nt; i++)
 		c->launcher[i] = c->tout[i] = c->tin[i] = KG_NONE;
 	for (i = 0; i < c->ne; i++) {
@@ -238,7 +239,7 @@ host_maps(struct tp *c)
 static int
 host_span(const struct tp *c, uint32_t coll, uint32_t *a, uint32_t *b, int64_t *t)
 {
-	uint32_t l = coll < c->nt ? c->launcher[coll] : KG_NONE, x;
+	uint32_t l = coll < c->nmap ? c->launcher[coll] : KG_NONE, x;
 	uint32_t op;
 
 	if (l == KG_NONE || c->t[l].op == KG_NONE)
@@ -282,7 +283,7 @@ host_drop(struct tp *c, uint32_t coll)
 static void
 host_add(struct tp *c, uint32_t g)
 {
-	uint32_t l = g < c->nt ? c->launcher[g] : KG_NONE;
+	uint32_t l = g < c->nmap ? c->launcher[g] : KG_NONE;
 
 	if (l == KG_NONE || c->tout[l] == KG_NONE || c->hc <= 0)
 		return;
@@ -381,6 +382,8 @@ insert_colls(struct tp *c, const struct comm_model *m, const uint32_t *name)
 		uint32_t g = ord[i], w = KG_NONE, s, a, b;
 		int skipped = 0;
 
+		if (g >= c->narafter)
+			continue; /* made since the sharding */
 		if (c->arafter[g] == 2 && c->sp1 && !c->sp0) {
 			uint32_t prev = KG_NONE;
 
@@ -412,7 +415,7 @@ insert_colls(struct tp *c, const struct comm_model *m, const uint32_t *name)
 			if (k->kind == KG_CPU || k->kind == KG_RT || k->kind == KG_COLL)
 				continue;
 			if (!skipped && c->t[g].phase == KG_PH_BWD && is_gemm_task(c, k) &&
-			    !c->arafter[ord[j]]) {
+			    (ord[j] >= c->narafter || !c->arafter[ord[j]])) {
 				skipped = 1; /* the weight gradient: overlapped */
 				continue;
 			}

@@ -399,6 +399,7 @@ tp_shard(struct tp *c)
 
 	rs_dims_init(&d);
 	c->arafter = xcalloc(c->nt + 1, 1);
+	c->narafter = c->nt;
 	c->arbytes = xcalloc(c->nt + 1, sizeof(*c->arbytes));
 	for (i = 0; i < c->nt; i++)
 		ord[i] = (uint32_t)i;

@@ -47,9 +47,11 @@ struct tp {
 	size_t ne, cape;
 	struct kg_proc *p;
 	size_t np, capp;
+	size_t narafter;    /* tasks arafter covers (those before any was made) */
 	uint8_t *arafter;   /* by task: a GEMM whose reduction is now split (an
 	                       all-reduce belongs after it, rank's compute) */
 	int64_t *arbytes;   /* its output's bytes */
+	size_t nmap;        /* tasks the three maps below cover */
 	uint32_t *launcher; /* by task: the call that launched it (KG_NONE) */
 	uint32_t *tout;     /* by task: its outgoing thread edge (KG_NONE) */
 	uint32_t *tin;      /* by task: its incoming thread edge (KG_NONE) */

@@ -364,3 +364,16 @@ job_ms() { # the job rows' simulated iteration times
 	graph-scale-tp -q 2 g.kg > two.kg
 	[ "$(graphcat -r two.kg | jq -r 'select(.r == "task" and .k == "coll") | "\(.by) \(.d == 0)"' | tr '\n' ' ')" = "2097152 true 4194304 false 1048576 false " ]
 }
+
+@test "graph-scale-tp: tp 4 -> 2 with sequence parallelism on a data-parallel job: buckets split, gathers made, a graph that replays" {
+	# tiny, tp 4, dp 2: its one gradient bucket a rank is the largest;
+	# at tp 2 it holds twice the bytes and becomes two
+	mkjob 2 4
+	run -0 --separate-stderr graph-scale-tp -v --sequence-parallel 2 job.kg
+	[[ "$stderr" == *" made by splitting;"* ]]
+	[[ "$stderr" != *" 0 made by splitting;"* ]]
+	graph-scale-tp -q --sequence-parallel 2 job.kg > sp.kg
+	graph-deps --check sp.kg > /dev/null
+	run -0 --separate-stderr job_ms sp.kg
+	[ "${#lines[@]}" = 1 ]
+}

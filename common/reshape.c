@@ -141,6 +141,33 @@ rs_strs_id(struct rs_strs *s, const char *text)
 	return s->base + intern_get(&s->in, text, strlen(text));
 }
 
+/* The elements of every tensor of a dims text (a rank-0 one counts 0); -1
+ * when it does not parse. */
+static double
+elements(const char *text)
+{
+	struct rs_dims d;
+	struct rs_tensor t[64];
+	size_t n, i;
+	double sum = 0;
+	int k;
+
+	rs_dims_init(&d);
+	if (rs_parse(&d, text) < 0 || (n = rs_tensors(&d, t, 64)) > 64) {
+		rs_dims_release(&d);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		double e = t[i].rank > 0;
+
+		for (k = 0; k < t[i].rank; k++)
+			e *= (double)d.v[t[i].at + k];
+		sum += e;
+	}
+	rs_dims_release(&d);
+	return sum;
+}
+
 double
 rs_factor(const struct om_model *m, int sms, const struct om_call *c, const char *newdims,
     int *how)
@@ -157,15 +184,36 @@ rs_factor(const struct om_model *m, int sms, const struct om_call *c, const char
 		sms = m->sms;
 	if (sms <= 0)
 		sms = 132;
-	if (om_describe(c, sms, &a) < 0 || om_describe(&nc, sms, &b) < 0 || !a.sized ||
-	    !b.sized || c->kind == KG_CPY || c->kind == KG_SET) {
+	if (c->kind == KG_CPY || c->kind == KG_SET || om_describe(c, sms, &a) < 0 ||
+	    om_describe(&nc, sms, &b) < 0) {
 		*how = RS_UNSIZED;
 		return 1;
 	}
-	if (m != NULL) {
+	if (!a.sized || !b.sized) {
+		/* shapes the model's features do not read (a tensor list,
+		 * aten::cat's): the elements of every tensor, as bytes */
+		double ea = elements(c->dims), eb = elements(newdims);
+
+		if (a.cls == OM_OPTIM || !(ea > 0) || !(eb > 0)) {
+			*how = RS_UNSIZED;
+			return 1;
+		}
+		*how = RS_BYTES;
+		return eb / ea;
+	}
+	/* a class the model predicts worse than RS_CV_MAX % (its own
+	 * cross-validated error) gives ratios worse than the work's */
+	if (m != NULL && a.cls >= 0 && a.cls < OM_NCLASS && m->cls[a.cls].cv_mape <= RS_CV_MAX) {
 		double pa = om_predict(m, &a, &va), pb = om_predict(m, &b, &vb);
 
-		if (pa > 0 && pb > 0 && va == vb) {
+		double w = a.flops > 0 && b.flops > 0 ? b.flops / a.flops :
+		    a.bytes > 0 && b.bytes > 0 ? b.bytes / a.bytes : 0;
+
+		/* the trees between the shapes they were fitted on are not
+		 * monotone: a ratio that says more work takes less time (or
+		 * less work more) is their noise, and the work's ratio stands */
+		if (pa > 0 && pb > 0 && va == vb &&
+		    (w == 0 || (w >= 1) == (pb / pa >= 1) || w == 1)) {
 			*how = RS_MODEL;
 			return pb / pa;
 		}

@@ -78,6 +78,10 @@ void rs_strs_init(struct rs_strs *s, uint32_t base);
 void rs_strs_release(struct rs_strs *s);
 uint32_t rs_strs_id(struct rs_strs *s, const char *text);
 
+/* A class whose cross-validated error (om_cls.cv_mape) is above this many
+ * per cent is re-timed by the work's ratio, not the model's. */
+#define RS_CV_MAX 20.0
+
 /* How a factor was found. */
 enum { RS_SAME, RS_MODEL, RS_FLOPS, RS_BYTES, RS_UNSIZED };
 
@@ -87,7 +91,11 @@ enum { RS_SAME, RS_MODEL, RS_FLOPS, RS_BYTES, RS_UNSIZED };
  * become newdims: with a model m, predicted(new) / predicted(old) (both
  * by the same path, trees or roofline); with m NULL, or a call the model
  * cannot predict, FLOPs new / old for a GEMM or attention call and bytes
- * new / old for the rest. *how gets RS_MODEL, RS_FLOPS, RS_BYTES;
+ * new / old for the rest (the elements of every tensor where the
+ * model's features do not read the shapes: a tensor list), and so for a
+ * class whose cross-validated
+ * error is above RS_CV_MAX, and where the model's ratio goes against the
+ * work's: more work in less time). *how gets RS_MODEL, RS_FLOPS, RS_BYTES;
  * RS_SAME when the dims are the same text (factor 1); RS_UNSIZED (factor
  * 1) when the shapes do not size the call (an optimizer's tensor lists,
  * a copy or set, whose bytes the caller scales), so that the caller

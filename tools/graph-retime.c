@@ -348,6 +348,7 @@ write_section(struct section *s, struct gout *g)
 {
 	size_t i, k = 0;
 
+	kg_writer_follow(&g->w, &s->h);
 	if (kg_write_header_tool(&g->w, &s->h, PRODUCER) < 0)
 		return -1;
 	for (i = 0; i < s->rec.n; i++) {

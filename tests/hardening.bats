@@ -459,7 +459,7 @@ check_replay() {
 		graphcat job.kg | sed '1s/"section":0,"sections":1/"section":0,"sections":2/'
 		graphcat job.kg | sed '1s/"section":0,"sections":1/"section":1,"sections":2/'
 	} | "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > two.kg
-	for tool in "graph-scale-dp -q 4" "graph-scale-layers -q 8" "graph-scale-pp -q --net 50,5 4" "graph-scale-hidden -q 512" \
+	for tool in "graph-scale-dp -q 4" "graph-scale-layers -q 8" "graph-scale-pp -q --net 50,5 4" "graph-scale-hidden -q 512" "graph-scale-tp -q 1" \
 	    "graph-retime -q --speedup gemm=2"; do
 		$tool two.kg > out.kg
 		[ "$(graphcat out.kg | jq -r 'select(.r == "header") | "\(.section)/\(.sections)"' | paste -sd' ')" = "0/2 1/2" ]

@@ -168,7 +168,8 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 			    "measured_exposed_compute_ns,measured_overlapped_ns,"
 			    "measured_exposed_comm_ns,measured_other_ns,"
 			    "measured_util,simulated_util,predicted,base_ns,change_pct,"
-			    "peak_allocated_bytes,peak_reserved_bytes\n");
+			    "peak_allocated_bytes,peak_reserved_bytes,predicted_peak_bytes,"
+			    "device_memory_bytes,fits\n");
 			*header = 1;
 		}
 		if (r->rank == JOB)
@@ -205,6 +206,15 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 		printf(",");
 		if (!pred && r->mem.reserved >= 0)
 			printf("%lld", (long long)r->mem.reserved);
+		printf(",");
+		if (r->pred.peak >= 0)
+			printf("%lld", (long long)r->pred.peak);
+		printf(",");
+		if (r->devmem > 0)
+			printf("%lld", (long long)r->devmem);
+		printf(",");
+		if (r->devmem > 0 && r->pred.peak >= 0)
+			printf("%d", r->pred.peak <= r->devmem);
 		printf("\n");
 	} else if (fmt == F_JSON) {
 		printf("{\"rank\":");
@@ -251,6 +261,18 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 			printf(",\"peak_reserved_bytes\":%lld", (long long)r->mem.reserved);
 		else
 			printf(",\"peak_reserved_bytes\":null");
+		if (r->pred.peak >= 0)
+			printf(",\"predicted_peak_bytes\":%lld", (long long)r->pred.peak);
+		else
+			printf(",\"predicted_peak_bytes\":null");
+		if (r->devmem > 0)
+			printf(",\"device_memory_bytes\":%lld", (long long)r->devmem);
+		else
+			printf(",\"device_memory_bytes\":null");
+		if (r->devmem > 0 && r->pred.peak >= 0)
+			printf(",\"fits\":%s", r->pred.peak <= r->devmem ? "true" : "false");
+		else
+			printf(",\"fits\":null");
 		printf("}\n");
 	} else {
 		int layout = pred || w->base != NULL ? 2 : 1;

@@ -44,17 +44,17 @@ rank_of(struct memest *m, int64_t rank)
 	return k;
 }
 
-/* Up to two operands' dims from Input Dims text: numel and the first
+/* Up to max operands' dims from Input Dims text: numel and the first
  * and last dimensions of each; the count of operands seen. */
 static int
-dims2(const char *p, int64_t numel[2], int64_t first[2], int64_t last[2])
+dimsn(const char *p, int64_t *numel, int64_t *first, int64_t *last, int max)
 {
 	int depth = 0, k = -1, num = 0, nd = 0;
 	int64_t v = 0;
 
 	for (; *p != '\0'; p++) {
 		if (*p == '[') {
-			if (++depth == 2 && ++k < 2)
+			if (++depth == 2 && ++k < max)
 				numel[k] = 1, first[k] = last[k] = 0, nd = 0;
 		} else if (*p >= '0' && *p <= '9') {
 			if (v < INT64_MAX / 16)
@@ -62,7 +62,7 @@ dims2(const char *p, int64_t numel[2], int64_t first[2], int64_t last[2])
 			num = 1;
 		}
 		if ((*p == ',' || *p == ']') && num) {
-			if (depth == 2 && k >= 0 && k < 2) {
+			if (depth == 2 && k >= 0 && k < max) {
 				numel[k] *= v, last[k] = v;
 				if (nd++ == 0)
 					first[k] = v;
@@ -72,31 +72,41 @@ dims2(const char *p, int64_t numel[2], int64_t first[2], int64_t last[2])
 		if (*p == ']')
 			depth--;
 	}
-	return k + 1 < 2 ? k + 1 : 2;
+	return k + 1 < max ? k + 1 : max;
 }
 
 /*
- * Operators whose first input a transformer's forward keeps for its
- * backward (at two bytes: the autocast half types; the estimate without
- * allocator events is said to be coarse).
+ * What a forward operator keeps for its backward, in elements, from its
+ * Input Dims (the estimate without allocator events): a matrix
+ * product its input (and a weight cast for it just before: autocast's
+ * half copy, cast_numel), a norm or an activation function its input, a
+ * softmax its output (its input's size), attention its query, key,
+ * value and output. Parameters themselves are counted apart.
  */
-static int
-keeps_input(const char *op)
+static int64_t
+kept(const char *op, const char *dims, int64_t cast_numel)
 {
-	static const char *const keep[] = {
-		"aten::linear", "aten::mm", "aten::addmm", "aten::bmm", "aten::matmul",
-		"aten::layer_norm", "aten::native_layer_norm", "aten::gelu", "aten::relu",
-		"aten::silu", "aten::dropout", "aten::softmax", "aten::_softmax",
-		"aten::scaled_dot_product_attention",
-		"aten::_scaled_dot_product_flash_attention",
-		"aten::_scaled_dot_product_cudnn_attention",
-		"aten::_scaled_dot_product_efficient_attention",
-	};
-	size_t i;
+	int64_t numel[4], first[4], last[4];
+	int n = dimsn(dims, numel, first, last, 4);
 
-	for (i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
-		if (strcmp(op, keep[i]) == 0)
-			return 1;
+	(void)first, (void)last;
+	if (n < 1)
+		return 0;
+	if (strcmp(op, "aten::addmm") == 0)
+		return n >= 3 ? numel[1] + (numel[2] == cast_numel ? numel[2] : 0) : 0;
+	if (strcmp(op, "aten::mm") == 0 || strcmp(op, "aten::linear") == 0 ||
+	    strcmp(op, "aten::matmul") == 0)
+		return numel[0] + (n >= 2 && numel[1] == cast_numel ? numel[1] : 0);
+	if (strcmp(op, "aten::bmm") == 0)
+		return numel[0] + (n >= 2 ? numel[1] : 0);
+	if (strstr(op, "layer_norm") != NULL || strstr(op, "rms_norm") != NULL ||
+	    strcmp(op, "aten::gelu") == 0 || strcmp(op, "aten::relu") == 0 ||
+	    strcmp(op, "aten::silu") == 0 || strcmp(op, "aten::tanh") == 0 ||
+	    strcmp(op, "aten::sigmoid") == 0 || strcmp(op, "aten::_softmax") == 0 ||
+	    strcmp(op, "aten::softmax") == 0)
+		return numel[0];
+	if (strstr(op, "attention") != NULL && strstr(op, "backward") == NULL)
+		return n >= 3 ? numel[0] + numel[1] + numel[2] + numel[0] : 0;
 	return 0;
 }
 
@@ -140,6 +150,8 @@ memest_task(struct memest *m, const struct kg_reader *r, const struct kg_task *t
 		return;
 	if (k->it == INT64_MIN)
 		k->it = t->iter, k->mb = t->mb;
+	if (t->iter == k->it && t->mb > k->maxmb)
+		k->maxmb = t->mb;
 	if (t->iter != k->it || t->mb != k->mb)
 		return;
 	param_count_add(&k->pc, r, t);
@@ -152,23 +164,20 @@ memest_task(struct memest *m, const struct kg_reader *r, const struct kg_task *t
 		int n;
 
 		k->last_sh_op = t->op, k->last_sh = t->shapes;
-		n = dims2(kg_str(r, t->shapes), numel, first, last);
-		if (n >= 1 && keeps_input(op))
-			k->act_shapes += 2 * numel[0];
-		/* the LM head: a linear whose weight is an embedding table
-		 * counted before (tied), or the largest weight: its output
-		 * (tokens x vocabulary) in half, its float copy for the loss,
-		 * the loss's log-probabilities and their gradient */
-		if (n == 2 && (strcmp(op, "aten::linear") == 0 || strcmp(op, "aten::mm") == 0) &&
-		    last[0] > 0) {
-			int64_t vocab = strcmp(op, "aten::linear") == 0 ? first[1] : last[1];
-			int64_t tokens = numel[0] / last[0];
-			int j;
-
-			for (j = 0; j < k->pc.ntable; j++)
-				if (k->pc.table[j] == numel[1])
-					k->logits_shapes = tokens * vocab * (2 + 4 + 4 + 4);
+		n = dimsn(kg_str(r, t->shapes), numel, first, last, 2);
+		if (strcmp(op, "aten::copy_") == 0 || strcmp(op, "aten::_to_copy") == 0) {
+			/* a cast: a weight's, when a product takes it next */
+			k->cast_numel = n >= 1 ? numel[0] : 0;
+			return;
 		}
+		k->act_shapes += 2 * kept(op, kg_str(r, t->shapes), k->cast_numel);
+		k->cast_numel = 0;
+		/* the loss: the log-probabilities a log-softmax keeps (its
+		 * input's size, float: the loss is computed in float) and
+		 * their gradient at the backward's start, with the logits
+		 * themselves in half */
+		if (strcmp(op, "aten::_log_softmax") == 0 && n >= 1)
+			k->logits_shapes += numel[0] * (2 + 4 + 4);
 	}
 }
 
@@ -281,13 +290,16 @@ memest_predict(struct memest *m, int64_t rank, int64_t it)
 		int64_t g = nparam * elem / (p.zero >= 2 ? p.shard : 1);
 
 		/* no allocator events: the forward's kept inputs and the
-		 * logits at the backward's start, or the gradients at the
-		 * optimizer's, whichever is more */
+		 * logits at the backward's start (with the gradients of the
+		 * micro-batches before, where the step has more than one),
+		 * or the gradients at the optimizer's, whichever is more */
 		p.how = MP_SHAPES;
 		p.act = k->act_shapes;
 		p.logits = k->logits_shapes;
 		if (p.act + p.logits >= g) {
 			p.phase = KG_PH_BWD;
+			if (k->maxmb > k->mb)
+				p.grads = g;
 		} else {
 			p.act = p.logits = 0;
 			p.grads = g;

@@ -67,9 +67,11 @@ struct memrank {
 	int64_t rank;
 	struct param_count pc;
 	int64_t it, mb;           /* the forward pass counted: the first seen */
+	int64_t maxmb;            /* the last micro-batch of that iteration */
 	int64_t act_shapes;       /* bytes its forward ops keep, from shapes */
 	int64_t logits_shapes;
 	int64_t last_sh_op, last_sh;
+	int64_t cast_numel;       /* the last cast's elements (a weight's half copy) */
 	int adam, optim_seen;
 	int64_t gather_gs, rs_gs; /* all-gather in the forward, reduce-scatter in the backward */
 	int elem;                 /* parameter element size seen, 0 unknown */

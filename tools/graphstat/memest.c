@@ -247,14 +247,27 @@ memest_predict(struct memest *m, int64_t rank, int64_t it)
 	if (lo < m->nev && m->ev[lo].rank == rank && m->ev[lo].it == it) {
 		int64_t peak = 0;
 
+		int64_t *left, *net, nmb = 0, first = -1;
+		size_t end;
+
 		p.how = MP_ALLOC;
-		for (i = lo; i < m->nev && m->ev[i].rank == rank && m->ev[i].it == it; i++) {
+		for (end = lo; end < m->nev && m->ev[end].rank == rank && m->ev[end].it == it; end++)
+			if (m->ev[end].mb >= nmb && m->ev[end].mb < (1 << 20))
+				nmb = m->ev[end].mb + 1;
+		left = xcalloc((size_t)nmb + 1, sizeof(*left));
+		net = xcalloc((size_t)nmb + 1, sizeof(*net));
+		for (i = lo; i < end; i++)
+			if (m->ev[i].mb >= 0 && m->ev[i].mb < nmb)
+				left[m->ev[i].mb]++;
+		for (i = lo; i < end; i++) {
 			const struct memev_t *e = &m->ev[i];
 
-			if (level + e->mx > peak) {
-				peak = level + e->mx;
+			/* above the lowest level so far: what was freed
+			 * below the start was held at the start */
+			if (level + e->mx - low > peak) {
+				peak = level + e->mx - low;
 				p.logits = fo + bo, p.act = fl, p.grads = bl;
-				p.temp = e->mx;
+				p.temp = e->mx - low;
 				p.phase = e->phase, p.mb = e->mb, p.layer = e->layer;
 				p.name = e->name;
 			}
@@ -269,11 +282,33 @@ memest_predict(struct memest *m, int64_t rank, int64_t it)
 				bl += e->mn;
 			if (level < low)
 				low = level;
+			if (e->mb < 0 || e->mb >= nmb)
+				continue;
+			if (first < 0)
+				first = e->mb;
+			net[e->mb] += e->mn;
+			/*
+			 * What a micro-batch leaves behind is its gradients;
+			 * from the second on they accumulate into the first's
+			 * in place. A micro-batch copied from the first (a
+			 * what-if's) allocates them again: what it leaves is
+			 * taken back once its last task has run.
+			 */
+			if (--left[e->mb] == 0 && e->mb != first && net[e->mb] > 0) {
+				level -= net[e->mb];
+				bl -= net[e->mb];
+			}
 		}
+		free(left);
+		free(net);
 		/* level 0 is the step's start: frees below it freed what the
-		 * window never saw allocated */
+		 * window never saw allocated (a step the window cut, a tensor
+		 * of the step before), so it was held at the start: a task's
+		 * level counts from the lowest before it, never below the
+		 * start */
 		p.early_frees = -low;
 		p.unbalanced = level != 0;
+
 		/* what the backward holds at the peak: the gradients first
 		 * (at most their bytes, sharded as the job shards them) */
 		{

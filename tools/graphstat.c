@@ -544,10 +544,10 @@ pred_text(const struct kg_reader *r, const struct row *m, size_t n, int job)
 
 		if (m[i].rank != JOB && (p->unbalanced || p->early_frees > 0))
 			printf("    rank %lld, iteration %lld: allocator events that do not balance:"
-			    " %s%.3f GiB freed that the window did not see allocated (not below"
-			    " the step's start)\n", (long long)m[i].rank, (long long)m[i].iter,
+			    " %s%lld bytes freed that the window did not see allocated (held at"
+			    " the start)\n", (long long)m[i].rank, (long long)m[i].iter,
 			    p->unbalanced ? "the step ends away from its start; " : "",
-			    gib(p->early_frees));
+			    (long long)p->early_frees);
 	}
 	if (m[0].pred.how == MP_SHAPES)
 		printf("    missing: allocator events (profile_memory): activations are the"

@@ -316,7 +316,20 @@ memest_predict(struct memest *m, int64_t rank, int64_t it)
 			int64_t b = p.grads;
 
 			p.grads = b < 0 ? 0 : b > g ? g : b;
-			p.temp += b - p.grads;
+			/* less: the backward freed activations; more: its
+			 * temporaries */
+			if (b - p.grads < 0)
+				p.act += b - p.grads;
+			else
+				p.temp += b - p.grads;
+			/* a part below 0 freed what another held: off the
+			 * temporaries, so the parts still sum to the peak */
+			if (p.act < 0)
+				p.temp += p.act, p.act = 0;
+			if (p.logits < 0)
+				p.temp += p.logits, p.logits = 0;
+			if (p.temp < 0)
+				p.temp = 0;
 		}
 		p.peak = p.params + p.optim + peak;
 		return p;

@@ -262,7 +262,15 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 		else
 			printf(",\"peak_reserved_bytes\":null");
 		if (r->pred.peak >= 0)
-			printf(",\"predicted_peak_bytes\":%lld", (long long)r->pred.peak);
+			printf(",\"predicted_peak_bytes\":%lld,\"predicted_memory\":{\"from\":\"%s\","
+			    "\"parameters\":%lld,\"gradients\":%lld,\"optimizer\":%lld,"
+			    "\"activations\":%lld,\"logits_loss\":%lld,\"temporaries\":%lld,"
+			    "\"shard\":%lld,\"unbalanced\":%s,\"early_frees\":%lld}",
+			    (long long)r->pred.peak, r->pred.how == MP_ALLOC ? "allocator" : "shapes",
+			    (long long)r->pred.params, (long long)r->pred.grads,
+			    (long long)r->pred.optim, (long long)r->pred.act, (long long)r->pred.logits,
+			    (long long)r->pred.temp, (long long)r->pred.shard,
+			    r->pred.unbalanced ? "true" : "false", (long long)r->pred.early_frees);
 		else
 			printf(",\"predicted_peak_bytes\":null");
 		if (r->devmem > 0)

@@ -710,7 +710,10 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 		case KG_R_HEADER:
 			s.n = s.np = s.nmem = 0;
 			memest_reset(&s.me);
-			s.devmem = o->devmem;
+			/* --device-memory, else the header's (1.5: the rank's
+			 * GPU, from the trace's deviceProperties) */
+			s.devmem = o->devmem > 0 ? o->devmem : in.rec.header.gpu_mem > 0 ?
+			    in.rec.header.gpu_mem : 0;
 			s.rank = in.rec.header.rank;
 			s.job = in.rec.header.nranks > 0;
 			colls_reset(&s.colls);

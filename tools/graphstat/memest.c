@@ -76,38 +76,94 @@ dimsn(const char *p, int64_t *numel, int64_t *first, int64_t *last, int max)
 }
 
 /*
- * What a forward operator keeps for its backward, in elements, from its
- * Input Dims (the estimate without allocator events): a matrix
- * product its input (and a weight cast for it just before: autocast's
- * half copy, cast_numel), a norm or an activation function its input, a
- * softmax its output (its input's size), attention its query, key,
- * value and output. Parameters themselves are counted apart.
+ * Sizes of the element types in an Input type list ("[\"float\",
+ * \"c10::BFloat16\",\"Scalar\"]"), one per operand up to max: 0 for
+ * what is not a tensor's element type; the count of operands seen.
+ */
+static int
+typesn(const char *p, int *sz, int max)
+{
+	int n = 0;
+
+	while (p != NULL && (p = strchr(p, '"')) != NULL) {
+		const char *q = strchr(p + 1, '"');
+		char name[32];
+		size_t len;
+
+		if (q == NULL)
+			break;
+		len = (size_t)(q - p - 1) < sizeof(name) - 1 ? (size_t)(q - p - 1) : sizeof(name) - 1;
+		memcpy(name, p + 1, len);
+		name[len] = '\0';
+		if (n < max) {
+			static const struct {
+				const char *name;
+				int size;
+			} ty[] = {
+				{ "float", 4 }, { "c10::BFloat16", 2 }, { "c10::Half", 2 },
+				{ "double", 8 }, { "long int", 8 }, { "int", 4 }, { "short int", 2 },
+				{ "bool", 1 }, { "unsigned char", 1 }, { "signed char", 1 },
+				{ "c10::Float8_e4m3fn", 1 }, { "c10::Float8_e5m2", 1 },
+				{ "Float", 4 }, { "BFloat16", 2 }, { "Half", 2 },
+			};
+			size_t i;
+
+			sz[n] = 0;
+			for (i = 0; i < sizeof(ty) / sizeof(ty[0]); i++)
+				if (strcmp(name, ty[i].name) == 0)
+					sz[n] = ty[i].size;
+		}
+		n++;
+		p = q + 1;
+	}
+	return n < max ? n : max;
+}
+
+/* A recent cast (copy_ to another type) of nel elements from a type of
+ * src bytes: a weight's half copy when a product takes one that size. */
+static int
+cast_of(const struct memrank *k, int64_t nel)
+{
+	int i;
+
+	for (i = 0; i < k->ncast; i++)
+		if (k->cast[i] == nel)
+			return k->castsrc[i] > 0 ? k->castsrc[i] : -1;
+	return 0;
+}
+
+/*
+ * Bytes a forward operator keeps for its backward, from its Input Dims
+ * and Input type (the estimate without allocator events; an operand of
+ * unknown type at 2 bytes, autocast's half types): a matrix product its
+ * input (and a weight cast for it just before), a norm or an activation
+ * function its input, a softmax its output (its input's size),
+ * attention its query, key, value and output. Parameters themselves are
+ * counted apart.
  */
 static int64_t
-kept(const char *op, const char *dims, int64_t cast_numel)
+kept(const struct memrank *k, const char *op, const int64_t *numel, const int *sz, int n)
 {
-	int64_t numel[4], first[4], last[4];
-	int n = dimsn(dims, numel, first, last, 4);
-
-	(void)first, (void)last;
+#define B(i) (numel[i] * (sz[i] > 0 ? sz[i] : 2))
 	if (n < 1)
 		return 0;
 	if (strcmp(op, "aten::addmm") == 0)
-		return n >= 3 ? numel[1] + (numel[2] == cast_numel ? numel[2] : 0) : 0;
+		return n >= 3 ? B(1) + (cast_of(k, numel[2]) ? B(2) : 0) : 0;
 	if (strcmp(op, "aten::mm") == 0 || strcmp(op, "aten::linear") == 0 ||
 	    strcmp(op, "aten::matmul") == 0)
-		return numel[0] + (n >= 2 && numel[1] == cast_numel ? numel[1] : 0);
+		return B(0) + (n >= 2 && cast_of(k, numel[1]) ? B(1) : 0);
 	if (strcmp(op, "aten::bmm") == 0)
-		return numel[0] + (n >= 2 ? numel[1] : 0);
+		return B(0) + (n >= 2 ? B(1) : 0);
 	if (strstr(op, "layer_norm") != NULL || strstr(op, "rms_norm") != NULL ||
 	    strcmp(op, "aten::gelu") == 0 || strcmp(op, "aten::relu") == 0 ||
 	    strcmp(op, "aten::silu") == 0 || strcmp(op, "aten::tanh") == 0 ||
 	    strcmp(op, "aten::sigmoid") == 0 || strcmp(op, "aten::_softmax") == 0 ||
 	    strcmp(op, "aten::softmax") == 0)
-		return numel[0];
+		return B(0);
 	if (strstr(op, "attention") != NULL && strstr(op, "backward") == NULL)
-		return n >= 3 ? numel[0] + numel[1] + numel[2] + numel[0] : 0;
+		return n >= 3 ? B(0) + B(1) + B(2) + B(0) : 0;
 	return 0;
+#undef B
 }
 
 void
@@ -159,25 +215,50 @@ memest_task(struct memest *m, const struct kg_reader *r, const struct kg_task *t
 	 * op and shapes) */
 	if (t->kind == KG_RT && t->op != KG_NONE && t->shapes != KG_NONE &&
 	    ((int64_t)t->op != k->last_sh_op || (int64_t)t->shapes != k->last_sh)) {
-		const char *op = kg_str(r, t->op);
-		int64_t numel[2], first[2], last[2];
-		int n;
+		const char *op = kg_str(r, t->op), *dims = kg_str(r, t->shapes);
+		int64_t numel[8], first[8], last[8], big;
+		int sz[8], n, nt, np, i;
 
 		k->last_sh_op = t->op, k->last_sh = t->shapes;
-		n = dimsn(kg_str(r, t->shapes), numel, first, last, 2);
+		n = dimsn(dims, numel, first, last, 8);
+		nt = t->itypes != KG_NONE ? typesn(kg_str(r, t->itypes), sz, 8) : 0;
+		for (i = nt; i < 8; i++)
+			sz[i] = 0;
 		if (strcmp(op, "aten::copy_") == 0 || strcmp(op, "aten::_to_copy") == 0) {
-			/* a cast: a weight's, when a product takes it next */
-			k->cast_numel = n >= 1 ? numel[0] : 0;
+			/* a cast (another type, where the types say): a
+			 * weight's, when a product takes it next */
+			if (n >= 1 && (nt < 2 || sz[0] != sz[1])) {
+				if (k->ncast == 4)
+					k->ncast = 0;
+				k->cast[k->ncast] = numel[0];
+				k->castsrc[k->ncast++] = nt >= 2 ? sz[1] : 0;
+			}
 			return;
 		}
-		k->act_shapes += 2 * kept(op, kg_str(r, t->shapes), k->cast_numel);
-		k->cast_numel = 0;
+		/* the parameters' element size: the largest weight's, or
+		 * that of the tensor a cast of it came from */
+		if (op_params_n(op, dims, &np, &big) > 0 && big > k->elem_big) {
+			int c = cast_of(k, big);
+
+			for (i = 0; i < n && numel[i] != big; i++)
+				;
+			if (c > 0)
+				k->elem = c, k->elem_big = big;
+			else if (c == 0 && i < n && sz[i] > 0)
+				k->elem = sz[i], k->elem_big = big;
+		}
+		k->act_shapes += kept(k, op, numel, sz, n);
+		if (strcmp(op, "aten::mm") == 0 || strcmp(op, "aten::linear") == 0 ||
+		    strcmp(op, "aten::addmm") == 0)
+			k->logit_sz = sz[0] > 0 ? sz[0] : 2;
+		k->ncast = 0;
 		/* the loss: the log-probabilities a log-softmax keeps (its
-		 * input's size, float: the loss is computed in float) and
-		 * their gradient at the backward's start, with the logits
-		 * themselves in half */
+		 * input's size and type: float where autocast computes the
+		 * loss in float) and their gradient at the backward's start,
+		 * with the logits themselves (the product before it) */
 		if (strcmp(op, "aten::_log_softmax") == 0 && n >= 1)
-			k->logits_shapes += numel[0] * (2 + 4 + 4);
+			k->logits_shapes += numel[0] * (2 * (sz[0] > 0 ? sz[0] : 4) +
+			    (k->logit_sz > 0 ? k->logit_sz : 2));
 	}
 }
 

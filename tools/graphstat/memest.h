@@ -71,7 +71,11 @@ struct memrank {
 	int64_t act_shapes;       /* bytes its forward ops keep, from shapes */
 	int64_t logits_shapes;
 	int64_t last_sh_op, last_sh;
-	int64_t cast_numel;       /* the last cast's elements (a weight's half copy) */
+	int64_t cast[4];          /* the casts since the last product: elements */
+	int castsrc[4];           /* and their source's element size, 0 unknown */
+	int ncast;
+	int logit_sz;             /* the last product's input element size */
+	int64_t elem_big;         /* the tensor the parameters' size came from */
 	int adam, optim_seen;
 	int64_t gather_gs, rs_gs; /* all-gather in the forward, reduce-scatter in the backward */
 	int elem;                 /* parameter element size seen, 0 unknown */

@@ -172,3 +172,22 @@ pred_csv() {
 	two=$(graph-scale-pp -q 1 --microbatches 2 gpt_L4_H1024_mem.kg | graphsim | graphstat --csv | awk -F, 'NR == 2 { print $21 }')
 	[ "$two" -gt "$one" ]
 }
+
+@test "graphstat: element sizes come from the graph's Input types, and the GPU's memory from its header" {
+	# memory_bf16.jsonl (format 1.5): aten::addmm with every operand
+	# BFloat16 and no cast before it: bf16 parameters, 144 x 2 = 288,
+	# Adam's states 576; its 4x8 input kept at 2 bytes, 64; the
+	# log-softmax's float input over 4x16: 64 x (4 + 4 + 2, the logits
+	# at the product's BFloat16) = 640. 288 + 576 + 64 + 640 = 1568, the
+	# header's gpu_mem: it fits (not more than the memory).
+	fixture memory_bf16
+	run -0 pred_csv memory_bf16.kg
+	[ "$output" = "1568,1568,1" ]
+	run -0 graphstat --json memory_bf16.kg
+	jq -e '.predicted_memory.parameters == 288 and .predicted_memory.optimizer == 576' <<< "$output"
+	run -0 graphstat memory_bf16.kg
+	! grep -q 'parameters of 4 bytes' <<< "$output"
+	# --device-memory overrides the header
+	run -0 pred_csv --device-memory 1567 memory_bf16.kg
+	[ "$output" = "1568,1567,0" ]
+}

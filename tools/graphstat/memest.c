@@ -204,11 +204,15 @@ memest_task(struct memest *m, const struct kg_reader *r, const struct kg_task *t
 	}
 	if (t->phase != KG_PH_FWD)
 		return;
+	/* the first iteration's first micro-batch; a task of no
+	 * micro-batch (a pipeline's receive) goes with it */
 	if (k->it == INT64_MIN)
-		k->it = t->iter, k->mb = t->mb;
+		k->it = t->iter;
+	if (t->iter == k->it && k->mb == INT64_MIN && t->mb >= 0)
+		k->mb = t->mb;
 	if (t->iter == k->it && t->mb > k->maxmb)
 		k->maxmb = t->mb;
-	if (t->iter != k->it || t->mb != k->mb)
+	if (t->iter != k->it || (t->mb != k->mb && t->mb >= 0))
 		return;
 	param_count_add(&k->pc, r, t);
 	/* the shapes estimate: each operator call once (its launches share
@@ -234,6 +238,19 @@ memest_task(struct memest *m, const struct kg_reader *r, const struct kg_task *t
 				k->castsrc[k->ncast++] = nt >= 2 ? sz[1] : 0;
 			}
 			return;
+		}
+		/* a lookup table outside the layers (an embedding, lowered
+		 * to gather or index_select): its table is a parameter, and an
+		 * LM head as large later is the largest such one (tied; a
+		 * position table may be as large as a layer's weight) */
+		if (t->layer < 0 && n >= 1 && first[0] * last[0] == numel[0] &&
+		    (strcmp(op, "aten::gather") == 0 || strcmp(op, "aten::index_select") == 0)) {
+			if (k->pc.ntable == 0 || numel[0] > k->pc.table[0])
+				k->pc.table[0] = numel[0], k->pc.ntable = 1;
+			k->pc.sum += numel[0];
+			k->pc.tensors++;
+			if (numel[0] > k->elem_big && sz[0] > 0)
+				k->elem = sz[0], k->elem_big = numel[0];
 		}
 		/* the parameters' element size: the largest weight's, or
 		 * that of the tensor a cast of it came from */

@@ -176,18 +176,21 @@ pred_csv() {
 @test "graphstat: element sizes come from the graph's Input types, and the GPU's memory from its header" {
 	# memory_bf16.jsonl (format 1.5): aten::addmm with every operand
 	# BFloat16 and no cast before it: bf16 parameters, 144 x 2 = 288,
-	# Adam's states 576; its 4x8 input kept at 2 bytes, 64; the
-	# log-softmax's float input over 4x16: 64 x (4 + 4 + 2, the logits
-	# at the product's BFloat16) = 640. 288 + 576 + 64 + 640 = 1568, the
-	# header's gpu_mem: it fits (not more than the memory).
+	# trained in mixed precision (assumed for half parameters: a float
+	# master copy and float Adam states, 12 bytes a parameter) 1728; its
+	# 4x8 input kept at 2 bytes, 64; the log-softmax's float input over
+	# 4x16: 64 x (4 + 4 + 2, the logits at the product's BFloat16) = 640.
+	# 288 + 1728 + 64 + 640 = 2720, the header's gpu_mem: it fits (not
+	# more than the memory).
 	fixture memory_bf16
 	run -0 pred_csv memory_bf16.kg
-	[ "$output" = "1568,1568,1" ]
+	[ "$output" = "2720,2720,1" ]
 	run -0 graphstat --json memory_bf16.kg
-	jq -e '.predicted_memory.parameters == 288 and .predicted_memory.optimizer == 576' <<< "$output"
+	jq -e '.predicted_memory.parameters == 288 and .predicted_memory.optimizer == 1728' <<< "$output"
 	run -0 graphstat memory_bf16.kg
 	! grep -q 'parameters of 4 bytes' <<< "$output"
+	grep -qx '    rank 0: half-precision parameters: a float master copy and float Adam states assumed (mixed precision, 12 bytes a parameter)' <<< "$output"
 	# --device-memory overrides the header
-	run -0 pred_csv --device-memory 1567 memory_bf16.kg
-	[ "$output" = "1568,1567,0" ]
+	run -0 pred_csv --device-memory 2719 memory_bf16.kg
+	[ "$output" = "2720,2719,0" ]
 }

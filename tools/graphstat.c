@@ -530,6 +530,18 @@ pred_text(const struct kg_reader *r, const struct row *m, size_t n, int job)
 			printf("    rank %lld: %s, the state divided by %lld\n", (long long)m[i].rank,
 			    p->zero == 3 ? "parameters gathered in the forward (FSDP/ZeRO-3)" :
 			    "gradients reduce-scattered (ZeRO-2)", (long long)p->shard);
+		if (p->mixed) {
+			printf("    rank %lld: half-precision parameters: a float master copy and float"
+			    " Adam states assumed (mixed precision, 12 bytes a parameter)\n",
+			    (long long)m[i].rank);
+			break;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		const struct mempred *p = &m[i].pred;
+
+		if (m[i].rank == JOB)
+			continue;
 		if (p->assumed_elem || p->assumed_optim) {
 			printf("    assumed:%s%s\n", p->assumed_elem ? " parameters of 4 bytes"
 			    " (no element type in the graph)" : "", p->assumed_optim ?

@@ -214,6 +214,9 @@ memest_task(struct memest *m, const struct kg_reader *r, const struct kg_task *t
 		k->maxmb = t->mb;
 	if (t->iter != k->it || (t->mb != k->mb && t->mb >= 0))
 		return;
+	/* only a product outside the layers is an LM head tied to a table
+	 * (an MLP's weight may be as large as a table's shard) */
+	k->pc.tied = t->layer < 0;
 	param_count_add(&k->pc, r, t);
 	/* the shapes estimate: each operator call once (its launches share
 	 * op and shapes) */
@@ -332,7 +335,11 @@ memest_predict(struct memest *m, int64_t rank, int64_t it)
 	else if (k->rs_gs > 1)
 		p.zero = 2, p.shard = k->rs_gs;
 	p.params = nparam * elem / (p.zero == 3 ? p.shard : 1);
-	p.optim = 2 * nparam * elem / p.shard;
+	/* Adam's two states; half-precision parameters are trained in
+	 * mixed precision (Megatron, DeepSpeed, Apex; the ZeRO paper's 12
+	 * bytes a parameter): a float master copy and float states */
+	p.optim = (elem < 4 ? 12 : 2 * elem) * nparam / p.shard;
+	p.mixed = elem < 4;
 	/* the events of (rank, it): sorted, found by bisection */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;

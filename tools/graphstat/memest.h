@@ -49,6 +49,7 @@ struct mempred {
 	int zero;                 /* 0 none, 2 ZeRO-2, 3 FSDP/ZeRO-3 */
 	int assumed_elem;         /* the parameters' element size assumed */
 	int assumed_optim;        /* Adam assumed: no optimizer op says which */
+	int mixed;                /* half parameters: a float master copy and float states */
 	int64_t unbalanced;       /* iterations whose events do not net to 0 */
 	int64_t early_frees;      /* bytes freed below the iteration's start */
 	int phase;                /* where the peak was: the task's tags */

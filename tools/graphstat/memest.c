@@ -352,18 +352,34 @@ memest_predict(struct memest *m, int64_t rank, int64_t it)
 	if (lo < m->nev && m->ev[lo].rank == rank && m->ev[lo].it == it) {
 		int64_t peak = 0;
 
-		int64_t *left, *net, nmb = 0, first = -1;
+		/* by micro-batch: tasks left, net bytes, given back; by
+		 * (micro-batch, layer): the same for the layer's tasks, and
+		 * what the first micro-batch's layer left (its gradients) */
+		int64_t *left, *net, *given, *lleft, *lnet, *lkept, nmb = 0, nly = 0, first = -1;
 		size_t end;
 
 		p.how = MP_ALLOC;
-		for (end = lo; end < m->nev && m->ev[end].rank == rank && m->ev[end].it == it; end++)
-			if (m->ev[end].mb >= nmb && m->ev[end].mb < (1 << 20))
+		for (end = lo; end < m->nev && m->ev[end].rank == rank && m->ev[end].it == it; end++) {
+			if (m->ev[end].mb >= nmb && m->ev[end].mb < (1 << 16))
 				nmb = m->ev[end].mb + 1;
+			if (m->ev[end].layer >= nly && m->ev[end].layer < (1 << 12))
+				nly = m->ev[end].layer + 1;
+		}
 		left = xcalloc((size_t)nmb + 1, sizeof(*left));
 		net = xcalloc((size_t)nmb + 1, sizeof(*net));
-		for (i = lo; i < end; i++)
-			if (m->ev[i].mb >= 0 && m->ev[i].mb < nmb)
-				left[m->ev[i].mb]++;
+		given = xcalloc((size_t)nmb + 1, sizeof(*given));
+		lleft = xcalloc((size_t)(nmb * nly) + 1, sizeof(*lleft));
+		lnet = xcalloc((size_t)(nmb * nly) + 1, sizeof(*lnet));
+		lkept = xcalloc((size_t)nly + 1, sizeof(*lkept));
+		for (i = lo; i < end; i++) {
+			const struct memev_t *e = &m->ev[i];
+
+			if (e->mb >= 0 && e->mb < nmb) {
+				left[e->mb]++;
+				if (e->layer >= 0 && e->layer < nly)
+					lleft[e->mb * nly + e->layer]++;
+			}
+		}
 		for (i = lo; i < end; i++) {
 			const struct memev_t *e = &m->ev[i];
 
@@ -396,16 +412,36 @@ memest_predict(struct memest *m, int64_t rank, int64_t it)
 			 * What a micro-batch leaves behind is its gradients;
 			 * from the second on they accumulate into the first's
 			 * in place. A micro-batch copied from the first (a
-			 * what-if's) allocates them again: what it leaves is
-			 * taken back once its last task has run.
+			 * what-if's) allocates them again: what a layer of it
+			 * leaves, up to what the first's left, is taken back
+			 * once the layer's last task has run, and the rest of
+			 * what it leaves once its own last task has.
 			 */
-			if (--left[e->mb] == 0 && e->mb != first && net[e->mb] > 0) {
-				level -= net[e->mb];
-				bl -= net[e->mb];
+			if (e->layer >= 0 && e->layer < nly) {
+				int64_t q = e->mb * nly + e->layer;
+
+				lnet[q] += e->mn;
+				if (--lleft[q] == 0) {
+					if (e->mb == first) {
+						lkept[e->layer] = lnet[q];
+					} else if (lnet[q] > 0 && lkept[e->layer] > 0) {
+						int64_t g = lnet[q] < lkept[e->layer] ? lnet[q] : lkept[e->layer];
+
+						level -= g, bl -= g, given[e->mb] += g;
+					}
+				}
+			}
+			if (--left[e->mb] == 0 && e->mb != first && net[e->mb] - given[e->mb] > 0) {
+				level -= net[e->mb] - given[e->mb];
+				bl -= net[e->mb] - given[e->mb];
 			}
 		}
 		free(left);
 		free(net);
+		free(given);
+		free(lleft);
+		free(lnet);
+		free(lkept);
 		/* level 0 is the step's start: frees below it freed what the
 		 * window never saw allocated (a step the window cut, a tensor
 		 * of the step before), so it was held at the start: a task's

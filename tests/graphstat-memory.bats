@@ -98,6 +98,8 @@ pred_csv() {
 	run -0 graphstat memory_cut.kg
 	grep -qx "    rank 0, iteration 1: allocator events that do not balance: the step ends away from its start; 400 bytes freed that the window did not see allocated (held at the start)" <<< "$output"
 	grep -qx "    assumed: parameters of 4 bytes (no element type in the graph); Adam's two states a parameter (no optimizer op says which)" <<< "$output"
+	# no launch carries shapes: the state is not counted, and it says so
+	grep -qx "    missing: operator shapes (record_shapes): parameters and optimizer state not counted, the estimate is the step's allocations alone" <<< "$output"
 }
 
 @test "graphstat: micro-batches after the first do not allocate their gradients again" {

@@ -561,6 +561,9 @@ pred_text(const struct kg_reader *r, const struct row *m, size_t n, int job)
 			    p->unbalanced ? "the step ends away from its start; " : "",
 			    (long long)p->early_frees);
 	}
+	if (m[0].pred.how == MP_ALLOC && m[0].pred.params == 0)
+		printf("    missing: operator shapes (record_shapes): parameters and optimizer state"
+		    " not counted, the estimate is the step's allocations alone\n");
 	if (m[0].pred.how == MP_SHAPES)
 		printf("    missing: allocator events (profile_memory): activations are the"
 		    " inputs the forward's operators keep, coarser\n");

@@ -1,34 +1,45 @@
 /*
  * memest: graphstat's predicted peak device memory, derived from the
  * graph itself, so that every what-if tool carries it by editing the
- * graph and nothing else:
+ * graph and nothing else (formats/graph-stream.md, "Memory: what an
+ * edit must keep"; graphstat(1), DEVICE MEMORY):
  *
  * - the state the step starts with: the parameters counted from the
- *   shapes of one forward pass's operators (common/params.h; a tied LM
- *   head once), at their element size, and the optimizer's state (Adam:
- *   two tensors a parameter); divided by the data-parallel group where
- *   the job shards them (an all-gather in the forward: FSDP/ZeRO-3,
- *   parameters, gradients and state; a reduce-scatter in the backward
- *   without one: ZeRO-2, gradients and state);
+ *   shapes of one forward pass's operators (common/params.h; lookup
+ *   tables outside the layers; an LM head outside the layers as large
+ *   as the largest table once: tied), at their element size (from the
+ *   ty Input types), and Adam's state: two tensors a parameter at that
+ *   size, or for half-precision parameters a float master copy and
+ *   float states (mixed precision: 12 bytes a parameter); divided by
+ *   the data-parallel group where the job shards them (an all-gather in
+ *   the forward: FSDP/ZeRO-3, parameters, gradients and state; a
+ *   reduce-scatter in the backward without one: ZeRO-2, gradients and
+ *   state);
  * - what the step allocates on top of it, where tasks carry allocator
  *   events (task keys mn, mx: kineto2graph rule 8): their net bytes
  *   replayed in the order the tasks start (simulated when the section
  *   has a sim record, else traced), each task reaching its level plus
- *   its excursion; the most of that is the dynamic peak. Copies of a
- *   task carry its mn and mx, so more layers, micro-batches in flight by
- *   the schedule, another stage's share replay as they run;
+ *   its excursion, a level counted from the lowest before it; the most
+ *   of that is the dynamic peak. Copies of a task carry its mn and mx,
+ *   so more layers, micro-batches in flight by the schedule, another
+ *   stage's share replay as they run. A micro-batch after the first
+ *   gives back what its layers leave, up to what the first's left (the
+ *   gradients, accumulated in place), as each layer ends, and the rest
+ *   of what it leaves as it ends;
  * - without allocator events, from the forward ops' shapes: the inputs
  *   they keep for the backward, the logits and the loss (a coarser
  *   estimate, said as such).
  *
  * The parts at the peak: parameters, optimizer state (counted),
- * gradients (the backward's net allocations up to the peak, at most the
- * gradients' bytes), activations (the forward's net allocations inside
- * layers), logits and loss (the forward's outside layers), and
- * temporaries (the rest: the backward's beyond the gradients, the peak
- * task's own excursion).
+ * gradients (the backward's net allocations in layers up to the peak,
+ * at most the gradients' bytes), activations (the forward's net
+ * allocations inside layers, less what the backward freed of them),
+ * logits and loss (the forward's and backward's outside layers), and
+ * temporaries (the rest: the peak task's own excursion, what was held
+ * at the start). They sum to the peak and none is below 0.
  *
- * State: 48 bytes a task with allocator events, a few counters a rank.
+ * State: 72 bytes a task with allocator events, about 200 a rank; a
+ * prediction's scratch, 40 bytes a (micro-batch, layer) of its rank.
  */
 #ifndef KG_MEMEST_H
 #define KG_MEMEST_H

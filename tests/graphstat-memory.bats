@@ -122,13 +122,15 @@ pred_csv() {
 	# 128 elements at 2 bytes, 320), then aten::_log_softmax over 4x16
 	# (64 elements: half logits, float log-probabilities and their
 	# gradient, 10 bytes each, 640). Parameters 8x16 + 16 = 144: 576 and
-	# 1152. 576 + 1152 + 320 + 640 = 2688.
+	# 1152. At the backward's start 320 + 640 = 960 on top of the state;
+	# at the optimizer's step the gradients (576) and a temporary list
+	# of the parameters' size (576): 1152, more. 576 + 1152 + 1152 = 2880.
 	fixture memory_shapes
 	run -0 pred_csv memory_shapes.kg
-	[ "$output" = "2688,," ]
+	[ "$output" = "2880,," ]
 	run -0 graphstat --json memory_shapes.kg
-	jq -e '.predicted_memory == {"from": "shapes", "parameters": 576, "gradients": 0,
-		"optimizer": 1152, "activations": 320, "logits_loss": 640, "temporaries": 0,
+	jq -e '.predicted_memory == {"from": "shapes", "parameters": 576, "gradients": 576,
+		"optimizer": 1152, "activations": 0, "logits_loss": 0, "temporaries": 576,
 		"shard": 1, "unbalanced": false, "early_frees": 0}' <<< "$output"
 	run -0 graphstat memory_shapes.kg
 	grep -qx "  memory at its peak (predicted, no allocator events: from the forward ops' shapes):" <<< "$output"
@@ -137,8 +139,10 @@ pred_csv() {
 
 @test "graphstat: an all-gather in the forward shards parameters and state by its group" {
 	# memory_fsdp.jsonl: memory_shapes.jsonl with an all-gather of group
-	# size 4 in the forward (FSDP): 576 / 4 = 144, 1152 / 4 = 288, the
-	# activations and logits as before: 144 + 288 + 320 + 640 = 1392.
+	# size 4 in the forward (FSDP): 576 / 4 = 144, 1152 / 4 = 288; the
+	# backward's start (960) is now more than the optimizer's step (the
+	# gradients and the temporary list, sharded: 144 + 144):
+	# 144 + 288 + 320 + 640 = 1392.
 	fixture memory_fsdp
 	run -0 pred_csv memory_fsdp.kg
 	[ "$output" = "1392,," ]
@@ -195,4 +199,22 @@ pred_csv() {
 	# --device-memory overrides the header
 	run -0 pred_csv --device-memory 2719 memory_bf16.kg
 	[ "$output" = "2720,2719,0" ]
+}
+
+@test "graphstat: a forward operator run in the backward (checkpointing) keeps only each layer's input, and one layer's whole" {
+	# memory_ckpt.jsonl: three layers, each aten::native_layer_norm over
+	# 64x8 (its input kept: 512 x 2 = 1024 bytes, the layer's input) and
+	# aten::addmm [[8],[64,8],[8,8]] (its input kept: 1024; 64 + 8
+	# parameters), so 2048 a layer, 6144 in all; 3 x (16 + 72) = 264
+	# parameters, 1056 and 2112 bytes of state. A native_layer_norm
+	# launched in the backward: the forward is recomputed, so the layers
+	# keep their inputs (3 x 1024) and one layer's whole (2048) at once:
+	# 5120. The optimizer's step (1056 + 1056) is less.
+	# 1056 + 2112 + 5120 = 8288; without the backward's one: 9312.
+	fixture memory_ckpt
+	run -0 pred_csv memory_ckpt.kg
+	[ "$output" = "8288,," ]
+	grep -v '"bwd"' "$FIX/stat/memory_ckpt.jsonl" | sed 's/"tasks":7/"tasks":6/' | mkstream > plain.kg
+	run -0 pred_csv plain.kg
+	[ "$output" = "9312,," ]
 }

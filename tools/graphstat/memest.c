@@ -39,6 +39,7 @@ rank_of(struct memest *m, int64_t rank)
 	k->it = INT64_MIN;
 	k->mb = INT64_MIN;
 	k->last_sh_op = k->last_sh = -1;
+	k->last_layer = -1;
 	param_count_init(&k->pc);
 	k->pc.tied = 1;
 	return k;
@@ -202,6 +203,16 @@ memest_task(struct memest *m, const struct kg_reader *r, const struct kg_task *t
 			k->adam = 1;
 		return;
 	}
+	/* a forward operator run in the backward: the forward is
+	 * recomputed there (activation checkpointing), so a layer keeps
+	 * only its input between the passes */
+	if (t->phase == KG_PH_BWD && t->kind == KG_RT && t->op != KG_NONE && t->layer >= 0) {
+		const char *op = kg_str(r, t->op);
+
+		if (strcmp(op, "aten::native_layer_norm") == 0 || strcmp(op, "aten::gelu") == 0 ||
+		    (strstr(op, "attention_forward") != NULL))
+			k->recompute = 1;
+	}
 	if (t->phase != KG_PH_FWD)
 		return;
 	/* the first iteration's first micro-batch; a task of no
@@ -267,7 +278,21 @@ memest_task(struct memest *m, const struct kg_reader *r, const struct kg_task *t
 			else if (c == 0 && i < n && sz[i] > 0)
 				k->elem = sz[i], k->elem_big = big;
 		}
-		k->act_shapes += kept(k, op, numel, sz, n);
+		{
+			int64_t b = kept(k, op, numel, sz, n);
+
+			k->act_shapes += b;
+			/* a layer's input: the first operand of its first
+			 * operator that keeps one */
+			if (t->layer >= 0 && b > 0) {
+				k->act_layers += b;
+				if (t->layer != k->last_layer) {
+					k->last_layer = t->layer;
+					k->layer_in += numel[0] * (sz[0] > 0 ? sz[0] : 2);
+					k->nlayers++;
+				}
+			}
+		}
 		if (strcmp(op, "aten::mm") == 0 || strcmp(op, "aten::linear") == 0 ||
 		    strcmp(op, "aten::addmm") == 0)
 			k->logit_sz = sz[0] > 0 ? sz[0] : 2;
@@ -484,17 +509,27 @@ memest_predict(struct memest *m, int64_t rank, int64_t it)
 		 * or the gradients at the optimizer's, whichever is more */
 		p.how = MP_SHAPES;
 		p.act = k->act_shapes;
+		/* checkpointed: each layer's input, and one layer's whole
+		 * activations while it is recomputed */
+		if (k->recompute && k->nlayers > 0)
+			p.act = k->act_shapes - k->act_layers + k->layer_in +
+			    k->act_layers / k->nlayers;
+		p.recompute = k->recompute;
 		p.logits = k->logits_shapes;
-		if (p.act + p.logits >= g) {
+		/* or the optimizer's step: the gradients and one temporary
+		 * list of the parameters' size (a foreach Adam's; the H100
+		 * _mem traces show it) */
+		if (p.act + p.logits + (k->maxmb > k->mb ? g : 0) >= g + p.params) {
 			p.phase = KG_PH_BWD;
 			if (k->maxmb > k->mb)
 				p.grads = g;
 		} else {
 			p.act = p.logits = 0;
 			p.grads = g;
+			p.temp = nparam * elem / (p.zero == 3 ? p.shard : 1);
 			p.phase = KG_PH_OPT;
 		}
-		p.peak = p.params + p.optim + p.act + p.logits + p.grads;
+		p.peak = p.params + p.optim + p.act + p.logits + p.grads + p.temp;
 	}
 	return p;
 }

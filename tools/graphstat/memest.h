@@ -61,6 +61,7 @@ struct mempred {
 	int assumed_elem;         /* the parameters' element size assumed */
 	int assumed_optim;        /* Adam assumed: no optimizer op says which */
 	int mixed;                /* half parameters: a float master copy and float states */
+	int recompute;            /* the shapes say activation checkpointing */
 	int64_t unbalanced;       /* iterations whose events do not net to 0 */
 	int64_t early_frees;      /* bytes freed below the iteration's start */
 	int phase;                /* where the peak was: the task's tags */
@@ -88,6 +89,10 @@ struct memrank {
 	int ncast;
 	int logit_sz;             /* the last product's input element size */
 	int64_t elem_big;         /* the tensor the parameters' size came from */
+	int64_t act_layers;       /* of act_shapes, what the layers keep */
+	int64_t layer_in;         /* the layers' inputs */
+	int64_t nlayers, last_layer;
+	int recompute;            /* forward operators in the backward: checkpointing */
 	int adam, optim_seen;
 	int64_t gather_gs, rs_gs; /* all-gather in the forward, reduce-scatter in the backward */
 	int elem;                 /* parameter element size seen, 0 unknown */

@@ -171,3 +171,13 @@ gpu_durations() {
 	[ "$(dump mm.kg | head -1 | jq -r .gpu)" = "Test GPU" ]
 	[ "$(dump a.kg | head -1 | jq -r '[.gpu, .gpu_sms] | @tsv')" = "$(printf 'Fast GPU\t100')" ]
 }
+
+@test "graph-retime: a graph without operator shapes cannot be re-timed by a model: one line saying how to record them" {
+	jq 'del(.traceEvents[].args["Input Dims"])' "$OM/mm.json" > noshapes.json
+	kineto2graph -q noshapes.json > ns.kg
+	run -1 --separate-stderr graph-retime -q -o out.kg --model fast.om ns.kg
+	[ "$stderr" = "graph-retime: ns.kg: section 0: no operator shapes (the trace was recorded without record_shapes): the model cannot size a call; record with torch.profiler.profile(record_shapes=True)" ]
+	[ ! -e out.kg ]
+	# factors need no shapes
+	run -0 --separate-stderr graph-retime -o out.kg --speedup 'gemm_kernel_*=2' ns.kg
+}

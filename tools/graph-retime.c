@@ -348,6 +348,7 @@ write_section(struct section *s, struct gout *g)
 {
 	size_t i, k = 0;
 
+	kg_writer_follow(&g->w, &s->h);
 	if (kg_write_header_tool(&g->w, &s->h, PRODUCER) < 0)
 		return -1;
 	for (i = 0; i < s->rec.n; i++) {
@@ -397,6 +398,22 @@ gpu_of(const struct opts *o, struct section *s, const char *name, int index)
 	s->h.gpu_sms = o->to.sms > 0 ? o->to.sms : -1;
 }
 
+/* Kernels launched by operators, none of which has shapes? */
+static int
+no_shapes(const struct section *s)
+{
+	size_t i, withop = 0;
+
+	for (i = 0; i < s->ng; i++) {
+		if (s->g[i].t.kind != KG_KERN || s->g[i].t.op == KG_NONE)
+			continue;
+		if (s->g[i].t.shapes != KG_NONE)
+			return 0;
+		withop++;
+	}
+	return withop > 0;
+}
+
 static int
 process(const struct opts *o, const char *path, struct gout *g, struct groups *gs)
 {
@@ -428,6 +445,13 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 			VEC_PUSH(s.g, s.ng, s.capg, x);
 		}
 		if (t == KG_R_END) {
+			if (o->have_to && !s.keep && no_shapes(&s)) {
+				errmsg("%s: section %d: no operator shapes (the trace was recorded "
+				    "without record_shapes): the model cannot size a call; record with "
+				    "torch.profiler.profile(record_shapes=True)", in.name, index);
+				rc = 1;
+				break;
+			}
 			retime(o, &s, &in.r, gs);
 			if (s.kept > 0)
 				warnmsg("%s: section %d: %lld GPU calls keep their time: the model "
@@ -460,7 +484,7 @@ run_all(const struct opts *o, int argc, char **argv, const char *path, struct gr
 	struct gout g;
 	int i, rc = 0;
 
-	if (gout_open(&g, path, 3) < 0)
+	if (gout_open(&g, path, 1) < 0)
 		return 1;
 	if (argc == 0)
 		rc = process(o, NULL, &g, gs);

@@ -899,6 +899,7 @@ merge_run(char **paths, int n, const char *output, int verbose)
 		if (gout_open(&g, output, 3) < 0) {
 			rc = 1;
 		} else {
+			kg_writer_run(&g.w, 1); /* one job section: a cut is seen */
 			rc = write_job(&j, &g);
 			rc = gout_close(&g, rc, PRODUCER);
 		}

@@ -173,6 +173,11 @@ pred_csv() {
 	# identity: the same layer count replays the same peak
 	[ "$(graphsim gpt_L4_H1024_mem.kg | graphstat --csv | awk -F, 'NR == 2 { print $21 }')" = \
 	  "$(graph-scale-layers -q 4 gpt_L4_H1024_mem.kg | graphsim | graphstat --csv | awk -F, 'NR == 2 { print $21 }')" ]
+	# another hidden size (graph-scale-hidden scales the events with the
+	# shapes): 2560 -> 3072 against that configuration's meta file
+	graph-scale-hidden -q 3072 gptB_L4_H2560_mem.kg | graph-scale-layers -q 8 | graphsim |
+	    graphstat --csv | awk -F, -v a="$(jq .peak_allocated_bytes "$GPU/gptB_L8_H3072.meta.json")" '
+		NR > 1 { n++; if ($21 < 0.97 * a || $21 > 1.03 * a) exit 1 } END { exit n == 0 }'
 	# a micro-batch more holds the first's gradients: more, by less than a step's activations
 	one=$(graphsim gpt_L4_H1024_mem.kg | graphstat --csv | awk -F, 'NR == 2 { print $21 }')
 	two=$(graph-scale-pp -q 1 --microbatches 2 gpt_L4_H1024_mem.kg | graphsim | graphstat --csv | awk -F, 'NR == 2 { print $21 }')

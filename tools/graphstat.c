@@ -554,7 +554,7 @@ pred_text(const struct kg_reader *r, const struct row *m, size_t n, int job)
 	for (i = 0; i < n; i++) {
 		const struct mempred *p = &m[i].pred;
 
-		if (m[i].rank != JOB && (p->unbalanced || p->early_frees > 0))
+		if (m[i].rank != JOB && p->noisy)
 			printf("    rank %lld, iteration %lld: allocator events that do not balance:"
 			    " %s%lld bytes freed that the window did not see allocated (held at"
 			    " the start)\n", (long long)m[i].rank, (long long)m[i].iter,

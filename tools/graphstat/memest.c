@@ -473,7 +473,10 @@ memest_predict(struct memest *m, int64_t rank, int64_t it)
 		 * level counts from the lowest before it, never below the
 		 * start */
 		p.early_frees = -low;
-		p.unbalanced = level != 0;
+		/* an edit's copies and scaled keys leave a little off: a
+		 * hundredth of the peak is not reported */
+		p.unbalanced = (level < 0 ? -level : level) > peak / 100;
+		p.noisy = p.unbalanced || -low > peak / 100;
 
 		/* what the backward holds at the peak: the gradients first
 		 * (at most their bytes, sharded as the job shards them) */

@@ -64,6 +64,7 @@ struct mempred {
 	int recompute;            /* the shapes say activation checkpointing */
 	int64_t unbalanced;       /* iterations whose events do not net to 0 */
 	int64_t early_frees;      /* bytes freed below the iteration's start */
+	int noisy;                /* unbalanced, or early frees past a hundredth of the peak */
 	int phase;                /* where the peak was: the task's tags */
 	int64_t mb, layer;
 	uint32_t name;

@@ -63,6 +63,7 @@ kg_task_init(struct kg_task *t)
 	t->mb = t->layer = t->stage = -1;
 	t->mpeak = t->mrpeak = -1;
 	t->mnet = 0;
+	t->mexc = -1;
 }
 
 void
@@ -398,6 +399,7 @@ kg_write_task(struct kg_writer *w, const struct kg_task *t)
 	n += t->stage >= 0;
 	n += t->mpeak >= 0 ? 2 : 0;
 	n += t->mrpeak >= 0;
+	n += t->mpeak >= 0 && t->mexc >= 0;
 	msgpack_pack_map(pk, n);
 	pk_kv_str(pk, "r", "task");
 	pk_kv_i64(pk, "id", t->id);
@@ -444,6 +446,8 @@ kg_write_task(struct kg_writer *w, const struct kg_task *t)
 	if (t->mpeak >= 0) {
 		pk_kv_i64(pk, "ma", t->mpeak);
 		pk_kv_i64(pk, "mn", t->mnet);
+		if (t->mexc >= 0)
+			pk_kv_i64(pk, "mx", t->mexc);
 	}
 	if (t->mrpeak >= 0)
 		pk_kv_i64(pk, "mr", t->mrpeak);
@@ -1691,6 +1695,9 @@ task_pair(struct dec *d, struct kg_task *t, int *have)
 		break;
 	case KC2('m', 'n'):
 		rc = get_i64(d, "mn", &t->mnet);
+		break;
+	case KC2('m', 'x'):
+		rc = get_i64(d, "mx", &t->mexc);
 		break;
 	default:
 		rc = mp_skip(&d->c);

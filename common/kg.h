@@ -127,8 +127,11 @@ struct kg_task {
 	int64_t mb, layer, stage;
 	/* GPU allocator events made by the task (profile_memory): the most
 	 * bytes allocated and reserved after one of them, -1 if it made
-	 * none; the bytes it allocated less those it freed */
-	int64_t mpeak, mrpeak, mnet;
+	 * none; the bytes it allocated less those it freed; and (1.5) the
+	 * most bytes above the level before its first event that it held
+	 * after one of them (mpeak less that level: the same wherever the
+	 * task is replayed, so it rides along with copies), -1 unknown */
+	int64_t mpeak, mrpeak, mnet, mexc;
 };
 
 struct kg_edge {

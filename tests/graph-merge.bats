@@ -728,3 +728,17 @@ dlrm_job() {
 	[ "$stderr" = "graph-deps: warning: a2.kg: section 0: rank 2 ran on NVIDIA A100, but rank 0 (v0.kg section 0) on Tesla V100-SXM2-32GB: not ranks of one job?" ]
 	[ "$(graphcat mixed.kg | head -1 | jq -r '.gpu // "none"')" = none ]
 }
+
+@test "graph-deps --merge: each rank's Input types (ty) keep their text, as its shapes do" {
+	# the string ids are the section's own: merging renumbers them, and
+	# a task's ty must name the same text after as before (it named
+	# rank 0's strings before this was fixed)
+	tracegen --preset tiny --dp 1 --pp 1 --iterations 1 -d tg
+	kineto2graph -q -o r1.kg tg/rank-1.json.gz
+	kineto2graph -q tg/*.json.gz | graph-deps --merge > job.kg
+	graphcat -r r1.kg | jq -r 'select(.r == "task" and .ty != null) | "\(.sh) \(.ty)"' | sort > own
+	graphcat -r job.kg | jq -r --argjson p "$(graphcat job.kg | jq -s '[.[] | select(.r == "proc" and .rank == 1) | .id]')" \
+	    'select(.r == "task" and .ty != null and (.p as $x | $p | index($x))) | "\(.sh) \(.ty)"' | sort > merged
+	[ -s own ]
+	cmp own merged
+}

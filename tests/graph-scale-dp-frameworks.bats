@@ -79,6 +79,13 @@ changed() {
 	[ "${stderr_lines[0]}" = "graph-scale-dp: fsdp.kg: section 0: group [0, 1, 2, 3] (4 ranks, NVLink; the trace's process-group ranks): data-parallel; kernels: allgather fwd 8, allgather bwd 8, reducescatter bwd 8" ]
 	[ "${stderr_lines[1]}" = "graph-scale-dp: fsdp.kg: section 0: data-parallel degree 4 -> 8, tensor-parallel 1, 8 GPUs a node" ]
 	[ "$(changed fsdp.kg 8.kg | wc -w)" = 24 ]
+	# each now runs over 8 ranks: a sharded job's state divides by it
+	# (graphstat's memory estimate)
+	[ "$(graphcat 8.kg | jq -r 'select(.r == "task" and .k == "coll") | .gs' | sort -u)" = 8 ]
+	# the tensor-parallel group keeps its size
+	mkfw megatron
+	graph-scale-dp -q -o m4.kg 4 megatron.kg
+	[ "$(graphcat m4.kg | jq -r 'select(.r == "task" and .k == "coll") | .gs' | sort -u | tr '\n' ' ')" = "2 4 " ]
 }
 
 @test "graph-scale-dp: Megatron's tp 2, pp 2, dp 2: the activations' groups are tensor-parallel, the gradients' data-parallel, the pipeline's kept" {

@@ -761,16 +761,37 @@ cudaLaunchKernel#301 -> aten::float_b dl=14377 on=- via=- at=-" ]
 	# (1040-1060) ended and before aten::c: aten::b's, +500 (1600).
 	# aten::c: -600 (1000): most 1000, net -600.
 	k2g memory
-	run -0 tasks memory.kg 'true' '\(.n) \(.ma // "-") \(.mn // "-") \(.mr // "-")'
-	[ "$output" = "aten::a 3100 100 8192
-aten::b 1600 500 8192
-aten::c 1000 -600 8192" ]
+	run -0 tasks memory.kg 'true' '\(.n) \(.ma // "-") \(.mn // "-") \(.mr // "-") \(.mx // "-")'
+	# mx, the excursion above the level before the task's first event:
+	# aten::a 3100 - (1100 - 100) = 2100, aten::b 1600 - 1100 = 500,
+	# aten::c 1000 below 1600: 0
+	[ "$output" = "aten::a 3100 100 8192 2100
+aten::b 1600 500 8192 500
+aten::c 1000 -600 8192 0" ]
 	[ "$(cov mem_events memory.kg)" = 5 ]
 	[ "$(cov mem_unattached memory.kg)" = 1 ]
 	[ "$(cov skip:cpu_instant_event memory.kg)" = 1 ]
 	# a trace without allocator events: no task carries any
 	k2g thread
 	[ "$(tasks thread.kg '.ma != null or .mn != null or .mr != null' '\(.n)')" = "" ]
+}
+
+@test "kineto2graph: rule 8, an allocator event on a thread that runs no task goes with the task started last on any thread, and each task keeps its excursion" {
+	# memory_threads.json: aten::a (1010-1030) +100 (1100), +2000 (3100),
+	# -2000 (1100): the level before its first event is 1100 - 100 =
+	# 1000, its most 3100: excursion 2100. aten::b +500 (1600): 500.
+	# At 1110 thread 100 runs nothing (aten::b ended at 1060) while
+	# aten::c (thread 200, 1100-1120) runs: -300 goes with aten::c, as
+	# does +50 at 1115 on its own thread: net -250, most 1350, below the
+	# 1600 before it: excursion 0. aten::d -350 (1000).
+	k2g memory_threads
+	run -0 tasks memory_threads.kg '.ma != null' '\(.n) \(.ma) \(.mn) \(.mx)'
+	[ "$output" = "aten::a 3100 100 2100
+aten::b 1600 500 500
+aten::c 1350 -250 0
+aten::d 1000 -350 0" ]
+	[ "$(cov mem_events memory_threads.kg)" = 7 ]
+	[ "$(cov mem_unattached memory_threads.kg)" = 0 ]
 }
 
 @test "kineto2graph: on the H100 traces recorded with profile_memory, the most allocated and reserved its tasks keep are the peaks torch.cuda measured" {

@@ -420,3 +420,20 @@ job_rows() { # PREFIX
 	[ -z "$(ran)" ]
 	[ "$(hits | grep -x 'base-tp[0-9]*' | tr '\n' ' ')" = "base-tp1 base-tp4 " ]
 }
+
+@test "pipelines: the sweep's rows carry the predicted memory peak, the GPU's memory and whether it fits" {
+	# tracegen --profile-memory: the allocator's events; STAT_OPTS gives
+	# graphstat the GPU's memory. 8 layers hold more than 4 (twice the
+	# layers' parameters and activations on each stage), and each row's
+	# fits says whether its predicted peak is at most that memory.
+	run -0 --separate-stderr sweep TRACEGEN="$TINY --profile-memory" LAYERS='4 8' \
+	    STAT_OPTS='--device-memory 30000000'
+	[ "$output" = "sweep: $PWD/sweep.csv: 2 points" ]
+	head -1 sweep.csv | tr , '\n' > cols
+	p=$(grep -nx predicted_peak_bytes cols | cut -d: -f1)
+	[ -n "$p" ]
+	[ "$(sed -n "$((p + 1)),$((p + 2))p" cols | tr '\n' ' ')" = "device_memory_bytes fits " ]
+	awk -F, -v p="$p" 'NR > 1 { n++
+		if ($(p + 1) != 30000000 || $(p + 2) != ($p <= 30000000)) exit 1
+		peak[$3] = $p } END { exit !(n == 4 && peak[8] > peak[4]) }' sweep.csv
+}

@@ -512,6 +512,10 @@ retime(const struct opts *o, struct section *s, const char *name, int index, cha
 			c->t.dur = tnew; /* from one rank, which reduced nothing */
 		else
 			c->t.dur = llround((double)c->t.dur * (double)tnew / (double)told);
+		/* the group it now runs over: a sharded job's state divides
+		 * by it (graphstat's memory estimate) */
+		if (c->t.gsize >= 0 && s->pg.g[c->group].dp)
+			c->t.gsize = n;
 	}
 	free(lold);
 	free(lnew);

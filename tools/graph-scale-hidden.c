@@ -209,6 +209,73 @@ count_params(const struct graph *g, const struct kg_reader *r, struct pairs *ps,
 	*p1 = b.sum;
 }
 
+/* Elements of the first operand of Input Dims text, 0 when it has none. */
+static int64_t
+first_numel(const char *d)
+{
+	int64_t n = 1, v = 0;
+	int num = 0, any = 0;
+
+	if (d == NULL || d[0] != '[' || d[1] != '[')
+		return 0;
+	for (d += 2; *d != '\0' && *d != ']'; d++) {
+		if (*d >= '0' && *d <= '9') {
+			if (v < INT64_MAX / 16)
+				v = v * 10 + (*d - '0');
+			num = 1;
+		} else if (*d == ',' && num) {
+			n *= v, v = 0, num = 0, any = 1;
+		}
+	}
+	if (num)
+		n *= v, any = 1;
+	return any ? n : 0;
+}
+
+/*
+ * The allocator's events (graphstat's memory estimate;
+ * formats/graph-stream.md, "Memory: what an edit must keep"): a task in
+ * a layer allocates what the operator it works for makes (the next
+ * kernel launch on its thread: an activation's cast or norm, a
+ * product's output, a weight's half copy), which grows as that
+ * operator's first operand (h'/h for activations, (h'/h)^2 for a
+ * weight); h'/h where no launch with shapes follows. The optimizer's
+ * temporaries follow the parameters; the logits and loss outside the
+ * layers keep their size. Tasks are taken in id order, by thread.
+ */
+static void
+scale_memory(struct graph *g, const struct kg_reader *r, struct pairs *ps, double fh,
+    double pratio)
+{
+	double *next = xmalloc((g->nproc + 1) * sizeof(*next));
+	size_t i;
+
+	for (i = 0; i < g->nproc; i++)
+		next[i] = fh;
+	for (i = g->ntask; i-- > 0;) {
+		struct kg_task *t = &g->task[i];
+		const struct pair *p = t->kind == KG_RT ? hid_pair_of(ps, t) : NULL;
+		double f;
+
+		if (p != NULL && t->proc < g->nproc) {
+			int64_t o = first_numel(kg_str(r, p->sh));
+			int64_t n = first_numel(p->text != NULL ? p->text : kg_str(r, p->sh));
+
+			next[t->proc] = o > 0 && n > 0 ? (double)n / (double)o : fh;
+		}
+		if (t->mpeak < 0)
+			continue;
+		f = t->layer >= 0 ? (t->proc < g->nproc ? next[t->proc] : fh) :
+		    t->phase == KG_PH_OPT ? pratio : 1;
+		if (f == 1)
+			continue;
+		t->mnet = llround((double)t->mnet * f);
+		if (t->mexc >= 0)
+			t->mexc = llround((double)t->mexc * f);
+	}
+	free(next);
+}
+
 static int
 scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const char *name,
     int index, struct gout *out)
@@ -276,6 +343,7 @@ scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const ch
 		cn.unblocked = hid_unblock_launches(g, r);
 	hid_retime(o, g, r, &ps, pratio, &cn);
 	hid_retime_colls(g, r, pratio, (double)b.h / (double)a.h, &cn);
+	scale_memory(g, r, &ps, (double)b.h / (double)a.h, pratio);
 	{
 		size_t i;
 

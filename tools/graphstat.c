@@ -36,7 +36,7 @@
 
 static const char usage[] =
     "graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE] [--colls FILE] [--comm FILE] "
-    "[--gpus-per-node N] [--top N] [FILE ...]";
+    "[--gpus-per-node N] [--top N] [--device-memory BYTES] [FILE ...]";
 
 static const char help[] =
     "Report iteration time, breakdown and utilization of graph streams,\n"
@@ -52,6 +52,8 @@ static const char help[] =
     "                    communication model (job sections) as CSV\n"
     "      --gpus-per-node N  ranks per node, for the model's links (default 8)\n"
     "      --top N       list the N kernels with the most exposed time (default 10)\n"
+    "      --device-memory BYTES  the GPU's memory, for whether the predicted\n"
+    "                    peak fits (default: the graph's header, where it says)\n"
     "  -h, --help        this help\n"
     "      --version     the version\n"
     "\n"
@@ -67,6 +69,7 @@ struct opts {
 	const char *util, *colls, *comm;
 	int top;
 	int64_t gpus_per_node;
+	int64_t devmem;    /* --device-memory, bytes; 0: the header's */
 };
 
 struct iv {
@@ -176,6 +179,8 @@ struct section {
 	struct memtask *mem; /* the tasks with allocator events (kineto2graph's
 	                        rule 8): few, kept aside */
 	size_t nmem, capmem;
+	struct memest me;    /* the predicted peak (memest.h) */
+	int64_t devmem;      /* the GPU's memory: --device-memory or the header's */
 };
 
 /* A task that made allocator events: its rank and iteration, and what it kept. */
@@ -457,13 +462,123 @@ mem_text(const struct kg_reader *r, const struct row *m, size_t n, int job)
 	}
 }
 
+/* Bytes as GiB, for the text report. */
+static double
+gib(int64_t b)
+{
+	return (double)b / 1073741824.0;
+}
+
+/*
+ * The predicted peaks of the rows (memest.h), their parts, and whether
+ * each fits the GPU's memory; what the estimate could not see is said.
+ */
+static void
+pred_text(const struct kg_reader *r, const struct row *m, size_t n, int job)
+{
+	size_t i;
+
+	if (n == 0)
+		return;
+	printf("  memory at its peak (predicted, %s):\n", m[0].pred.how == MP_ALLOC ?
+	    "the allocator's events replayed in the tasks' order" :
+	    "no allocator events: from the forward ops' shapes");
+	for (i = 0; i < n; i++) {
+		const struct mempred *p = &m[i].pred;
+
+		printf("    ");
+		if (m[i].rank == JOB)
+			printf("job");
+		else if (m[i].rank >= 0)
+			printf("rank %lld", (long long)m[i].rank);
+		else
+			printf("rank -");
+		printf(", iteration ");
+		if (m[i].iter >= 0)
+			printf("%lld", (long long)m[i].iter);
+		else
+			printf("-");
+		printf(": %.3f GiB", gib(p->peak));
+		if (m[i].devmem > 0)
+			printf(" of %.3f GiB: %s", gib(m[i].devmem),
+			    p->peak <= m[i].devmem ? "fits" : "OOM");
+		if (m[i].rank == JOB) {
+			putchar('\n');
+			continue;
+		}
+		printf(" = parameters %.3f + gradients %.3f + optimizer %.3f + activations %.3f"
+		    " + logits and loss %.3f + temporaries %.3f", gib(p->params), gib(p->grads),
+		    gib(p->optim), gib(p->act), gib(p->logits), gib(p->temp));
+		if (p->phase > KG_PH_NONE && p->phase < KG_NPHASE) {
+			printf(", in %s (%s", p->name != KG_NONE ? kg_str(r, p->name) : "-",
+			    kg_phase_name[p->phase]);
+			if (p->mb >= 0)
+				printf(", micro-batch %lld", (long long)p->mb);
+			if (p->layer >= 0)
+				printf(", layer %lld", (long long)p->layer);
+			printf(")");
+		}
+		putchar('\n');
+	}
+	(void)job;
+	for (i = 0; i < n; i++) {
+		const struct mempred *p = &m[i].pred;
+
+		if (m[i].rank == JOB)
+			continue;
+		if (p->zero > 0)
+			printf("    rank %lld: %s, the state divided by %lld\n", (long long)m[i].rank,
+			    p->zero == 3 ? "parameters gathered in the forward (FSDP/ZeRO-3)" :
+			    "gradients reduce-scattered (ZeRO-2)", (long long)p->shard);
+		if (p->mixed) {
+			printf("    rank %lld: half-precision parameters: a float master copy and float"
+			    " Adam states assumed (mixed precision, 12 bytes a parameter)\n",
+			    (long long)m[i].rank);
+			break;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		const struct mempred *p = &m[i].pred;
+
+		if (m[i].rank == JOB)
+			continue;
+		if (p->assumed_elem || p->assumed_optim) {
+			printf("    assumed:%s%s\n", p->assumed_elem ? " parameters of 4 bytes"
+			    " (no element type in the graph)" : "", p->assumed_optim ?
+			    (p->assumed_elem ? "; Adam's two states a parameter (no optimizer op"
+			    " says which)" : " Adam's two states a parameter (no optimizer op says"
+			    " which)") : "");
+			break;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		const struct mempred *p = &m[i].pred;
+
+		if (m[i].rank != JOB && p->noisy)
+			printf("    rank %lld, iteration %lld: allocator events that do not balance:"
+			    " %s%lld bytes freed that the window did not see allocated (held at"
+			    " the start)\n", (long long)m[i].rank, (long long)m[i].iter,
+			    p->unbalanced ? "the step ends away from its start; " : "",
+			    (long long)p->early_frees);
+	}
+	if (m[0].pred.how == MP_ALLOC && m[0].pred.params == 0)
+		printf("    missing: operator shapes (record_shapes): parameters and optimizer state"
+		    " not counted, the estimate is the step's allocations alone\n");
+	if (m[0].pred.how == MP_SHAPES)
+		printf("    missing: allocator events (profile_memory): activations are the"
+		    " inputs the forward's operators keep, coarser\n");
+	if (m[0].devmem <= 0)
+		printf("    the GPU's memory: not in the graph (--device-memory BYTES)\n");
+}
+
 static void
 report_section(const struct opts *o, struct section *s, const struct kg_reader *r,
     FILE *util, int *header)
 {
 	size_t i, j, k, nj = 0, capj = 0, nrows = 0, km = 0, nmrows = 0, capmrows = 0;
+	size_t nprows = 0, capprows = 0;
 	size_t nstr = r->nstr;
-	struct row *jobs = NULL, *mrows = NULL;
+	struct row *jobs = NULL, *mrows = NULL, *prows = NULL;
 	/* exposed time per kernel: of each row (rexpo), summed over a rank's
 	 * rows (s->expo), and of each job iteration's slowest rank (jexpo) */
 	int tops = o->fmt == F_TEXT && o->top > 0 && !o->wi->collect;
@@ -489,6 +604,8 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 		row.iter = s->t[i].it;
 		row.sim = s->sim;
 		row.mem = mem_peak(s, &km, row.rank, row.iter);
+		row.pred = memest_predict(&s->me, row.rank, row.iter);
+		row.devmem = s->devmem > 0 ? s->devmem : -1;
 		if (rexpo != NULL)
 			memset(rexpo, 0, (nstr + 1) * sizeof(*rexpo));
 		if (view(s, s->t + i, j - i, 0, &row.m, s->sim ? NULL : rexpo, util, row.rank,
@@ -499,6 +616,8 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 		print_row(o->fmt, o->wi, &row, header);
 		if (row.mem.alloc >= 0 && !s->job)
 			VEC_PUSH(mrows, nmrows, capmrows, row);
+		if (row.pred.peak >= 0)
+			VEC_PUSH(prows, nprows, capprows, row);
 		nrows++;
 		last_iter = row.iter;
 		if (rexpo != NULL && !s->job)
@@ -525,6 +644,8 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 			}
 			if (row.mem.alloc > jobs[k].mem.alloc)
 				jobs[k].mem = row.mem; /* the job's most: its worst rank's */
+			if (row.pred.peak > jobs[k].pred.peak)
+				jobs[k].pred = row.pred;
 			if (row.m.span > jobs[k].m.span)
 				jobs[k].m = row.m;
 			if (row.sim && row.s.span > jobs[k].s.span)
@@ -535,11 +656,14 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 		print_row(o->fmt, o->wi, &jobs[k], header);
 		if (jobs[k].mem.alloc >= 0)
 			VEC_PUSH(mrows, nmrows, capmrows, jobs[k]);
+		if (jobs[k].pred.peak >= 0)
+			VEC_PUSH(prows, nprows, capprows, jobs[k]);
 	}
 	if (o->fmt != F_TEXT || o->wi->collect)
 		goto out;
 	if (nmrows > 0 && !o->wi->edited)
 		mem_text(r, mrows, nmrows, s->job);
+	pred_text(r, prows, nprows, s->job);
 	s->colls.predicted = o->wi->edited;
 	colls_text(&s->colls, r, o->top);
 	if (o->top > 0)
@@ -576,6 +700,7 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 		print_top(r, s->expo, o->top, scope);
 	}
 out:
+	free(prows);
 	free(mrows);
 	free(jobs);
 	free(rexpo);
@@ -599,6 +724,11 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 		switch (t) {
 		case KG_R_HEADER:
 			s.n = s.np = s.nmem = 0;
+			memest_reset(&s.me);
+			/* --device-memory, else the header's (1.5: the rank's
+			 * GPU, from the trace's deviceProperties) */
+			s.devmem = o->devmem > 0 ? o->devmem : in.rec.header.gpu_mem > 0 ?
+			    in.rec.header.gpu_mem : 0;
 			s.rank = in.rec.header.rank;
 			s.job = in.rec.header.nranks > 0;
 			colls_reset(&s.colls);
@@ -655,6 +785,8 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 			if (o->critical)
 				crit_task(&s.crit, in.rec.task.dur);
 			whatif_task(o->wi, &in.rec.task);
+			memest_task(&s.me, &in.r, &in.rec.task, x.rank,
+			    in.rec.task.proc < s.np && s.pkind[in.rec.task.proc] == KG_THREAD);
 			if (in.rec.task.mpeak >= 0) {
 				struct memtask m;
 
@@ -712,6 +844,21 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 				break;
 			}
 			colls_build(&s.colls, s.t, s.n, s.sim);
+			{
+				/* the allocator events replayed in the tasks' order:
+				 * simulated where the section has it */
+				int64_t *ts = xmalloc((s.n + 1) * sizeof(*ts));
+				int64_t *ss = s.sim ? xmalloc((s.n + 1) * sizeof(*ss)) : NULL;
+
+				for (size_t i = 0; i < s.n; i++) {
+					ts[i] = s.t[i].ts;
+					if (ss != NULL)
+						ss[i] = s.t[i].ss;
+				}
+				memest_order(&s.me, ss, ts, s.n);
+				free(ts);
+				free(ss);
+			}
 			report_section(o, &s, &in.r, util, header);
 			if (colls != NULL)
 				colls_csv(&s.colls, &in.r, colls, cheader);
@@ -728,6 +875,7 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 	free(s.pmain);
 	free(s.prank);
 	free(s.mem);
+	memest_release(&s.me);
 	colls_release(&s.colls);
 	crit_release(&s.crit);
 	free(s.a);
@@ -777,6 +925,7 @@ main(int argc, char **argv)
 		{ "comm", required_argument, NULL, 'M' },
 		{ "gpus-per-node", required_argument, NULL, 'G' },
 		{ "top", required_argument, NULL, 'T' },
+		{ "device-memory", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -831,6 +980,13 @@ main(int argc, char **argv)
 				usage_exit(usage);
 			}
 			o.top = (int)v;
+			break;
+		case 'D':
+			if (parse_i64(optarg, 1, INT64_MAX, &v) < 0) {
+				errmsg("invalid --device-memory '%s'", optarg);
+				usage_exit(usage);
+			}
+			o.devmem = v;
 			break;
 		case 'h':
 			printf("usage: %s\n\n%s", usage, help);

@@ -27,7 +27,7 @@ static const char usage[] =
     "[--seq N] [--vocab N] [--mbs N] [--microbatches N] [--tp N] [--pp N] [--dp N] "
     "[--sequence-parallel] [--schedule 1f1b|gpipe] [--gpus-per-node N] [--hw NAME|FILE] [--iterations N] "
     "[--seed N] [--ranks LIST] [--no-sync-records] [--no-annotations] [--clock-skew US] "
-    "[--jobs N] -d DIR";
+    "[--profile-memory] [--jobs N] -d DIR";
 
 static const char help[] =
     "Write synthetic PyTorch profiler (Kineto) traces of a Megatron-style GPT\n"
@@ -54,6 +54,7 @@ static const char help[] =
     "      --no-sync-records    no cuda_sync records\n"
     "      --no-annotations     no micro-batch and layer annotations\n"
     "      --clock-skew US      each rank's clock off by up to US microseconds\n"
+    "      --profile-memory     the allocator's [memory] events, by tracegen(1)'s model\n"
     "      --jobs N             write with N processes (default: the CPUs)\n"
     "  -v, --verbose            print what was written on stderr\n"
     "  -h, --help               this help\n"
@@ -482,7 +483,7 @@ run(struct opts *o, const unsigned char *sel)
 int
 main(int argc, char **argv)
 {
-	enum { L_PRESET = 256, L_SP, L_SCHED, L_HW, L_SEED, L_RANKS, L_NOSYNC, L_NOANN, L_JOBS, L_SKEW,
+	enum { L_PRESET = 256, L_SP, L_SCHED, L_HW, L_SEED, L_RANKS, L_NOSYNC, L_NOANN, L_JOBS, L_SKEW, L_MEM,
 		L_VERSION, L_NUM };
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, 'd' },
@@ -507,6 +508,7 @@ main(int argc, char **argv)
 		{ "ranks", required_argument, NULL, L_RANKS },
 		{ "no-sync-records", no_argument, NULL, L_NOSYNC },
 		{ "no-annotations", no_argument, NULL, L_NOANN },
+		{ "profile-memory", no_argument, NULL, L_MEM },
 		{ "clock-skew", required_argument, NULL, L_SKEW },
 		{ "jobs", required_argument, NULL, L_JOBS },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -597,6 +599,9 @@ main(int argc, char **argv)
 			break;
 		case L_NOSYNC:
 			o.c.sync_records = 0;
+			break;
+		case L_MEM:
+			o.c.memory = 1;
 			break;
 		case L_NOANN:
 			o.c.annotations = 0;

@@ -193,6 +193,7 @@ read_input(struct job *j, const char *path, int *section)
 			k.name = remap(smap, nsmap, k.name);
 			k.op = remap(smap, nsmap, k.op);
 			k.shapes = remap(smap, nsmap, k.shapes);
+			k.itypes = remap(smap, nsmap, k.itypes);
 			k.pg = remap(smap, nsmap, k.pg);
 			k.pgr = remap(smap, nsmap, k.pgr);
 			k.dtype = remap(smap, nsmap, k.dtype);

@@ -258,6 +258,14 @@ gradients(struct ctx *c)
 
 		if (s->ratio == 1)
 			continue;
+		if (t->phase == KG_PH_OPT && t->mpeak >= 0) {
+			/* the optimizer's allocator events (its temporaries,
+			 * the gradients freed) follow the parameters:
+			 * graphstat's memory estimate */
+			t->mnet = llround((double)t->mnet * s->ratio);
+			if (t->mexc >= 0)
+				t->mexc = llround((double)t->mexc * s->ratio);
+		}
 		if (t->kind == KG_KERN && t->phase == KG_PH_OPT) {
 			t->dur = llround((double)t->dur * s->ratio);
 		} else if (gp != NULL && gp->dp && !pgroups_p2p(t->coll) &&

@@ -250,7 +250,8 @@ meetings(struct build *B)
 {
 	size_t i, j, bad = 0;
 
-	qsort(B->key, B->nkey, sizeof(*B->key), key_cmp);
+	if (B->nkey > 1) /* qsort of none: UBSan refuses its NULL */
+		qsort(B->key, B->nkey, sizeof(*B->key), key_cmp);
 	for (i = 0; i < B->nkey; i = j) {
 		struct kg_edge e;
 

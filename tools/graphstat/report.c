@@ -178,7 +178,8 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 			    "measured_exposed_compute_ns,measured_overlapped_ns,"
 			    "measured_exposed_comm_ns,measured_other_ns,"
 			    "measured_util,simulated_util,predicted,base_ns,change_pct,"
-			    "peak_allocated_bytes,peak_reserved_bytes\n");
+			    "peak_allocated_bytes,peak_reserved_bytes,predicted_peak_bytes,"
+			    "device_memory_bytes,fits\n");
 			*header = 1;
 		}
 		if (r->rank == JOB)
@@ -215,6 +216,15 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 		printf(",");
 		if (!pred && r->mem.reserved >= 0)
 			printf("%lld", (long long)r->mem.reserved);
+		printf(",");
+		if (r->pred.peak >= 0)
+			printf("%lld", (long long)r->pred.peak);
+		printf(",");
+		if (r->devmem > 0)
+			printf("%lld", (long long)r->devmem);
+		printf(",");
+		if (r->devmem > 0 && r->pred.peak >= 0)
+			printf("%d", r->pred.peak <= r->devmem);
 		printf("\n");
 	} else if (fmt == F_JSON) {
 		printf("{\"rank\":");
@@ -261,6 +271,26 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 			printf(",\"peak_reserved_bytes\":%lld", (long long)r->mem.reserved);
 		else
 			printf(",\"peak_reserved_bytes\":null");
+		if (r->pred.peak >= 0)
+			printf(",\"predicted_peak_bytes\":%lld,\"predicted_memory\":{\"from\":\"%s\","
+			    "\"parameters\":%lld,\"gradients\":%lld,\"optimizer\":%lld,"
+			    "\"activations\":%lld,\"logits_loss\":%lld,\"temporaries\":%lld,"
+			    "\"shard\":%lld,\"unbalanced\":%s,\"early_frees\":%lld}",
+			    (long long)r->pred.peak, r->pred.how == MP_ALLOC ? "allocator" : "shapes",
+			    (long long)r->pred.params, (long long)r->pred.grads,
+			    (long long)r->pred.optim, (long long)r->pred.act, (long long)r->pred.logits,
+			    (long long)r->pred.temp, (long long)r->pred.shard,
+			    r->pred.unbalanced ? "true" : "false", (long long)r->pred.early_frees);
+		else
+			printf(",\"predicted_peak_bytes\":null");
+		if (r->devmem > 0)
+			printf(",\"device_memory_bytes\":%lld", (long long)r->devmem);
+		else
+			printf(",\"device_memory_bytes\":null");
+		if (r->devmem > 0 && r->pred.peak >= 0)
+			printf(",\"fits\":%s", r->pred.peak <= r->devmem ? "true" : "false");
+		else
+			printf(",\"fits\":null");
 		printf("}\n");
 	} else {
 		int layout = pred || w->base != NULL ? 2 : 1;

@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "kg.h"
+#include "memest.h"
 
 /* The numbers of one view (measured or simulated) of one iteration. */
 struct view {
@@ -40,6 +41,8 @@ struct row {
 	int sim;
 	struct view m, s;
 	struct mempeak mem;       /* measured (the trace's allocator events) */
+	struct mempred pred;      /* predicted (memest.h) */
+	int64_t devmem;           /* the GPU's memory, bytes; -1 unknown */
 };
 
 /* Output forms. */

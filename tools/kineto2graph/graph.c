@@ -1455,7 +1455,7 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 
 /* Each task's allocator events (by task index): see mem_attach. */
 struct memtask {
-	int64_t *peak, *rpeak, *net;
+	int64_t *peak, *rpeak, *net, *exc;
 	int64_t attached, unattached;
 };
 
@@ -1468,18 +1468,24 @@ cmp_memev(const void *a, const void *b)
 }
 
 /*
- * Rule 8: an allocator event goes with the CPU task its thread was
- * running when it happened, or had run last (the task that started last
- * at or before it on that thread); one before any task of its thread,
- * or on a thread without tasks, goes with none and is counted. A task
- * keeps the most bytes allocated and reserved after its events, and the
- * bytes they allocated less those they freed.
+ * Rule 8: an allocator event goes with the CPU task its thread is
+ * running when it happens; when that thread runs none (its last task
+ * ended, or it has none yet), with the task that started last at or
+ * before it on any thread: PyTorch's main thread frees the autograd
+ * graph's tensors while the backward runs on its own thread, and those
+ * frees belong where they happen in time, not with the main thread's
+ * last forward task. One before any task goes with none and is
+ * counted. A task keeps the most bytes allocated and reserved after its
+ * events, the bytes they allocated less those they freed, and the most
+ * bytes above the level before its first event (Total Allocated less
+ * Bytes) it reached: the excursion, which replays anywhere.
  */
 static void
 mem_attach(struct gb *g, struct memtask *m)
 {
 	struct trace *t = g->t;
-	uint32_t *last;
+	uint32_t *last, latest = KG_NONE;
+	int64_t *base;
 	size_t i, j = 0;
 
 	memset(m, 0, sizeof(*m));
@@ -1489,9 +1495,11 @@ mem_attach(struct gb *g, struct memtask *m)
 	m->peak = xmalloc((g->ntask + 1) * sizeof(*m->peak));
 	m->rpeak = xmalloc((g->ntask + 1) * sizeof(*m->rpeak));
 	m->net = xcalloc(g->ntask + 1, sizeof(*m->net));
+	m->exc = xmalloc((g->ntask + 1) * sizeof(*m->exc));
+	base = xmalloc((g->ntask + 1) * sizeof(*base));
 	last = xmalloc((t->nproc + 1) * sizeof(*last));
 	for (i = 0; i < g->ntask; i++)
-		m->peak[i] = m->rpeak[i] = -1;
+		m->peak[i] = m->rpeak[i] = m->exc[i] = -1;
 	for (i = 0; i < t->nproc; i++)
 		last[i] = KG_NONE;
 	for (i = 0; i < t->nmem; i++) {
@@ -1502,21 +1510,29 @@ mem_attach(struct gb *g, struct memtask *m)
 			const struct ev *x = &t->ev[g->order[j]];
 
 			if (x->cls == EV_OP || x->cls == EV_RT)
-				last[x->proc] = (uint32_t)j;
+				last[x->proc] = latest = (uint32_t)j;
 		}
-		if (e->proc >= t->nproc || (k = last[e->proc]) == KG_NONE) {
+		k = e->proc < t->nproc ? last[e->proc] : KG_NONE;
+		if (k == KG_NONE || end_of(&t->ev[g->order[k]]) < e->ts)
+			k = latest;
+		if (k == KG_NONE) {
 			m->unattached++;
 			continue;
 		}
 		m->attached++;
+		if (m->peak[k] < 0) {
+			m->peak[k] = m->exc[k] = 0;
+			base[k] = e->alloc - e->bytes;
+		}
 		m->net[k] += e->bytes;
-		if (m->peak[k] < 0)
-			m->peak[k] = 0;
 		if (e->alloc > m->peak[k])
 			m->peak[k] = e->alloc;
+		if (e->alloc - base[k] > m->exc[k])
+			m->exc[k] = e->alloc - base[k];
 		if (e->reserved > m->rpeak[k])
 			m->rpeak[k] = e->reserved;
 	}
+	free(base);
 	free(last);
 }
 
@@ -1821,7 +1837,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 
 		tagged = make_task(&g, g.order[i], tbase, &k);
 		if (mem.peak != NULL && mem.peak[i] >= 0)
-			k.mpeak = mem.peak[i], k.mrpeak = mem.rpeak[i], k.mnet = mem.net[i];
+			k.mpeak = mem.peak[i], k.mrpeak = mem.rpeak[i], k.mnet = mem.net[i], k.mexc = mem.exc[i];
 		if (kg_write_task(w, &k) < 0)
 			goto werr;
 		tagcount[0] += (tagged & TAG_PH) != 0;
@@ -1983,6 +1999,7 @@ out_free:
 	free(mem.peak);
 	free(mem.rpeak);
 	free(mem.net);
+	free(mem.exc);
 out:
 	free(g.steps);
 	return rc;

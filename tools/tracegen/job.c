@@ -212,6 +212,10 @@ struct gen {
 	double speed;
 	struct evt *bdone;     /* per bucket: the all-reduce's end */
 	int64_t step_lo, step_hi, t_first, t_last;
+	int64_t mlevel;        /* the allocator: bytes held above the step's state */
+	int64_t mstate, mres;  /* the state (parameters, master copy, Adam), the most held */
+	int grads;             /* the gradients are allocated this iteration */
+	uint64_t maddr;
 	char pgname[NGKIND][16];
 	char *pgranks[NGKIND];
 	int gsize[NGKIND];
@@ -258,6 +262,78 @@ static int64_t
 tid_of(const struct gen *G)
 {
 	return G->tid[G->th];
+}
+
+/*
+ * An allocator event (--profile-memory): bytes allocated (freed when
+ * negative) now, on the current thread, with the allocator's totals
+ * after it, as PyTorch's profile_memory writes them. The model is
+ * tracegen(1)'s MEMORY MODEL.
+ */
+static void
+mem_event(struct gen *G, int64_t bytes)
+{
+	struct jw *w = G->w;
+
+	if (!G->c->memory || bytes == 0)
+		return;
+	G->mlevel += bytes;
+	if (G->mstate + G->mlevel > G->mres)
+		G->mres = G->mstate + G->mlevel;
+	if (!G->emit)
+		return;
+	ev_begin(w);
+	jw_puts(w, "  {\n    \"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", "
+	    "\"name\": \"[memory]\", \"pid\": ");
+	jw_int(w, G->pid);
+	jw_puts(w, ", \"tid\": ");
+	jw_int(w, tid_of(G));
+	jw_puts(w, ",\n    \"ts\": ");
+	jw_us(w, TS0 + G->now);
+	jw_puts(w, ",\n    \"args\": {\n      \"Total Reserved\": ");
+	jw_int(w, G->mres);
+	jw_puts(w, ", \"Total Allocated\": ");
+	jw_int(w, G->mstate + G->mlevel);
+	jw_puts(w, ", \"Bytes\": ");
+	jw_int(w, bytes);
+	jw_puts(w, ", \"Device Id\": ");
+	jw_int(w, G->dev);
+	jw_puts(w, ", \"Device Type\": 1, \"Addr\": ");
+	jw_int(w, (int64_t)++G->maddr);
+	jw_puts(w, "\n    }\n  }");
+}
+
+/* An item's float gradients, made by its first micro-batch's backward
+ * (the others accumulate into them); gone after the optimizer's step. */
+static void
+mem_grads(struct gen *G, int mb, int item)
+{
+	int kind;
+
+	if (mb == 0) {
+		mem_event(G, 4 * item_params(G->J, G->stage, item, &kind));
+		G->grads = 1;
+	}
+}
+
+/* What one layer keeps for its backward, a micro-batch: Korthikanti et
+ * al. 2022 (eq. 2) with flash attention (no s^2 term) and TP t: s b h
+ * (10 + 24 / t) bytes. */
+static int64_t
+mem_layer(const struct gen *G)
+{
+	const struct tg_cfg *c = G->c;
+
+	return c->seq * c->mbs * c->hidden * (10 + 24 / c->tp);
+}
+
+/* The logits the loss keeps, a micro-batch: float, vocabulary-parallel. */
+static int64_t
+mem_logits(const struct gen *G)
+{
+	const struct tg_cfg *c = G->c;
+
+	return c->seq * c->mbs * (c->vocab / c->tp) * 4;
 }
 
 static void
@@ -1005,6 +1081,7 @@ fwd_layer(struct gen *G, int mb, int item, int l)
 	linear(G, OT_LINEAR_FC2, OT_MATMUL_FC2, OT_MM_FC2, (int64_t)(sq + N_FC2), KT_FC2);
 	tp_out(G);
 	dropout_add(G, sq + N_ADD2);
+	mem_event(G, mem_layer(G));
 	layer_annot_end(G);
 }
 
@@ -1151,6 +1228,8 @@ bwd_layer(struct gen *G, int mb, int item, int l)
 	ln_bwd(G, (int64_t)(sq + N_LN1));
 	op1(G, OT_ADD_RES, -1, KT_ADD_H);
 	accumulate_grad(G, 4);
+	mem_grads(G, mb, item);
+	mem_event(G, -mem_layer(G));
 	layer_annot_end(G);
 }
 
@@ -1193,6 +1272,7 @@ bwd_embed(struct gen *G, int mb, int item)
 	op2(G, OT_EMB_BWD, -1, OT_EMB_DENSE_BWD, KT_EMB_BWD);
 	node_close(G);
 	accumulate_grad(G, 2);
+	mem_grads(G, mb, item);
 }
 
 /* Final layer norm, output layer, vocab-parallel cross entropy, the loss. */
@@ -1220,6 +1300,7 @@ fwd_head(struct gen *G, int mb, int item)
 	op1(G, OT_CE_SUM, -1, KT_CE_SUM);
 	coll(G, G_TP, C_ALLREDUCE, DT_F32, 0, sb, 1, NULL);
 	op1(G, OT_CE_LOG, -1, KT_CE_LOSS);
+	mem_event(G, mem_logits(G));
 	close_op(G);
 	advance(G, H_PY);
 	op1(G, OT_LOSS_MUL, (int64_t)sq + 3, KT_SMALL);
@@ -1236,9 +1317,11 @@ bwd_head(struct gen *G, int mb, int item)
 	node1(G, "SumBackward0", (int64_t)sq + 4, OT_LOSS_MUL, KT_SMALL);
 	node1(G, "MulBackward0", (int64_t)sq + 3, OT_LOSS_MUL, KT_SMALL);
 	node1(G, "_VocabParallelCrossEntropyBackward", (int64_t)sq + 2, OT_LOSS_MUL, KT_CE_BWD);
+	mem_event(G, -mem_logits(G));
 	linear_bwd(G, (int64_t)sq + 1, OT_MM_LOGITS_DG, KT_LOGITS_DG, KT_LOGITS_WG, 1);
 	ln_bwd(G, (int64_t)sq);
 	accumulate_grad(G, 3);
+	mem_grads(G, mb, item);
 }
 
 /* get_batch: tensor-parallel rank 0 copies the batch in, then broadcasts it. */
@@ -1425,6 +1508,10 @@ optimizer(struct gen *G)
 	advance(G, 2 * H_PY);
 	for (i = 0; i < sk->nadam; i++)
 		kern(G, i == sk->nadam - 1 ? sk->scale_last : sk->scale);
+	/* the gradients go (zero_grad, set to none) */
+	if (G->grads)
+		mem_event(G, -4 * G->sk->params);
+	G->grads = 0;
 }
 
 static void
@@ -1494,6 +1581,9 @@ gen_init(struct gen *G, struct tg_job *J, int r, int emit, struct jw *w)
 	G->tpr = (int)(r % c->tp), G->dpr = (int)(r / c->tp % c->dp);
 	G->stage = (int)(r / (c->tp * c->dp));
 	G->sk = &J->sk[G->stage];
+	/* the allocator's level at a step's start: bf16 parameters, their
+	 * float master copy and Adam's two float states (tracegen(1)) */
+	G->mstate = G->mres = c->memory ? 14 * G->sk->params : 0;
 	G->first = G->stage == 0, G->last = G->stage == c->pp - 1;
 	G->dev = (int)(r % c->gpus_per_node);
 	G->pid = 2900000 + 131 * (int64_t)r;

@@ -357,7 +357,7 @@ layer_params(const struct tg_cfg *c)
 	return 3 * hp * h + 3 * hp + hp * h + h + fp * h + fp + fp * h + h + 4 * h;
 }
 
-static int64_t
+int64_t
 item_params(const struct tg_job *J, int stage, int item, int *kind)
 {
 	const struct tg_cfg *c = &J->c;

@@ -81,6 +81,8 @@ void make_templates(struct tg_job *J);
 /* A stage's buckets (J->bk) and its own kernels. */
 void make_stage(struct tg_job *J, int stage, struct stagek *sk);
 /* Backward items of a stage: its layers, plus the head and the embedding. */
+/* Parameters of backward item `item` of a stage (kind: 0 embedding, 1 layer, 2 head). */
+int64_t item_params(const struct tg_job *J, int stage, int item, int *kind);
 int stage_items(const struct tg_job *J, int stage);
 
 #endif

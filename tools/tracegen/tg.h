@@ -63,6 +63,7 @@ struct tg_cfg {
 	int sp;            /* sequence parallelism (Megatron's) */
 	int sync_records;  /* cuda_sync records */
 	int annotations;   /* microbatch and layer record_function ranges */
+	int memory;        /* the allocator's [memory] events (tracegen(1), MEMORY MODEL) */
 	int64_t clock_skew; /* ns: each rank's clock off by up to this much */
 	struct tg_hw hw;
 };

@@ -141,6 +141,28 @@ rs_strs_id(struct rs_strs *s, const char *text)
 	return s->base + intern_get(&s->in, text, strlen(text));
 }
 
+int64_t
+rs_first_numel(const char *d)
+{
+	int64_t n = 1, v = 0;
+	int num = 0, any = 0;
+
+	if (d == NULL || d[0] != '[' || d[1] != '[')
+		return 0;
+	for (d += 2; *d != '\0' && *d != ']'; d++) {
+		if (*d >= '0' && *d <= '9') {
+			if (v < INT64_MAX / 16)
+				v = v * 10 + (*d - '0');
+			num = 1;
+		} else if (*d == ',' && num) {
+			n *= v, v = 0, num = 0, any = 1;
+		}
+	}
+	if (num)
+		n *= v, any = 1;
+	return any ? n : 0;
+}
+
 /* The elements of every tensor of a dims text (a rank-0 one counts 0); -1
  * when it does not parse. */
 static double

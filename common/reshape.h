@@ -78,6 +78,9 @@ void rs_strs_init(struct rs_strs *s, uint32_t base);
 void rs_strs_release(struct rs_strs *s);
 uint32_t rs_strs_id(struct rs_strs *s, const char *text);
 
+/* The elements of a dims text's first tensor; 0 when it has none. */
+int64_t rs_first_numel(const char *dims);
+
 /* A class whose cross-validated error (om_cls.cv_mape) is above this many
  * per cent is re-timed by the work's ratio, not the model's. */
 #define RS_CV_MAX 20.0

@@ -377,3 +377,21 @@ job_ms() { # the job rows' simulated iteration times
 	run -0 --separate-stderr job_ms sp.kg
 	[ "${#lines[@]}" = 1 ]
 }
+
+@test "graph-scale-tp: the memory estimate follows the shards: a rank's parameters and optimizer state halve at tp 2, its layers' activations shrink" {
+	need_gpu
+	kineto2graph -q "$GPU/gptB_L8_H2560_mem.json.gz" > one.kg
+	graph-scale-tp -q 2 one.kg > two.kg
+	mem() { graphsim "$1" | graphstat --json | jq -r '.predicted_memory | select(. != null) | "\(.parameters) \(.optimizer) \(.activations)"' | head -1; }
+	read -r p1 o1 a1 < <(mem one.kg)
+	read -r p2 o2 a2 < <(mem two.kg)
+	# the layers' weights and the vocabulary-parallel head and embedding
+	# halve; the position table (2048 x 2560 of 763M) does not: within 1%
+	awk -v a="$p1" -v b="$p2" 'BEGIN { r = b / a; exit !(r > 0.5 && r < 0.51) }'
+	# AdamW's two states a parameter, at the parameters' size
+	[ "$o2" -eq $((2 * p2)) ]
+	# the split activations shrink, the residual stream's stay
+	awk -v a="$a1" -v b="$a2" 'BEGIN { exit !(b < a && b > a / 2) }'
+	# the launch calls say their kernels' new shapes (the parameters are counted from them)
+	[ "$(dump two.kg | jq -c 'select(.r == "task" and .k == "rt" and .op == "aten::addmm" and .it == 2 and .ly == 0 and .mb == 0) | .sh' | sort -u | grep -c 7680)" -eq 0 ]
+}

@@ -209,29 +209,6 @@ count_params(const struct graph *g, const struct kg_reader *r, struct pairs *ps,
 	*p1 = b.sum;
 }
 
-/* Elements of the first operand of Input Dims text, 0 when it has none. */
-static int64_t
-first_numel(const char *d)
-{
-	int64_t n = 1, v = 0;
-	int num = 0, any = 0;
-
-	if (d == NULL || d[0] != '[' || d[1] != '[')
-		return 0;
-	for (d += 2; *d != '\0' && *d != ']'; d++) {
-		if (*d >= '0' && *d <= '9') {
-			if (v < INT64_MAX / 16)
-				v = v * 10 + (*d - '0');
-			num = 1;
-		} else if (*d == ',' && num) {
-			n *= v, v = 0, num = 0, any = 1;
-		}
-	}
-	if (num)
-		n *= v, any = 1;
-	return any ? n : 0;
-}
-
 /*
  * The allocator's events (graphstat's memory estimate;
  * formats/graph-stream.md, "Memory: what an edit must keep"): a task in
@@ -258,8 +235,8 @@ scale_memory(struct graph *g, const struct kg_reader *r, struct pairs *ps, doubl
 		double f;
 
 		if (p != NULL && t->proc < g->nproc) {
-			int64_t o = first_numel(kg_str(r, p->sh));
-			int64_t n = first_numel(p->text != NULL ? p->text : kg_str(r, p->sh));
+			int64_t o = rs_first_numel(kg_str(r, p->sh));
+			int64_t n = rs_first_numel(p->text != NULL ? p->text : kg_str(r, p->sh));
 
 			next[t->proc] = o > 0 && n > 0 ? (double)n / (double)o : fh;
 		}

@@ -1024,6 +1024,115 @@ traced_degree(struct tp *c)
 	return tp;
 }
 
+/* A string of the section, or one the tool added. */
+static const char *
+text_of(const struct tp *c, uint32_t id)
+{
+	if (id == KG_NONE)
+		return NULL;
+	if (id < c->g->nstr)
+		return kg_str(c->r, id);
+	return id - c->xs.base < c->xs.in.n ? c->xs.in.str[id - c->xs.base] : NULL;
+}
+
+/*
+ * What the memory estimate reads (graphstat(1), DEVICE MEMORY): a launch
+ * call says its operator's shapes, so a kernel's new shapes go to the
+ * call that launched it (the parameters are counted from the calls);
+ * and the allocator's net bytes and excursion of a layer's tasks follow
+ * its forward launches' first operands, new against old (split
+ * activations and weights' shares beside the residual stream, which
+ * stays), the optimizer's the parameters a rank keeps (T/N).
+ */
+static void
+tp_memory(struct tp *c)
+{
+	const struct graph *g = c->g;
+	uint32_t *lau = xmalloc((g->ntask + 1) * sizeof(*lau));
+	double rho = (double)c->T / (double)c->o->n;
+	size_t i;
+
+	for (i = 0; i < g->ntask; i++)
+		lau[i] = KG_NONE;
+	for (i = 0; i < g->nedge; i++)
+		if (g->edge[i].kind == KG_E_LAUNCH && g->edge[i].dst < g->ntask)
+			lau[g->edge[i].dst] = g->edge[i].src;
+	for (i = 0; i < g->ntask; i++) {
+		uint32_t l = lau[i];
+
+		if (l != KG_NONE && l < g->ntask && c->t[i].shapes != g->task[i].shapes &&
+		    c->t[l].shapes == g->task[l].shapes && c->t[l].kind == KG_RT)
+			c->t[l].shapes = c->t[i].shapes;
+	}
+	/* the operator's other calls before its launch (cuBLAS's
+	 * attribute queries, a first launch) say the same shapes */
+	{
+		uint32_t *prev = xmalloc((g->ntask + 1) * sizeof(*prev));
+		uint32_t *last = xmalloc((c->np + 1) * sizeof(*last));
+
+		for (i = 0; i < c->np; i++)
+			last[i] = KG_NONE;
+		for (i = 0; i < g->ntask; i++) {
+			uint32_t p = g->task[i].proc;
+
+			prev[i] = p < c->np ? last[p] : KG_NONE;
+			if (p < c->np)
+				last[p] = (uint32_t)i;
+		}
+		for (i = g->ntask; i-- > 0;) {
+			uint32_t q;
+
+			if (c->t[i].kind != KG_RT || c->t[i].shapes == g->task[i].shapes)
+				continue;
+			for (q = prev[i]; q != KG_NONE && c->t[q].kind == KG_RT &&
+			    g->task[q].op == g->task[i].op && g->task[q].shapes == g->task[i].shapes &&
+			    c->t[q].shapes == g->task[q].shapes; q = prev[q])
+				c->t[q].shapes = c->t[i].shapes;
+		}
+		free(prev);
+		free(last);
+	}
+	/* a layer's factor: the first operands of its forward launches,
+	 * new against old (where the allocator's events of a layer land
+	 * differs between traces; their sum follows the layer's tensors) */
+	{
+		int64_t nl = 0;
+		double *lo, *ln;
+
+		for (i = 0; i < g->ntask; i++)
+			if (c->t[i].layer + 1 > nl)
+				nl = c->t[i].layer + 1;
+		lo = xcalloc((size_t)nl + 1, sizeof(*lo));
+		ln = xcalloc((size_t)nl + 1, sizeof(*ln));
+		for (i = 0; i < g->ntask; i++) {
+			const struct kg_task *t = &c->t[i];
+
+			if (t->kind != KG_RT || t->layer < 0 || t->phase != KG_PH_FWD ||
+			    t->shapes == KG_NONE)
+				continue;
+			lo[t->layer] += (double)rs_first_numel(text_of(c, g->task[i].shapes));
+			ln[t->layer] += (double)rs_first_numel(text_of(c, t->shapes));
+		}
+		for (i = 0; i < g->ntask; i++) {
+			struct kg_task *t = &c->t[i];
+			double f;
+
+			if (t->mpeak < 0)
+				continue;
+			f = t->phase == KG_PH_OPT ? rho : t->layer >= 0 && lo[t->layer] > 0 &&
+			    ln[t->layer] > 0 ? ln[t->layer] / lo[t->layer] : 1;
+			if (f == 1)
+				continue;
+			t->mnet = llround((double)t->mnet * f);
+			if (t->mexc >= 0)
+				t->mexc = llround((double)t->mexc * f);
+		}
+		free(lo);
+		free(ln);
+	}
+	free(lau);
+}
+
 static int
 scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, const char *name,
     int index, struct gout *out)
@@ -1063,6 +1172,7 @@ scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, co
 	if (o->n != c.T || c.sp0 != c.sp1) {
 		if (tp_shard(&c) != 0 || collectives(&c, net, sizeof(net)) != 0)
 			goto out;
+		tp_memory(&c);
 		if (!o->have_to && c.ngemm + c.nattn + c.nelt > 0)
 			warnmsg("%s: section %d: no op model (--model): %zu kernels re-timed by "
 			    "their FLOPs or bytes, which a GPU does not follow for small shapes",

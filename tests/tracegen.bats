@@ -619,6 +619,7 @@ full_coverage() {
 	same "$(norm)" "[[64,1,256],[],[256],[256],[]]"
 	# each moves the whole tensor of a layer: 128 x 256 bf16
 	same "$(kineto2graph -q job/rank-0.json.gz | graphcat -r | jq -r 'select(.r == "task" and (.coll == "allgather" or .coll == "reducescatter")) | .by' | sort -u)" 65536
+}
 
 @test "tracegen: --profile-memory writes the allocator's events, and graphstat predicts each rank's peak from the graph as tracegen measures it" {
 	# tiny (tp 2, pp 2, dp 1, 4 micro-batches, 1F1B). Stage 0: 2 layers

@@ -69,4 +69,10 @@ int tp_shard(struct tp *c);
 /* Is op a GEMM's name? */
 int tp_is_gemm(const char *op);
 
+/* colls.c: the traced degree (the group that reduces activations) */
+int64_t traced_degree(struct tp *c);
+/* The collectives re-timed, made or taken away, the ranks laid out again;
+ * net gets the link taken from the built-in topology ("" if none). 0, or 1. */
+int collectives(struct tp *c, char *net, size_t netlen);
+
 #endif

@@ -102,6 +102,27 @@ need_slurm() {
 	cmp sweep.csv first.csv
 }
 
+@test "pipelines on Slurm: within an allocation every step, each rank's too, is a job step of it; the same CSV" {
+	need_slurm
+	mkdir here
+	(cd here && sweep TRACEGEN="$TINY" DP='1 4' NET=50,5)
+	# No job array there (an sbatch that fails), and one CPU:
+	# graphsim | graphstat, which asks for two, gets the one.
+	mkdir fake
+	printf '#!/bin/sh\necho sbatch >> "%s/calls"\nexit 1\n' "$PWD" > fake/sbatch
+	chmod +x fake/sbatch
+	export -f sweep
+	export ROOT
+	PATH="$PWD/fake:$PATH" run -0 --separate-stderr salloc --quiet -N 1 -c 1 --mem=1900 \
+	    bash -c 'sweep SLURM=1 TRACEGEN="$1" DP="1 4" NET=50,5' _ "$TINY"
+	[ "$output" = "sweep: $PWD/sweep.csv: 2 points" ]
+	[ ! -e calls ]
+	cmp sweep.csv here/sweep.csv
+	[ "$(ran | grep -c '^base:rank-')" -eq 8 ]
+	grep -q "^run    base:rank-0\.json\.gz (" work/logs/base.0.log
+	grep -q "^run    dp4-pp2-l4 (" work/logs/dp4-pp2-l4.log
+}
+
 @test "pipelines on Slurm: a failing step fails the grid with its name and its log's end; a re-run reuses every finished step" {
 	need_slurm
 	# graph-scale-dp failing while ./broken is there: the same script,
@@ -162,7 +183,7 @@ need_slurm() {
 	} > list
 	run -1 --separate-stderr "$ROOT/pipelines/slurm" -l logs -a list -L arr -m 64 -n 1
 	[ -z "$output" ]
-	[ "${stderr%%$'\n'*}" = "slurm: r1: failed (task 1 of job array arr), logs/arr.1.log ends:" ]
+	[ "${stderr%%$'\n'*}" = "slurm: r1: failed (task 1 of arr), logs/arr.1.log ends:" ]
 	[[ $stderr == *$'\n'"  one"$'\n'"slurm: arr: 1 of 3 tasks failed" ]]
 	[ "$(cat logs/arr.0.log)" = zero ]
 	[ "$(cat logs/arr.2.log)" = two ]

@@ -189,6 +189,28 @@ need_slurm() {
 	[ "$(cat logs/arr.2.log)" = two ]
 }
 
+@test "pipelines/step -a: each rank file a step of its own, the merge under the one pipeline's key, with its bytes" {
+	tracegen --preset tiny --jobs 1 -d job
+	run -0 --separate-stderr "$ROOT/pipelines/step" -c one -n -L base -i job/rank-0.json.gz -i job/rank-1.json.gz \
+	    -i job/rank-5.json.gz -- kineto2graph '|' graph-deps --merge
+	whole=$output
+	run -0 --separate-stderr "$ROOT/pipelines/step" -c apart -n -a -L base -i job/rank-0.json.gz -i job/rank-1.json.gz \
+	    -i job/rank-5.json.gz -- kineto2graph '|' graph-deps --merge
+	[ "${output##*/}" = "${whole##*/}" ]
+	cmp "$output" "$whole"
+	[ "$(printf '%s\n' "$stderr" | awk '{ print $1, $2 }' | tr '\n' ' ')" = \
+	    "run base:rank-0.json.gz run base:rank-1.json.gz run base:rank-5.json.gz run base " ]
+	# each rank's graph is kineto2graph's of its file alone
+	kineto2graph job/rank-5.json.gz > r5.kg
+	cmp r5.kg "apart/$(printf '%s\n' "$stderr" | sed -n 's/^run    base:rank-5.json.gz (\(.*\))$/\1/p').kg"
+	# again: the merge found whole, its ranks not looked at
+	run -0 --separate-stderr "$ROOT/pipelines/step" -c apart -n -a -L base -i job/rank-0.json.gz -i job/rank-1.json.gz \
+	    -i job/rank-5.json.gz -- kineto2graph '|' graph-deps --merge
+	[ "$stderr" = "hit    base ($(basename "$whole" .kg))" ]
+	run -1 --separate-stderr "$ROOT/pipelines/step" -c apart -a -L x -i job/rank-0.json.gz -- kineto2graph
+	[ "$stderr" = "step: -a takes a pipeline of two commands or more" ]
+}
+
 @test "pipelines/slurm: usage errors exit 2" {
 	run -2 --separate-stderr "$ROOT/pipelines/slurm" -m 64 -n 1 -- true
 	[[ $stderr == "usage: slurm "* ]]

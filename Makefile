@@ -32,6 +32,7 @@ LIBS = -lm $(PKG_LIBS)
 
 TOOLS = kineto2graph graphcat graph-deps graphsim graphstat tracegen graph-scale-dp graph-scale-layers graph-scale-pp graph2chrome graphplot
 TOOLS += opmodel graph-retime
+TOOLS += graph-scale-hidden
 BINS = $(TOOLS:%=bin/%)
 MANS = $(TOOLS:%=doc/%.1)
 
@@ -77,6 +78,7 @@ endef
 # reader and graph builder.
 EXTRA_LIBS_opmodel = -lxgboost
 EXTRA_LIBS_graph-retime = -lxgboost
+EXTRA_LIBS_graph-scale-hidden = -lxgboost
 EXTRA_OBJ_opmodel = $(patsubst %.c,build/%.o,$(wildcard tools/kineto2graph/*.c))
 build/tools/opmodel/%.o: ALL_CFLAGS += -Itools/kineto2graph
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
@@ -139,8 +141,9 @@ fuzz_tools_kineto = kineto2graph
 fuzz_tools_stream =
 fuzz_tools_merge = graph-deps
 fuzz_tools_simstat = graphsim graphstat
-# (the op model is in no harness's path, and links libxgboost)
-FUZZ_COMMON = $(filter-out build/fuzz/common/opmodel.o,$(COMMON_SRC:%.c=build/fuzz/%.o)) \
+# (the op model and common/reshape, which uses it, are in no harness's
+# path, and link libxgboost)
+FUZZ_COMMON = $(filter-out build/fuzz/common/opmodel.o build/fuzz/common/reshape.o,$(COMMON_SRC:%.c=build/fuzz/%.o)) \
 	build/fuzz/tools/cli.o build/fuzz/fuzz/fuzz.o
 
 # A tool's main file is built with its main renamed NAME_main.

@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,9 @@ config_header(struct config *c, const struct kg_header *h)
 	c->tp = 1;
 	c->pp = c->layers = c->mbs = 0;
 	c->nc = 0;
+	snprintf(c->gpu, sizeof(c->gpu), "%s", h->gpu != NULL ? h->gpu : "");
+	c->gpu_mem = h->gpu_mem;
+	c->gpu_sms = h->gpu_sms;
 }
 
 void

@@ -2,8 +2,8 @@
  * config: the configuration a graph carries, as far as it tells it:
  * its ranks, the data- and tensor-parallel degrees from the process
  * groups of its collectives (pgroup.h tells them apart), the pipeline
- * depth, layers and micro-batches from its tasks' tags, and whether a
- * what-if tool edited it (its header's tools). For graphstat's what-if
+ * depth, layers and micro-batches from its tasks' tags, the GPU its
+ * header names, and whether a what-if tool edited it (its header's tools). For graphstat's what-if
  * report and graph2chrome's metadata.
  *
  * With `groups` set, holds a copy of each collective's task record until
@@ -23,6 +23,8 @@ struct config {
 	int64_t nranks, world; /* world: -1 when the header does not say */
 	int64_t dp, tp;        /* after config_finish: -1 / 1 when not told */
 	int64_t pp, layers, mbs; /* largest tag plus one; 0 when no task has one */
+	char gpu[128];         /* the header's GPU (1.5), "" when not told */
+	int64_t gpu_mem, gpu_sms; /* -1 when not told */
 	struct kg_task *coll;  /* the collectives with group ranks, until finish */
 	size_t nc, capc;
 };

@@ -115,6 +115,7 @@ graph_write(struct kg_writer *w, const struct graph *g, const char *tool,
 {
 	size_t i;
 
+	kg_writer_follow(w, o->h != NULL ? o->h : &g->h);
 	if (kg_write_header_tool(w, o->h != NULL ? o->h : &g->h, tool) < 0 ||
 	    write_kept(w, g, KG_R_STR) < 0)
 		return -1;

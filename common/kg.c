@@ -54,7 +54,7 @@ kg_task_init(struct kg_task *t)
 	t->kind = 0;
 	t->dur = t->ts = 0;
 	t->odur = t->iter = t->corr = -1;
-	t->op = t->shapes = KG_NONE;
+	t->op = t->shapes = t->itypes = KG_NONE;
 	t->bytes = 0;
 	t->coll = 0;
 	t->gsize = t->seq = -1;
@@ -260,13 +260,15 @@ kg_write_header(struct kg_writer *w, const struct kg_header *h)
 {
 	msgpack_packer *pk = &w->pk;
 	size_t i;
-	int run;
+	int run, gpu;
 
 	if (end_frame(w) < 0)
 		return -1;
 	w->ntasks = w->nedges = w->nprocs = w->nstrs = 0;
 	run = w->run_k < w->run_n;
-	msgpack_pack_map(pk, 13 + (h->nranks > 0 ? 3 : 0) + (run ? 2 : 0));
+	gpu = h->gpu != NULL && h->gpu[0] != '\0';
+	msgpack_pack_map(pk, 13 + (h->nranks > 0 ? 3 : 0) + (run ? 2 : 0) + gpu +
+	    (h->gpu_mem > 0) + (h->gpu_sms > 0));
 	pk_kv_str(pk, "r", "header");
 	pk_kv_str(pk, "format", KG_FORMAT);
 	pk_kv_i64(pk, "major", KG_MAJOR);
@@ -301,6 +303,12 @@ kg_write_header(struct kg_writer *w, const struct kg_header *h)
 		for (i = 0; i < h->nranks; i++)
 			msgpack_pack_int64(pk, h->t0 != NULL ? h->t0[i] : 0);
 	}
+	if (gpu)
+		pk_kv_str(pk, "gpu", h->gpu);
+	if (h->gpu_mem > 0)
+		pk_kv_i64(pk, "gpu_mem", h->gpu_mem);
+	if (h->gpu_sms > 0)
+		pk_kv_i64(pk, "gpu_sms", h->gpu_sms);
 	if (run) {
 		pk_cstr(pk, "section");
 		msgpack_pack_uint64(pk, w->run_k);
@@ -376,6 +384,7 @@ kg_write_task(struct kg_writer *w, const struct kg_task *t)
 	n += t->corr >= 0;
 	n += t->op != KG_NONE;
 	n += t->shapes != KG_NONE;
+	n += t->itypes != KG_NONE;
 	n += t->bytes != 0;
 	n += t->coll != KG_COLL_NONE;
 	n += t->gsize >= 0;
@@ -406,6 +415,8 @@ kg_write_task(struct kg_writer *w, const struct kg_task *t)
 		pk_kv_i64(pk, "op", t->op);
 	if (t->shapes != KG_NONE)
 		pk_kv_i64(pk, "sh", t->shapes);
+	if (t->itypes != KG_NONE)
+		pk_kv_i64(pk, "ty", t->itypes);
 	if (t->bytes != 0) {
 		pk_cstr(pk, "by");
 		msgpack_pack_uint64(pk, t->bytes);
@@ -824,7 +835,8 @@ free_section(struct kg_reader *r)
 	r->nranks = r->nclk = r->nt0 = 0;
 	free(r->producer);
 	free(r->source);
-	r->producer = r->source = NULL;
+	free(r->gpu);
+	r->producer = r->source = r->gpu = NULL;
 }
 
 void
@@ -1291,6 +1303,8 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 	memset(h, 0, sizeof(*h));
 	h->rank = h->world = -1;
 	h->source = "";
+	h->gpu = "";
+	h->gpu_mem = h->gpu_sms = -1;
 	for (i = 0; i < npairs; i++) {
 		if (get_key(d, &k) < 0)
 			return -1;
@@ -1327,6 +1341,17 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 				return -1;
 			free(r->source);
 			r->source = xstrndup(s, len);
+		} else if (MP_IS(&k, "gpu")) {
+			if (get_str(d, "gpu", &s, &len) < 0)
+				return -1;
+			free(r->gpu);
+			r->gpu = xstrndup(s, len);
+		} else if (MP_IS(&k, "gpu_mem")) {
+			if (get_i64(d, "gpu_mem", &h->gpu_mem) < 0)
+				return -1;
+		} else if (MP_IS(&k, "gpu_sms")) {
+			if (get_i64(d, "gpu_sms", &h->gpu_sms) < 0)
+				return -1;
 		} else if (MP_IS(&k, "rank")) {
 			if (get_i64(d, "rank", &h->rank) < 0)
 				return -1;
@@ -1415,6 +1440,8 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 	h->producer = r->producer;
 	if (r->source != NULL)
 		h->source = r->source;
+	if (r->gpu != NULL)
+		h->gpu = r->gpu;
 	h->iters = r->iters;
 	h->niters = r->niters;
 	h->tools = (const char *const *)r->tools;
@@ -1614,6 +1641,9 @@ task_pair(struct dec *d, struct kg_task *t, int *have)
 	case KC2('s', 'h'):
 		rc = get_u32(d, "sh", &t->shapes);
 		break;
+	case KC2('t', 'y'):
+		rc = get_u32(d, "ty", &t->itypes);
+		break;
 	case KC2('b', 'y'):
 		rc = mp_next(&d->c, &x);
 		if (rc == 0 && x.type != MP_UINT)
@@ -1713,6 +1743,9 @@ dec_task(struct dec *d, uint32_t npairs, struct kg_task *restrict t)
 			case KC2('s', 'h'):
 				q = fast_id(q, &t->shapes);
 				break;
+			case KC2('t', 'y'):
+				q = fast_id(q, &t->itypes);
+				break;
 			case KC2('g', 's'):
 				q = fast_i64(q, &t->gsize);
 				break;
@@ -1791,7 +1824,8 @@ dec_task(struct dec *d, uint32_t npairs, struct kg_task *restrict t)
 	}
 	if (check_str_ref(d, "n", t->name) < 0 || check_str_ref(d, "op", t->op) < 0 ||
 	    check_str_ref(d, "sh", t->shapes) < 0 || check_str_ref(d, "pg", t->pg) < 0 ||
-	    check_str_ref(d, "pgr", t->pgr) < 0 || check_str_ref(d, "dt", t->dtype) < 0)
+	    check_str_ref(d, "pgr", t->pgr) < 0 || check_str_ref(d, "dt", t->dtype) < 0 ||
+	    check_str_ref(d, "ty", t->itypes) < 0)
 		return -1;
 	return 0;
 }

@@ -24,7 +24,7 @@
 
 #define KG_FORMAT "kgraph"
 #define KG_MAJOR 1
-#define KG_MINOR 4
+#define KG_MINOR 5
 #define KG_NONE UINT32_MAX /* absent string / proc / task reference */
 
 /*
@@ -94,6 +94,12 @@ struct kg_header {
 	 * writer wrote, from 0, and the run's length; 0 sections: not said.
 	 * Writers say it from their own state (kg_writer_run). */
 	uint64_t section, sections;
+	/* 1.5: the GPU the rank ran on (the trace's deviceProperties entry
+	 * for the device its kernels ran on): its name ("" if unknown), total
+	 * memory in bytes and SM count (-1 if unknown). A job section says
+	 * them only when every rank's agree. */
+	const char *gpu;
+	int64_t gpu_mem, gpu_sms;
 };
 
 struct kg_proc {
@@ -112,6 +118,7 @@ struct kg_task {
 	int64_t iter;
 	int64_t corr;
 	uint32_t op, shapes;
+	uint32_t itypes; /* 1.5: str id of the op's Input type list, KG_NONE */
 	uint64_t bytes;
 	int coll; /* enum kg_coll */
 	int64_t gsize, seq;
@@ -271,7 +278,7 @@ struct kg_reader {
 	size_t nranks, capranks, nclk, capclk, nt0, capt0;
 	char **tools;
 	size_t ntools, captools;
-	char *producer, *source;
+	char *producer, *source, *gpu;
 	int64_t *ss, *se;  /* the last sim record's arrays */
 	size_t capsim;
 	/* With keep_frames: compressed bytes of the frames not yet taken, and

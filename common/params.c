@@ -110,12 +110,18 @@ param_count_add(struct param_count *pc, const struct kg_reader *r, const struct 
 	if (t->kind != KG_RT || t->op == KG_NONE || t->shapes == KG_NONE ||
 	    strstr(kg_str(r, t->name), "Launch") == NULL)
 		return;
-	if (t->op != pc->op || t->shapes != pc->sh) {
-		const char *op = kg_str(r, t->op);
+	param_count_text(pc, t->op, t->shapes, kg_str(r, t->op), kg_str(r, t->shapes));
+}
+
+void
+param_count_text(struct param_count *pc, uint32_t opid, uint32_t shid, const char *op,
+    const char *dims)
+{
+	if (opid != pc->op || shid != pc->sh) {
 		int64_t p, big;
 		int n, k;
 
-		p = op_params_n(op, kg_str(r, t->shapes), &n, &big);
+		p = op_params_n(op, dims, &n, &big);
 		if (pc->tied && p > 0 && strcmp(op, "aten::embedding") == 0) {
 			if (pc->ntable < (int)(sizeof(pc->table) / sizeof(pc->table[0])))
 				pc->table[pc->ntable++] = big;
@@ -128,7 +134,7 @@ param_count_add(struct param_count *pc, const struct kg_reader *r, const struct 
 		pc->sum += p;
 		pc->tensors += n;
 	}
-	pc->op = t->op, pc->sh = t->shapes;
+	pc->op = opid, pc->sh = shid;
 }
 
 int64_t

@@ -42,6 +42,13 @@ struct param_count {
 };
 void param_count_init(struct param_count *pc);
 void param_count_add(struct param_count *pc, const struct kg_reader *r, const struct kg_task *t);
+/*
+ * The same for one launch given as its operator and dims texts, and the
+ * ids that tell one call from the next (str ids, or any the caller keeps
+ * apart): for a tool that counts a model's parameters under new shapes.
+ */
+void param_count_text(struct param_count *pc, uint32_t opid, uint32_t shid, const char *op,
+    const char *dims);
 
 /*
  * Which of a stage's n traced layers its new layer j of nn copies: growing,

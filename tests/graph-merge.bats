@@ -713,3 +713,18 @@ dlrm_job() {
 	run -0 --separate-stderr graph-deps -q --merge -o job.kg r0.kg r1.kg r2.kg
 	[ "$stderr" = "" ]
 }
+
+@test "graph-deps --merge: ranks that ran on different GPUs are warned about; the job section names the GPU only when all agree" {
+	need_traces
+	for r in 0 1 2 3 4 5 6 7; do
+		kineto2graph -q -o v$r.kg "$TRACES"/param_dlrm_8rank_v100/kineto/worker${r}_*.json.gz
+	done
+	# the same ranks, one of them said to have run on an A100
+	graphcat v2.kg | sed '1s/"gpu":"Tesla V100-SXM2-32GB"/"gpu":"NVIDIA A100"/' | mkstream > a2.kg
+	run -0 --separate-stderr graph-deps --merge -o same.kg v?.kg
+	[ "$stderr" = "" ]
+	[ "$(graphcat same.kg | head -1 | jq -r '[.gpu, .gpu_mem, .gpu_sms] | @tsv')" = "$(printf 'Tesla V100-SXM2-32GB\t34079899648\t80')" ]
+	run -0 --separate-stderr graph-deps --merge -o mixed.kg v[01].kg a2.kg v[3-7].kg
+	[ "$stderr" = "graph-deps: warning: a2.kg: section 0: rank 2 ran on NVIDIA A100, but rank 0 (v0.kg section 0) on Tesla V100-SXM2-32GB: not ranks of one job?" ]
+	[ "$(graphcat mixed.kg | head -1 | jq -r '.gpu // "none"')" = none ]
+}

@@ -8,7 +8,7 @@ load helpers
 bats_require_minimum_version 1.5.0
 
 OM="$FIX/opmodel"
-USAGE='usage: graph-retime [-q] [-o FILE] [--model MODEL [--from MODEL]] [--speedup PATTERN=FACTOR] ... [--sensitivity [K]] [FILE ...]'
+USAGE='usage: graph-retime [-q] [-o FILE] [--model MODEL [--from MODEL | --absolute]] [--speedup PATTERN=FACTOR] ... [--sensitivity [K]] [FILE ...]'
 
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
@@ -142,4 +142,42 @@ gpu_durations() {
 	graph-retime --model fast.om mm.kg > a.kg
 	graph-retime --model fast.om < mm.kg > b.kg
 	diff <(dump a.kg) <(dump b.kg)
+}
+
+@test "graph-retime: a graph traced on the model's GPU keeps its traced times; --absolute predicts them" {
+	# mm.kg as if traced on Fast GPU, whose GEMMs take half the time
+	graphcat mm.kg | sed '1s/"gpu":"Test GPU"/"gpu":"Fast GPU"/' | "$ROOT/tests/tools/jsonl2kg" |
+		zstd -q -c > onfast.kg
+	run -0 --separate-stderr graph-retime -o keep.kg --model fast.om onfast.kg
+	[ "$stderr" = "" ]
+	diff <(gpu_durations onfast.kg) <(gpu_durations keep.kg)
+	graph-retime --model fast.om --absolute onfast.kg > abs.kg
+	paste -d' ' <(gpu_durations onfast.kg) <(gpu_durations abs.kg) |
+		awk '$1 == "kern" && $4 * 2 != $2 { exit 1 }'
+	# speed-ups still apply
+	graph-retime --model fast.om --speedup gemm=2 onfast.kg > sp.kg
+	diff <(gpu_durations abs.kg | grep kern) <(gpu_durations sp.kg | grep kern)
+	run -2 --separate-stderr graph-retime --absolute mm.kg
+	[ "${stderr_lines[0]}" = "graph-retime: --absolute needs --model and no --from" ]
+}
+
+@test "graph-retime: a model of another GPU than the graph's is a warning naming both; the output runs on the model's GPU" {
+	run -0 --separate-stderr graph-retime -o f.kg --model fast.om --from fast.om mm.kg
+	[ "$stderr" = "graph-retime: warning: mm.kg: section 0: a graph of Test GPU re-timed from a model of Fast GPU (--from)" ]
+	run -0 --separate-stderr graph-retime -o a.kg --model fast.om mm.kg
+	[ "$stderr" = "graph-retime: warning: mm.kg: section 0: a graph of Test GPU re-timed by the model of Fast GPU alone: each call takes its prediction (--from with a model of Test GPU keeps what the models do not explain)" ]
+	run -0 --separate-stderr graph-retime -q -o a.kg --model fast.om mm.kg
+	[ "$stderr" = "" ]
+	[ "$(dump mm.kg | head -1 | jq -r .gpu)" = "Test GPU" ]
+	[ "$(dump a.kg | head -1 | jq -r '[.gpu, .gpu_sms] | @tsv')" = "$(printf 'Fast GPU\t100')" ]
+}
+
+@test "graph-retime: a graph without operator shapes cannot be re-timed by a model: one line saying how to record them" {
+	jq 'del(.traceEvents[].args["Input Dims"])' "$OM/mm.json" > noshapes.json
+	kineto2graph -q noshapes.json > ns.kg
+	run -1 --separate-stderr graph-retime -q -o out.kg --model fast.om ns.kg
+	[ "$stderr" = "graph-retime: ns.kg: section 0: no operator shapes (the trace was recorded without record_shapes): the model cannot size a call; record with torch.profiler.profile(record_shapes=True)" ]
+	[ ! -e out.kg ]
+	# factors need no shapes
+	run -0 --separate-stderr graph-retime -o out.kg --speedup 'gemm_kernel_*=2' ns.kg
 }

@@ -184,3 +184,34 @@ steps() {
 	run -2 --separate-stderr graph-scale-pp --activation-bytes 0 2 base.kg
 	[ "${stderr_lines[0]}" = "graph-scale-pp: invalid --activation-bytes '0'" ]
 }
+
+@test "graph-scale-pp: a second micro-batch copied from a one-micro-batch trace adds the gradients the first handed over" {
+	need_gpu
+	kineto2graph -q "$GPU/gptB_L8_H2560.json.gz" > one.kg
+	graph-scale-pp -q 1 --microbatches 2 one.kg > two.kg
+	# the first micro-batch hands over one gradient a parameter tensor: a
+	# GPT of 8 blocks has 12 tensors a block, the embeddings 2 and the
+	# final norm 2 (the head is tied): 100 an iteration
+	its=$(dump one.kg | head -1 | jq '.iters | length')
+	[ "$(dump one.kg | jq -c 'select(.r == "task" and .k == "cpu" and .n == "detach" and .ph == "bwd")' | wc -l)" -eq $((100 * its)) ]
+	adds() { dump two.kg | jq -r --argjson mb "$1" 'select(.r == "task" and .k == "kern" and .op == "aten::add_" and .ph == "bwd" and .mb == $mb) | .sh' | wc -l; }
+	[ "$(adds 1)" -eq $(($(adds 0) + 100 * its)) ]
+	# each made add: a launch call of aten::add_ on the parameter's shape,
+	# its kernel timed by the elements (a 10240 x 2560 weight's add takes
+	# 10240 times a 2560 bias's, within the rounding of the bias's ns)
+	dump two.kg | jq -r 'select(.r == "task" and .k == "kern" and .op == "aten::add_" and .mb == 1 and (.sh == "[[10240,2560],[10240,2560],[]]" or .sh == "[[10240],[10240],[]]")) | "\(.sh) \(.d)"' | sort -u > made.txt
+	awk '/\[\[10240,2560\]/ { w = $2 } /\[\[10240\]/ { b = $2 } END { r = w / b; exit !(r > 2560 * 0.99 && r < 2560 * 1.01) }' made.txt
+	[ "$(dump two.kg | jq -c 'select(.r == "task" and .k == "rt" and .op == "aten::add_" and .mb == 1 and .sh == "[[2560,10240],[2560,10240],[]]") | .ty' | sort -u)" = '"[\"float\",\"float\",\"Scalar\"]"' ]
+	# the first micro-batch and a one-micro-batch rebuild make none
+	graph-scale-pp -q 1 one.kg > same.kg
+	[ "$(dump same.kg | jq -c 'select(.r == "task" and .k == "kern" and .op == "aten::add_")' | wc -l)" -eq "$(dump one.kg | jq -c 'select(.r == "task" and .k == "kern" and .op == "aten::add_")' | wc -l)" ]
+}
+
+@test "graph-scale-pp: with no add kernel to time them on, the accumulations are left out with a warning" {
+	need_gpu
+	kineto2graph -q "$GPU/gpt_L4_H1024.json.gz" > one.kg
+	# every add kernel made shorter than 20 us
+	graph-retime --speedup 'aten::add_=1000' one.kg > fast.kg
+	run -0 --separate-stderr graph-scale-pp -o two.kg 1 --microbatches 2 fast.kg
+	[ "${stderr_lines[1]}" = "graph-scale-pp: warning: fast.kg: section 0: $((52 * 3)) gradient accumulations of later micro-batches left out: the job has no add kernel of 20 us or more to time them on" ]
+}

@@ -107,7 +107,10 @@ setup() {
 	graph-scale-pp -q --net 50,5 4 job.kg | graphsim > pp4.kg
 	run -0 --separate-stderr graphstat --base base.kg pp4.kg
 	[ "${lines[0]}" = "prediction: a graph made by kineto2graph 0.1 | graph-deps 0.1 | graph-scale-pp 0.1 | graphsim 0.1" ]
-	[ "${lines[1]}" = "  configuration: 16 ranks, dp 2, tp 2, pp 4, 4 layers, 4 micro-batches; GPU and network: not recorded in the graph" ]
+	# the GPU as the traces' deviceProperties describe it
+	gpu=$(zcat tg/rank-0.json.gz | jq -r '.deviceProperties[0] | "\(.name)\t\(.numSms)\t\(.totalGlobalMem)"' |
+		awk -F'\t' '{ printf "%s (%d SMs, %.1f GiB)", $1, $2, $3 / 1073741824 }')
+	[ "${lines[1]}" = "  configuration: 16 ranks, dp 2, tp 2, pp 4, 4 layers, 4 micro-batches; GPU: $gpu; network: not recorded in the graph" ]
 	# the collectives' last ranks, simulated, with no "measured" one
 	grep -q '^  collectives across ranks: ' <<< "$output"
 	grep -q ' last: rank [0-9]*  waited: ' <<< "$output"

@@ -15,7 +15,7 @@ hostile() {
 
 # The tools that read graph streams, with the arguments they need.
 READERS=("graphcat" "graphsim" "graphstat" "graph-deps --merge" "graph-deps --check"
-	"graph-scale-dp 2" "graph-scale-pp 2" "graph-scale-layers 2")
+	"graph-scale-dp 2" "graph-scale-pp 2" "graph-scale-layers 2" "graph-scale-hidden 16")
 
 # Every reader, run under a virtual-memory limit of 256 MiB (the reader's
 # stated bound is 200 MiB: formats/graph-stream.md), must exit 1 with
@@ -182,6 +182,36 @@ killed_leaves_nothing() {
 	[ "$st" -eq $((128 + $(kill -l "$sig"))) ]
 	! compgen -G 'out.kg.tmp*'
 	[ ! -e out.kg ]
+}
+
+@test "hardening: tracegen on SIGINT removes its temporary files, its workers' and the directory it made" {
+	local pid i st=0
+	env --default-signal=INT,TERM,HUP tracegen --preset gpt15b --dp 4 --jobs 2 -d job 2> err.txt &
+	pid=$!
+	for i in $(seq 400); do
+		compgen -G 'job/.*.tmp*' > /dev/null && break
+		sleep 0.05
+	done
+	compgen -G 'job/.*.tmp*' > /dev/null # it was writing
+	kill -s INT "$pid"
+	wait "$pid" || st=$?
+	[ "$st" -eq $((128 + $(kill -l INT))) ]
+	sleep 0.5 # the workers, ended by the same signal
+	! pgrep -f 'tracegen --preset gpt15b --dp 4 --jobs 2 -d job'
+	[ ! -e job ]
+	# into a directory that was there: it stays, empty
+	mkdir job2
+	env --default-signal=INT,TERM,HUP tracegen --preset gpt15b --dp 4 --jobs 2 -d job2 2> err.txt &
+	pid=$!
+	for i in $(seq 400); do
+		compgen -G 'job2/.*.tmp*' > /dev/null && break
+		sleep 0.05
+	done
+	kill -s TERM "$pid"
+	wait "$pid" || true
+	sleep 0.5
+	[ -d job2 ]
+	[ -z "$(ls -A job2)" ]
 }
 
 @test "hardening: kineto2graph -o on SIGINT removes its temporary file" {
@@ -416,4 +446,24 @@ check_replay() {
 		done
 	done
 	[ "$n" -gt 0 ]
+}
+
+@test "hardening: the merge and the what-if tools say each section's place in its run, so a cut output is truncated" {
+	# a tracegen job, merged: one job section, said as 0 of 1
+	tracegen --preset tiny --tp 2 --pp 2 --dp 2 --layers 4 --microbatches 4 -d tg > /dev/null
+	kineto2graph -q tg/*.json.gz | graph-deps -q --merge > job.kg
+	[ "$(graphcat job.kg | jq -r 'select(.r == "header") | "\(.section)/\(.sections)"')" = "0/1" ]
+	# the same section twice, as a run of two (packed by the test's codec)
+	{
+		graphcat job.kg | sed '1s/"section":0,"sections":1/"section":0,"sections":2/'
+		graphcat job.kg | sed '1s/"section":0,"sections":1/"section":1,"sections":2/'
+	} | "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > two.kg
+	for tool in "graph-scale-dp -q 4" "graph-scale-layers -q 8" "graph-scale-pp -q --net 50,5 4" "graph-scale-hidden -q 512" \
+	    "graph-retime -q --speedup gemm=2"; do
+		$tool two.kg > out.kg
+		[ "$(graphcat out.kg | jq -r 'select(.r == "header") | "\(.section)/\(.sections)"' | paste -sd' ')" = "0/2 1/2" ]
+		first_sections out.kg 1 > cut.kg
+		run -1 --separate-stderr graphcat cut.kg
+		[ "$stderr" = "graphcat: cut.kg: truncated graph stream (ends after section 1 of 2)" ]
+	done
 }

@@ -616,3 +616,31 @@ open("crc.json.gz", "wb").write(gz)'
 	run -1 --separate-stderr graphcat out.kg
 	[[ $stderr == 'graphcat: out.kg: truncated '* ]]
 }
+
+@test "kineto2graph: the header names the GPU the rank's kernels ran on, from deviceProperties" {
+	need_traces
+	# worker 3 of the DLRM job: its kernels on device 3 of the 8 listed
+	f=$(echo "$TRACES"/param_dlrm_8rank_v100/kineto/worker3_*.json.gz)
+	want=$(zcat "$f" | jq -r --argjson d "$(zcat "$f" | jq '[.traceEvents[] | select(.cat == "kernel") | .args.device] | unique | .[0]')" \
+		'.deviceProperties[] | select(.id == $d) | [.name, .totalGlobalMem, .numSms] | @tsv')
+	[ -n "$want" ]
+	[ "$(kineto2graph -q "$f" | graphcat | head -1 | jq -r '[.gpu, .gpu_mem, .gpu_sms] | @tsv')" = "$want" ]
+	# the fixture lists one device with a name and SMs, no memory
+	[ "$(kineto2graph -q "$FIX/opmodel/mm.json" | graphcat | head -1 | jq -c '[.gpu, .gpu_mem, .gpu_sms]')" = '["Test GPU",null,100]' ]
+	# a trace without deviceProperties says nothing
+	f=$(echo "$TRACES"/hta_sampled_128rank_2ranks/sampled_rank-0.json.gz)
+	! zcat "$f" | grep -q deviceProperties
+	[ "$(kineto2graph -q "$f" | graphcat | head -1 | jq -c '[.gpu, .gpu_mem, .gpu_sms]')" = '[null,null,null]' ]
+}
+
+@test "kineto2graph: a task keeps its op's Input type beside its Input Dims" {
+	need_gpu
+	kineto2graph -q "$GPU/gpt_L4_H1024.json.gz" > g.kg
+	# the first aten::addmm of the trace, as the profiler wrote it
+	want=$(zcat "$GPU/gpt_L4_H1024.json.gz" | jq -c 'first(.traceEvents[] | select(.name == "aten::addmm" and .args["Input type"] != null)) | [.args["Input Dims"], .args["Input type"]]')
+	# (the first Linear of the first block, in the first step as in the graph)
+	[ "$(dump g.kg | jq -c 'select(.r == "task" and .k == "kern" and .op == "aten::addmm") | [(.sh | fromjson), (.ty | fromjson)]' | head -1)" = "$want" ]
+	# a leaf CPU op carries its own
+	want=$(zcat "$GPU/gpt_L4_H1024.json.gz" | jq -c 'first(.traceEvents[] | select(.name == "aten::empty_strided" and .args["Input type"] != null)) | .args["Input type"]')
+	[ "$(dump g.kg | jq -c 'select(.r == "task" and .k == "cpu" and .n == "aten::empty_strided") | .ty | fromjson' | head -1)" = "$want" ]
+}

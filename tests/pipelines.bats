@@ -330,6 +330,30 @@ job_rows() { # PREFIX
 	cmp sweep.csv expected.csv
 }
 
+@test "pipelines: a HIDDEN axis with bin/graph-scale-hidden gives the rows of the pipeline run by hand" {
+	# the tiny job's hidden size is 256 (tensor-parallel shares of 2):
+	# BASE_HIDDEN tells the sweep so, and that point runs no step
+	run -0 --separate-stderr sweep TRACEGEN="$TINY" HIDDEN='256 512' BASE_HIDDEN=256 \
+	    HIDDEN_OPTS=-q LAYERS='4 8'
+	[ "$output" = "sweep: $PWD/sweep.csv: 4 points" ]
+	[ "$(ran | grep '^base' | tr '\n' ' ')" = "base base-h512 base-h512-l8 base-l8 base-layers " ]
+	[ "$(head -1 sweep.csv | cut -d, -f1-5)" = "dp,pp,layers,hidden,rank" ]
+	tracegen --preset tiny --jobs 1 -d job
+	kineto2graph job/*.json.gz | graph-deps --merge > base.kg
+	{
+		head -1 sweep.csv
+		job_rows 2,2,4,256 < base.kg
+		graph-scale-layers 8 base.kg | job_rows 2,2,8,256
+		graph-scale-hidden -q 512 base.kg | job_rows 2,2,4,512
+		graph-scale-hidden -q 512 base.kg | graph-scale-layers 8 | job_rows 2,2,8,512
+	} > expected.csv
+	cmp sweep.csv expected.csv
+	# without BASE_HIDDEN, 256 is a step of its own: the identity
+	run -0 --separate-stderr sweep TRACEGEN="$TINY" HIDDEN=256 HIDDEN_OPTS=-q OUT="$PWD/id.csv"
+	[ "$(ran | grep -c -x 'base-h256')" -eq 1 ]
+	[ "$(cut -d, -f1-4,8 id.csv | sed 1d)" = "$(cut -d, -f1-4,8 sweep.csv | sed 1d | head -2)" ]
+}
+
 @test "pipelines: PP, layers and DP together with the real tools share their prefixes" {
 	[ -x "$ROOT/bin/graph-scale-pp" ] || skip "no bin/graph-scale-pp yet"
 	[ -x "$ROOT/bin/graph-scale-layers" ] || skip "no bin/graph-scale-layers yet"

@@ -44,7 +44,7 @@
 #define PRODUCER "graph-retime " KG_VERSION
 
 static const char usage[] =
-    "graph-retime [-q] [-o FILE] [--model MODEL [--from MODEL]] [--speedup PATTERN=FACTOR] ... "
+    "graph-retime [-q] [-o FILE] [--model MODEL [--from MODEL | --absolute]] [--speedup PATTERN=FACTOR] ... "
     "[--sensitivity [K]] [FILE ...]";
 
 static const char help[] =
@@ -55,6 +55,9 @@ static const char help[] =
     "                             graph as it would run on MODEL's GPU\n"
     "      --from MODEL           the model of the graph's own GPU: scale each kernel\n"
     "                             by the ratio of the two models' predictions\n"
+    "      --absolute             each call takes MODEL's prediction even on the GPU\n"
+    "                             the graph was traced on (which otherwise keeps its\n"
+    "                             traced times)\n"
     "      --speedup PAT=FACTOR   kernels whose class (gemm, attn_fwd, ...), operator\n"
     "                             or name matches the shell pattern PAT run FACTOR\n"
     "                             times faster (repeatable)\n"
@@ -78,6 +81,7 @@ struct opts {
 	const char *model, *from;
 	struct om_model to, src;
 	int have_to, have_src;
+	int absolute;   /* --absolute: the model's times on its own GPU too */
 	struct speedup *sp;
 	size_t nsp, capsp;
 	int64_t sens; /* 0: no sensitivity */
@@ -126,6 +130,7 @@ struct section {
 	/* counts for the warnings */
 	int64_t kept, bandwidth, nocall, rooflines;
 	struct cache cache;
+	int keep;            /* traced on the model's GPU: factors of 1 */
 };
 
 static void
@@ -303,6 +308,10 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, struc
 		}
 		if (kind[c] == K_MODEL)
 			fac[c] = sum[c] > 0 ? pred[c] * 1e3 / sum[c] : 1;
+		if (s->keep) {
+			fac[c] = 1;
+			continue;
+		}
 		s->kept += kind[c] == K_KEPT;
 		s->bandwidth += kind[c] == K_BANDWIDTH;
 		s->rooflines += kind[c] == K_ROOFLINES;
@@ -339,6 +348,7 @@ write_section(struct section *s, struct gout *g)
 {
 	size_t i, k = 0;
 
+	kg_writer_follow(&g->w, &s->h);
 	if (kg_write_header_tool(&g->w, &s->h, PRODUCER) < 0)
 		return -1;
 	for (i = 0; i < s->rec.n; i++) {
@@ -354,6 +364,54 @@ write_section(struct section *s, struct gout *g)
 			return -1;
 	}
 	return kg_write_end(&g->w);
+}
+
+/*
+ * The section's GPU (1.5 header) against the models': a graph traced on
+ * the GPU of --model, with no --from, keeps its kernels' traced times
+ * (they are that GPU's own; the model would only add its error), unless
+ * --absolute; a graph of another GPU than --from's is warned about, and
+ * so is one re-timed by --model alone from another GPU (each call then
+ * takes the model's prediction, with all its error). The section then
+ * says it runs on the model's GPU: its memory is not known unless the
+ * GPU is the same.
+ */
+static void
+gpu_of(const struct opts *o, struct section *s, const char *name, int index)
+{
+	const char *g = s->h.gpu != NULL ? s->h.gpu : "";
+
+	if (!o->have_to)
+		return;
+	if (*g != '\0' && o->have_src && !om_same_gpu(g, o->src.gpu))
+		warnmsg("%s: section %d: a graph of %s re-timed from a model of %s (--from)",
+		    name, index, g, o->src.gpu);
+	else if (*g != '\0' && !o->have_src && om_same_gpu(g, o->to.gpu))
+		s->keep = !o->absolute;
+	else if (*g != '\0' && !o->have_src)
+		warnmsg("%s: section %d: a graph of %s re-timed by the model of %s alone: each "
+		    "call takes its prediction (--from with a model of %s keeps what the models "
+		    "do not explain)", name, index, g, o->to.gpu, g);
+	if (*g == '\0' || !om_same_gpu(g, o->to.gpu))
+		s->h.gpu_mem = -1;
+	s->h.gpu = o->to.gpu;
+	s->h.gpu_sms = o->to.sms > 0 ? o->to.sms : -1;
+}
+
+/* Kernels launched by operators, none of which has shapes? */
+static int
+no_shapes(const struct section *s)
+{
+	size_t i, withop = 0;
+
+	for (i = 0; i < s->ng; i++) {
+		if (s->g[i].t.kind != KG_KERN || s->g[i].t.op == KG_NONE)
+			continue;
+		if (s->g[i].t.shapes != KG_NONE)
+			return 0;
+		withop++;
+	}
+	return withop > 0;
 }
 
 static int
@@ -372,6 +430,8 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 			held_reset(&s.rec);
 			s.ng = 0;
 			s.kept = s.bandwidth = s.nocall = s.rooflines = 0;
+			s.keep = 0;
+			gpu_of(o, &s, in.name, index);
 			continue; /* written anew with the section */
 		}
 		if (t == KG_R_SIM)
@@ -385,6 +445,13 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 			VEC_PUSH(s.g, s.ng, s.capg, x);
 		}
 		if (t == KG_R_END) {
+			if (o->have_to && !s.keep && no_shapes(&s)) {
+				errmsg("%s: section %d: no operator shapes (the trace was recorded "
+				    "without record_shapes): the model cannot size a call; record with "
+				    "torch.profiler.profile(record_shapes=True)", in.name, index);
+				rc = 1;
+				break;
+			}
 			retime(o, &s, &in.r, gs);
 			if (s.kept > 0)
 				warnmsg("%s: section %d: %lld GPU calls keep their time: the model "
@@ -417,7 +484,7 @@ run_all(const struct opts *o, int argc, char **argv, const char *path, struct gr
 	struct gout g;
 	int i, rc = 0;
 
-	if (gout_open(&g, path, 3) < 0)
+	if (gout_open(&g, path, 1) < 0)
 		return 1;
 	if (argc == 0)
 		rc = process(o, NULL, &g, gs);
@@ -652,6 +719,7 @@ main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "model", required_argument, NULL, 'M' },
 		{ "from", required_argument, NULL, 'F' },
+		{ "absolute", no_argument, NULL, 'A' },
 		{ "speedup", required_argument, NULL, 'S' },
 		{ "sensitivity", optional_argument, NULL, 'Z' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -676,6 +744,9 @@ main(int argc, char **argv)
 			break;
 		case 'F':
 			o.from = optarg;
+			break;
+		case 'A':
+			o.absolute = 1;
 			break;
 		case 'S': {
 			struct speedup s;
@@ -726,6 +797,10 @@ main(int argc, char **argv)
 	argv += optind;
 	if (o.from != NULL && o.model == NULL) {
 		errmsg("--from needs --model (the GPU to predict)");
+		usage_exit(usage);
+	}
+	if (o.absolute && (o.model == NULL || o.from != NULL)) {
+		errmsg("--absolute needs --model and no --from");
 		usage_exit(usage);
 	}
 	if (o.sens > 0 && output != NULL) {

@@ -558,6 +558,7 @@ write_section(const struct opts *o, struct section *s, struct gout *g, const cha
 	/* a link taken from the built-in topology is recorded with the tool
 	 * (graphstat reports it) */
 	snprintf(tool, sizeof(tool), "%s%s%s", PRODUCER, net[0] ? " " : "", net);
+	kg_writer_follow(&g->w, &s->h);
 	if (kg_write_header_tool(&g->w, &s->h, tool) < 0)
 		return -1;
 	for (i = 0; i < s->rec.n; i++) {

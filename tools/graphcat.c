@@ -29,7 +29,7 @@ static const char help[] =
 static int
 is_str_key(int type, const struct mp_val *k)
 {
-	static const char *const task[] = { "n", "op", "sh", "pg", "pgr", "dt", NULL };
+	static const char *const task[] = { "n", "op", "sh", "ty", "pg", "pgr", "dt", NULL };
 	size_t i;
 
 	if (type == KG_R_PROC)

@@ -270,6 +270,84 @@ unlink_all(const char *dir, const int *ranks, int nr, const char *suffix)
 	}
 }
 
+/*
+ * A signal that ends tracegen (SIGINT, SIGTERM, SIGHUP) while it writes
+ * removes what it wrote, as a failure does: every rank's temporary file,
+ * the final files renamed so far, and the directory if tracegen made it
+ * (when empty). The paths are made before the first file is, so that the
+ * handler only calls unlink, rmdir and raise. The workers inherit it and
+ * remove the same files (a file already gone is no error).
+ */
+static const int sig_list[] = { SIGINT, SIGTERM, SIGHUP };
+static char **sig_tmp, **sig_fin;
+static int sig_n;
+static volatile sig_atomic_t sig_renamed, sig_npids;
+static const char *sig_dir;
+static pid_t *sig_pids;    /* the workers, in the parent: they go too */
+
+static void
+on_signal(int sig)
+{
+	int i;
+
+	for (i = 0; i < sig_npids; i++)
+		kill(sig_pids[i], sig);
+
+	for (i = 0; i < sig_n; i++)
+		unlink(sig_tmp[i]);
+	for (i = 0; i < sig_renamed && i < sig_n; i++)
+		unlink(sig_fin[i]);
+	if (sig_dir != NULL)
+		rmdir(sig_dir);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void
+sig_arm(const char *dir, const int *ranks, int nr, const char *suffix, int made)
+{
+	size_t i;
+
+	sig_tmp = xmalloc((size_t)(nr + 1) * sizeof(*sig_tmp));
+	sig_fin = xmalloc((size_t)(nr + 1) * sizeof(*sig_fin));
+	for (i = 0; i < (size_t)nr; i++) {
+		sig_tmp[i] = path_of(dir, ranks[i], suffix);
+		sig_fin[i] = path_of(dir, ranks[i], "");
+	}
+	sig_renamed = 0;
+	sig_dir = made ? dir : NULL;
+	sig_n = nr;
+	for (i = 0; i < sizeof(sig_list) / sizeof(sig_list[0]); i++) {
+		struct sigaction sa, prev;
+
+		if (sigaction(sig_list[i], NULL, &prev) == 0 && prev.sa_handler == SIG_IGN)
+			continue; /* started ignoring it: it stays so */
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(sig_list[i], &sa, NULL);
+	}
+}
+
+static void
+sig_disarm(void)
+{
+	size_t i;
+	int n = sig_n;
+
+	for (i = 0; i < sizeof(sig_list) / sizeof(sig_list[0]); i++) {
+		struct sigaction prev;
+
+		if (sigaction(sig_list[i], NULL, &prev) == 0 && prev.sa_handler == on_signal)
+			signal(sig_list[i], SIG_DFL);
+	}
+	sig_n = 0;
+	for (i = 0; i < (size_t)n; i++)
+		free(sig_tmp[i]), free(sig_fin[i]);
+	free(sig_tmp), free(sig_fin);
+	sig_tmp = sig_fin = NULL;
+}
+
 static int
 write_all(struct tg_job *J, const struct opts *o, const int *ranks, int nr)
 {
@@ -291,6 +369,7 @@ write_all(struct tg_job *J, const struct opts *o, const int *ranks, int nr)
 		return 1;
 	}
 	snprintf(suffix, sizeof(suffix), ".tmp%ld", (long)getpid());
+	sig_arm(o->dir, ranks, nr, suffix, made);
 	fflush(NULL);
 	if (nj <= 1) {
 		rc = worker(J, o->dir, ranks, nr, 0, 1, suffix, &json);
@@ -308,6 +387,7 @@ write_all(struct tg_job *J, const struct opts *o, const int *ranks, int nr)
 				uint64_t n = 0;
 				int r;
 
+				sig_npids = 0;
 				close(pipes[i][0]);
 				r = worker(J, o->dir, ranks, nr, i, nj, suffix, &n);
 				if (write(pipes[i][1], &n, sizeof(n)) != (ssize_t)sizeof(n))
@@ -315,6 +395,8 @@ write_all(struct tg_job *J, const struct opts *o, const int *ranks, int nr)
 				_exit(r);
 			}
 			close(pipes[i][1]);
+			sig_pids = pids;
+			sig_npids = i + 1;
 		}
 		for (i = 0; i < nj; i++) {
 			uint64_t n = 0;
@@ -331,6 +413,7 @@ write_all(struct tg_job *J, const struct opts *o, const int *ranks, int nr)
 				rc = 1;
 			}
 		}
+		sig_npids = 0;
 		free(pids);
 		free(pipes);
 	}
@@ -342,6 +425,8 @@ write_all(struct tg_job *J, const struct opts *o, const int *ranks, int nr)
 			rc = 1;
 			/* The files renamed so far go too: all or none. */
 			unlink_all(o->dir, ranks, i, "");
+		} else {
+			sig_renamed = i + 1;
 		}
 		free(tmp), free(fin);
 	}
@@ -349,8 +434,10 @@ write_all(struct tg_job *J, const struct opts *o, const int *ranks, int nr)
 		unlink_all(o->dir, ranks, nr, suffix);
 		if (made)
 			rmdir(o->dir);
+		sig_disarm();
 		return 1;
 	}
+	sig_disarm();
 	if (o->verbose)
 		fprintf(stderr, "%s: %s: %d of %d ranks, %llu bytes of JSON\n", progname, o->dir,
 		    nr, J->world, (unsigned long long)json);

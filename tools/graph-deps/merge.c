@@ -50,6 +50,8 @@
 
 struct rank {
 	int64_t rank, world, tbase, clk;
+	char *gpu;               /* the header's (1.5), owned; "" if unknown */
+	int64_t gpu_mem, gpu_sms;
 	size_t task0, ntask, proc0, nproc, edge0, nedge;
 	size_t newtask0, newproc0;
 	uint64_t colls, matched;
@@ -132,6 +134,8 @@ read_input(struct job *j, const char *path, int *section)
 			nr.rank = h->rank >= 0 ? h->rank : (int64_t)j->nrk;
 			nr.world = h->world;
 			nr.tbase = h->tbase;
+			nr.gpu_mem = h->gpu_mem;
+			nr.gpu_sms = h->gpu_sms;
 			nr.task0 = j->ntask;
 			nr.proc0 = j->nproc;
 			nr.edge0 = j->nedge;
@@ -145,6 +149,7 @@ read_input(struct job *j, const char *path, int *section)
 					gin_close(&in);
 					return 1;
 				}
+			nr.gpu = h->gpu != NULL ? xstrndup(h->gpu, strlen(h->gpu)) : xstrndup("", 0);
 			VEC_PUSH(j->rk, j->nrk, j->caprk, nr);
 			rk = &j->rk[j->nrk - 1];
 			for (i = 0; i < h->niters; i++) {
@@ -658,6 +663,18 @@ write_job(struct job *j, struct gout *g)
 	h.ranks = ranks;
 	h.clk = clk;
 	h.t0 = t0;
+	/* the GPU, where every rank says the same */
+	h.gpu = ord[0]->gpu;
+	h.gpu_mem = ord[0]->gpu_mem;
+	h.gpu_sms = ord[0]->gpu_sms;
+	for (i = 1; i < j->nrk; i++) {
+		if (strcmp(ord[i]->gpu, h.gpu) != 0)
+			h.gpu = "";
+		if (ord[i]->gpu_mem != h.gpu_mem)
+			h.gpu_mem = -1;
+		if (ord[i]->gpu_sms != h.gpu_sms)
+			h.gpu_sms = -1;
+	}
 	h.nranks = j->nrk;
 	if (kg_write_header(w, &h) < 0)
 		goto out;
@@ -801,6 +818,31 @@ one_job_matched(const struct job *j)
 	return 0;
 }
 
+/*
+ * Ranks of one job ran on one kind of GPU, as a rule: ranks that name
+ * different ones (an A100 rank of one job with a V100 rank of another)
+ * are warned about; a job of mixed GPUs is possible, so the merge goes on.
+ */
+static void
+one_job_gpus(const struct job *j)
+{
+	size_t i, first = SIZE_MAX;
+
+	for (i = 0; i < j->nrk; i++) {
+		if (j->rk[i].gpu[0] == '\0')
+			continue;
+		if (first == SIZE_MAX)
+			first = i;
+		else if (strcmp(j->rk[i].gpu, j->rk[first].gpu) != 0) {
+			warnmsg("%s: section %d: rank %lld ran on %s, but rank %lld (%s section %d) "
+			    "on %s: not ranks of one job?", j->rk[i].file, j->rk[i].section,
+			    (long long)j->rk[i].rank, j->rk[i].gpu, (long long)j->rk[first].rank,
+			    j->rk[first].file, j->rk[first].section, j->rk[first].gpu);
+			return;
+		}
+	}
+}
+
 int
 merge_run(char **paths, int n, const char *output, int verbose)
 {
@@ -828,6 +870,8 @@ merge_run(char **paths, int n, const char *output, int verbose)
 	}
 	if (rc == 0)
 		rc = one_job_worlds(&j);
+	if (rc == 0)
+		one_job_gpus(&j);
 	if (rc == 0) {
 		match(&j, &ends, &erk, &istart, &ninst);
 		clocks(&j, ends, erk, istart, ninst);
@@ -854,6 +898,7 @@ merge_run(char **paths, int n, const char *output, int verbose)
 		if (gout_open(&g, output, 3) < 0) {
 			rc = 1;
 		} else {
+			kg_writer_run(&g.w, 1); /* one job section: a cut is seen */
 			rc = write_job(&j, &g);
 			rc = gout_close(&g, rc, PRODUCER);
 		}
@@ -863,6 +908,8 @@ merge_run(char **paths, int n, const char *output, int verbose)
 	for (i = 0; i < j.ntools; i++)
 		free(j.tools[i]);
 	free(j.tools);
+	for (i = 0; i < j.nrk; i++)
+		free(j.rk[i].gpu);
 	free(j.rk);
 	free(j.proc);
 	free(j.task);

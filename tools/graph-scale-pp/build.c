@@ -239,7 +239,18 @@ emit(struct build *B, const struct piece *pc, struct ctx *c)
 		if (c->unit == U_F || c->unit == U_B)
 			t.mb = c->mb;
 		t.layer = c->part == P_LAYER ? c->j : -1;
-		nt = add_task(B, &t, u);
+		/* a micro-batch after the first, copied from the first's
+		 * backward: it adds the gradients the first handed over */
+		if (c->unit == U_B && pc->pl.mb == 0 && c->mb > 0 && accum_steal(B, &g->task[u])) {
+			if (B->acc_bw > 0) {
+				nt = accum_make(B, &t, u);
+			} else {
+				B->acc_untimed++;
+				nt = add_task(B, &t, u);
+			}
+		} else {
+			nt = add_task(B, &t, u);
+		}
 		if (g->proc[g->task[u].proc].kind == KG_THREAD && !g->proc[g->task[u].proc].main &&
 		    c->unit == U_B) {
 			if (B->bfirst == KG_NONE)
@@ -323,6 +334,7 @@ job_build(struct job *J, struct kg_writer *w, const char *producer)
 	memset(&B, 0, sizeof(B));
 	B.J = J;
 	roles(&B);
+	accum_init(&B);
 	B.viaon = xmalloc((g->ntask + 1) * sizeof(*B.viaon));
 	B.inst = xmalloc((g->ntask + 1) * sizeof(*B.inst));
 	B.instrank = xmalloc((g->ntask + 1) * sizeof(*B.instrank));
@@ -400,6 +412,10 @@ job_build(struct job *J, struct kg_writer *w, const char *producer)
 	if (B.lost > 0)
 		warnmsg("%s: section %d: %zu edges found nothing to join in the new job",
 		    J->name, J->index, B.lost);
+	if (B.acc_untimed > 0)
+		warnmsg("%s: section %d: %zu gradient accumulations of later micro-batches left "
+		    "out: the job has no add kernel of 20 us or more to time them on", J->name,
+		    J->index, B.acc_untimed);
 	h = g->h;
 	h.ranks = ranks, h.t0 = t0, h.clk = clk;
 	h.nranks = (size_t)W2;

@@ -176,6 +176,12 @@ struct build {
 	uint32_t compute;       /* the new rank's compute stream (the layers' kernels) */
 	int64_t role_max;       /* the largest stream id traced: made streams go past it */
 	int failed;             /* a message was printed */
+	/* gradient accumulation (accum.c): the handing-over calls, what
+	 * times the adds made for later micro-batches, and the names made */
+	uint32_t acc_detach, acc_detach2, acc_call, acc_add, acc_kname;
+	int64_t acc_launch;
+	double acc_bw;          /* bytes a ns; 0: nothing to time them on */
+	size_t acc_made, acc_untimed;
 	/* counts */
 	size_t lost;            /* edges with nothing to join */
 	uint8_t seen[KG_NCOLL * COMM_NLINK]; /* borrowed fits warned of */
@@ -209,6 +215,13 @@ uint32_t add_task(struct build *B, struct kg_task *t, uint32_t u);
 void add_edge(struct build *B, const struct kg_edge *tmpl, uint32_t src, uint32_t dst,
     uint32_t via, uint32_t at);
 void emit(struct build *B, const struct piece *pc, struct ctx *c);
+
+/* accum.c: the gradient accumulation of micro-batches after the first */
+void accum_init(struct build *B);
+/* Is t (a template task) a gradient handed over as it is (AccumulateGrad's detach)? */
+int accum_steal(const struct build *B, const struct kg_task *t);
+/* Write t (copied from u) as the add's launch call, and its kernel; the call's id. */
+uint32_t accum_make(struct build *B, struct kg_task *t, uint32_t u);
 
 /* schedule.c: a new rank's program */
 const struct piece *find(const struct job *J, int64_t k, int32_t it, int unit, int32_t mb,

@@ -72,7 +72,17 @@ config_text(struct whatif *w, const struct kg_reader *r)
 		printf(", %lld layers", (long long)c->layers);
 	if (c->mbs > 0)
 		printf(", %lld micro-batches", (long long)c->mbs);
-	printf("; GPU and network: not recorded in the graph\n");
+	if (c->gpu[0] != '\0') {
+		printf("; GPU: %s", c->gpu);
+		if (c->gpu_sms > 0 && c->gpu_mem > 0)
+			printf(" (%lld SMs, %.1f GiB)", (long long)c->gpu_sms,
+			    (double)c->gpu_mem / 1073741824.0);
+		else if (c->gpu_sms > 0)
+			printf(" (%lld SMs)", (long long)c->gpu_sms);
+		printf("; network: not recorded in the graph\n");
+	} else {
+		printf("; GPU and network: not recorded in the graph\n");
+	}
 }
 
 void

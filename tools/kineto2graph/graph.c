@@ -216,6 +216,55 @@ tail_of(const struct gb *g, uint32_t x)
 	return i != KG_NONE && g->durpre[i] ? g->t->ev[x].dur - g->durv[i] : 0;
 }
 
+/*
+ * The GPU the rank ran on: deviceProperties lists the node's devices
+ * (8 on the DLRM and HTA traces), so the one is the device that most of
+ * the selected GPU tasks ran on (a stream's pid is its device); with no
+ * GPU task, the only device listed, if one is.
+ */
+static void
+set_gpu(const struct trace *t, const uint32_t *gpu, size_t ngpu, struct kg_header *h)
+{
+	int64_t best = -1, n, bestn = 0, *per;
+	size_t i, j;
+
+	h->gpu_mem = h->gpu_sms = -1;
+	if (t->ndev == 0)
+		return;
+	if (ngpu == 0 && t->ndev == 1)
+		best = t->dev[0].id;
+	per = xcalloc(t->nproc + 1, sizeof(*per));
+	for (j = 0; j < ngpu; j++)
+		per[t->ev[gpu[j]].proc]++;
+	for (i = 0; i < t->ndev; i++) {
+		for (n = 0, j = 0; j < t->nproc; j++)
+			if (t->proc[j].gpu && t->proc[j].pid == t->dev[i].id)
+				n += per[j];
+		if (n > bestn)
+			best = t->dev[i].id, bestn = n;
+	}
+	free(per);
+	for (i = 0; i < t->ndev; i++) {
+		if (t->dev[i].id != best || (ngpu > 0 && bestn == 0))
+			continue;
+		if (t->dev[i].name != KG_NONE)
+			h->gpu = t->str.str[t->dev[i].name];
+		h->gpu_mem = t->dev[i].mem;
+		h->gpu_sms = t->dev[i].sms;
+		return;
+	}
+}
+
+/* An event's Input Dims and Input type onto its task (or its kernels'). */
+static void
+set_shapes(const struct trace *t, const struct ev *e, struct kg_task *k)
+{
+	if (e->shapes == KG_NONE)
+		return;
+	k->shapes = t->shp[e->shapes].dims;
+	k->itypes = t->shp[e->shapes].types;
+}
+
 static int64_t
 get_dur(const struct gb *g, uint32_t x)
 {
@@ -1313,7 +1362,7 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 	switch (e->cls) {
 	case EV_OP:
 		k->kind = KG_CPU;
-		k->shapes = e->shapes;
+		set_shapes(t, e, k);
 		break;
 	case EV_RT:
 		k->kind = KG_RT;
@@ -1329,7 +1378,7 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 	}
 	if (op != KG_NONE) {
 		k->op = t->ev[op].name;
-		k->shapes = t->ev[op].shapes;
+		set_shapes(t, &t->ev[op], k);
 	}
 	/* Rule 7: a CPU task is tagged where it starts, a GPU task where its
 	 * launch call does. */
@@ -1734,6 +1783,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	h.tbase = t->base_ns + tbase;
 	h.iters = iters;
 	h.niters = niters;
+	set_gpu(t, gpu, ngpu, &h);
 	tools[0] = o->producer;
 	h.tools = tools;
 	h.ntools = 1;

@@ -34,7 +34,7 @@
 
 /* Where a token sits. */
 enum ctx { C_TOP, C_EVENTS, C_EVENT, C_ARGS, C_DIST, C_SKIP, C_CAPTURE, C_PGCFG, C_PGENT,
-	C_PGRANKS };
+	C_PGRANKS, C_DEVS, C_DEV };
 
 /* Keys we act on, in events (E_), args (A_), the top level (T_), distributedInfo (D_). */
 enum key {
@@ -44,7 +44,8 @@ enum key {
 	A_GSIZE, A_DTYPE, A_PGNAME, A_PGRANKS, A_SEQ, A_SYNCKIND, A_WSTREAM,
 	A_WCORR, A_NAME, A_ITYPE, A_SEQNR, A_MODH, A_TALLOC, A_TRES, A_MBYTES, A_DEVTYPE,
 	T_EVENTS, T_BASE, T_DIST,
-	D_RANK, D_WORLD, D_PGCFG, G_NAME, G_RANKS
+	D_RANK, D_WORLD, D_PGCFG, G_NAME, G_RANKS,
+	T_DEVS, V_ID, V_NAME, V_MEM, V_SMS
 };
 
 /*
@@ -99,6 +100,7 @@ struct jp {
 	int capdepth;
 	uint32_t pgname, pgranks; /* the pg_config entry being read */
 	int pgranks_n;
+	struct tdev dev;          /* the deviceProperties entry being read */
 	int seen_events;
 	int top;     /* the top-level value opened a container */
 	struct cur c;
@@ -151,7 +153,9 @@ keyname(int k)
 		"args.Total Reserved", "args.Bytes", "args.Device Type",
 		"traceEvents", "baseTimeNanoseconds", "distributedInfo",
 		"distributedInfo.rank", "distributedInfo.world_size",
-		"distributedInfo.pg_config", "pg_config.pg_name", "pg_config.ranks"
+		"distributedInfo.pg_config", "pg_config.pg_name", "pg_config.ranks",
+		"deviceProperties", "deviceProperties.id", "deviceProperties.name",
+		"deviceProperties.totalGlobalMem", "deviceProperties.numSms"
 	};
 	return n[k];
 }
@@ -449,6 +453,18 @@ on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr)
 			p->pgname = intern_get(&p->t->str, (const char *)s, len);
 		return 1;
 	}
+	if (ctx == C_DEV) {
+		/* deviceProperties: a field of another type is ignored, as an
+		 * unknown one is (the entry is only described by it) */
+		if (k == V_NAME && isstr > 0)
+			p->dev.name = intern_get(&p->t->str, (const char *)s, len);
+		else if (k != K_NONE && k != V_NAME && isstr == 0 &&
+		    to_i64((const char *)s, len, &v) == 0 && v >= 0)
+			*(k == V_ID ? &p->dev.id : k == V_MEM ? &p->dev.mem : &p->dev.sms) = v;
+		return 1;
+	}
+	if (ctx == C_DEVS)
+		return 1;
 	if (ctx == C_PGRANKS) {
 		if (isstr != 0 || to_i64((const char *)s, len, &v) < 0)
 			return fail(p, "field %s: expected an integer", keyname(G_RANKS));
@@ -472,7 +488,7 @@ on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr)
 	if (ctx == C_SKIP || k == K_NONE)
 		return 1;
 	if (ctx == C_TOP || ctx == C_DIST) {
-		if (k == T_EVENTS || k == T_DIST)
+		if (k == T_EVENTS || k == T_DIST || k == T_DEVS)
 			return 1; /* not an array / object: ignored like unknown */
 		if (isstr != 0 || to_i64((const char *)s, len, &v) < 0)
 			return fail(p, "field %s: expected an integer", keyname(k));
@@ -683,7 +699,14 @@ cb_key(void *ctx, const unsigned char *s, size_t len)
 	case C_TOP:
 		p->key = len == 11 && memcmp(s, "traceEvents", 11) == 0 ? T_EVENTS :
 		    len == 19 && memcmp(s, "baseTimeNanoseconds", 19) == 0 ? T_BASE :
-		    len == 15 && memcmp(s, "distributedInfo", 15) == 0 ? T_DIST : K_NONE;
+		    len == 15 && memcmp(s, "distributedInfo", 15) == 0 ? T_DIST :
+		    len == 16 && memcmp(s, "deviceProperties", 16) == 0 ? T_DEVS : K_NONE;
+		break;
+	case C_DEV:
+		p->key = len == 2 && memcmp(s, "id", 2) == 0 ? V_ID :
+		    len == 4 && memcmp(s, "name", 4) == 0 ? V_NAME :
+		    len == 14 && memcmp(s, "totalGlobalMem", 14) == 0 ? V_MEM :
+		    len == 6 && memcmp(s, "numSms", 6) == 0 ? V_SMS : K_NONE;
 		break;
 	case C_DIST:
 		p->key = len == 4 && memcmp(s, "rank", 4) == 0 ? D_RANK :
@@ -730,6 +753,13 @@ push(struct jp *p, int is_map)
 		p->seen_events = 1;
 	} else if (parent == C_TOP && k == T_DIST && is_map)
 		nc = C_DIST;
+	else if (parent == C_TOP && k == T_DEVS && !is_map)
+		nc = C_DEVS;
+	else if (parent == C_DEVS && is_map) {
+		p->dev.id = p->dev.mem = p->dev.sms = -1;
+		p->dev.name = KG_NONE;
+		nc = C_DEV;
+	}
 	else if (parent == C_DIST && k == D_PGCFG && !is_map)
 		nc = C_PGCFG;
 	else if (parent == C_PGCFG && is_map) {
@@ -772,6 +802,23 @@ push(struct jp *p, int is_map)
 
 static void keep_event(struct jp *p);
 
+/* The pair of an event's Input Dims and Input type (trace.shp). */
+static uint32_t
+shapes_pair(struct trace *t, uint32_t dims, uint32_t types)
+{
+	uint32_t key[2] = { dims, types }, id;
+
+	if (dims == KG_NONE && types == KG_NONE)
+		return KG_NONE;
+	id = intern_get(&t->shk, (const char *)key, sizeof(key));
+	if (id == t->nshp) {
+		struct shpair sp = { dims, types };
+
+		VEC_PUSH(t->shp, t->nshp, t->capshp, sp);
+	}
+	return id;
+}
+
 static int
 pop(struct jp *p, int is_map)
 {
@@ -781,6 +828,9 @@ pop(struct jp *p, int is_map)
 	if (c == C_PGRANKS) {
 		cap_put(&p->c, "]", 1);
 		p->pgranks = intern_get(&p->t->str, p->c.cap, p->c.caplen);
+	} else if (c == C_DEV) {
+		if (p->t->ndev < 64)
+			VEC_PUSH(p->t->dev, p->t->ndev, p->t->capdev, p->dev);
 	} else if (c == C_PGENT) {
 		if (p->pgname != KG_NONE && p->pgranks != KG_NONE) {
 			struct pgcfg e = { p->pgname, p->pgranks };
@@ -1078,7 +1128,7 @@ keep_event(struct jp *p)
 	if (cls == EV_OP) /* an op has no correlation: corr keeps its sequence number */
 		e.corr = c->seqnr < 0 ? NO_CORR : (uint32_t)c->seqnr;
 	e.name = intern_get(&t->str, c->name ? c->name : "", c->namelen);
-	e.shapes = c->dims;
+	e.shapes = shapes_pair(t, c->dims, c->itypes);
 	e.extra = KG_NONE;
 	e.cls = (uint8_t)cls;
 	if (cls == EV_KERN || cls == EV_CPY || cls == EV_SET || cls == EV_SYNC) {
@@ -1399,6 +1449,7 @@ trace_init(struct trace *t, const char *file)
 	t->file = file;
 	t->rank = t->world = -1;
 	intern_init(&t->str);
+	intern_init(&t->shk);
 	kg_cov_init(&t->cov);
 }
 
@@ -1409,6 +1460,9 @@ trace_release(struct trace *t)
 	free(t->ev);
 	free(t->coll);
 	free(t->pgcfg);
+	free(t->dev);
+	intern_release(&t->shk);
+	free(t->shp);
 	free(t->sync);
 	free(t->bytes);
 	free(t->proc);

@@ -33,7 +33,8 @@ struct ev {
 	                      none and keeps its autograd Sequence number here */
 	uint32_t name;     /* interned */
 	uint32_t proc;     /* index into trace.proc; KG_NONE for cuda_sync */
-	uint32_t shapes;   /* interned Input Dims text, KG_NONE if none */
+	uint32_t shapes;   /* index into trace.shp (Input Dims and Input type),
+	                      KG_NONE if the event has neither */
 	uint32_t extra;    /* index into trace.coll (ops, kernels), trace.sync
 	                      (cuda_sync) or trace.bytes (copies, sets); KG_NONE */
 	uint8_t cls;       /* enum ev_class */
@@ -88,6 +89,12 @@ struct memev {
 	int64_t alloc, reserved; /* the allocator's totals after it; -1 if absent */
 };
 
+/* A deviceProperties entry; -1 / KG_NONE where absent. */
+struct tdev {
+	int64_t id, mem, sms;
+	uint32_t name;
+};
+
 struct trace {
 	const char *file;      /* for messages */
 	struct intern str;
@@ -109,6 +116,15 @@ struct trace {
 	 * text ("[0, 1]"), for collectives that name their group only */
 	struct pgcfg { uint32_t name, ranks; } *pgcfg;
 	size_t npgcfg, cappgcfg;
+	/* deviceProperties (the first 64 entries): the node's GPUs */
+	struct tdev *dev;
+	size_t ndev, capdev;
+	/* An event's shapes: its Input Dims and Input type, interned as a
+	 * pair (shk keys a pair by the two ids; shp[pair] holds them), so
+	 * that struct ev stays 40 bytes. */
+	struct intern shk;
+	struct shpair { uint32_t dims, types; } *shp;
+	size_t nshp, capshp;
 	/* Metadata from the top level. */
 	int64_t base_ns;       /* baseTimeNanoseconds, 0 if absent */
 	int64_t rank, world;   /* -1 if absent */

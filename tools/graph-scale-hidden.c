@@ -1,0 +1,475 @@
+/*
+ * graph-scale-hidden: the graph of a wider (or narrower) model: every
+ * operator whose shapes follow the hidden size, the MLP size or the
+ * attention heads gets its new shapes (in `sh`, for the tools after it),
+ * and its kernels are re-timed for them: by an op model, each kernel's
+ * traced time times the model's prediction for the new shapes over its
+ * prediction for the traced ones; without one, by FLOPs (GEMMs,
+ * attention) or bytes (the rest). The optimizer's kernels, whose tensor
+ * lists the profiler does not record, follow the parameter count;
+ * gradient collectives the parameter bytes, activation collectives the
+ * hidden size. Host tasks keep their times: a wider model launches the
+ * same operators.
+ *
+ * How a dimension is told apart (the roles) is in rules.c and in
+ * graph-scale-hidden(1); the traced sizes are found in find.c; the times
+ * in time.c.
+ *
+ * State: one section at a time, held whole (common/graph.h), with a
+ * table of its distinct (operator, dims) pairs and their new dims.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "graph.h"
+#include "hid.h"
+#include "kg.h"
+#include "opmodel.h"
+#include "params.h"
+#include "pgroup.h"
+#include "reshape.h"
+#include "util.h"
+
+#define PRODUCER "graph-scale-hidden " KG_VERSION
+
+static const char usage[] =
+    "graph-scale-hidden [-q] [-o FILE] [--ffn F] [--heads N] [--model MODEL [--from MODEL]] "
+    "[--from-hidden H] [--from-ffn F] [--from-heads N] H [FILE ...]";
+
+static const char help[] =
+    "Predict the graph of the same job with hidden size H.\n"
+    "\n"
+    "  -o, --output FILE      write the stream to FILE instead of stdout\n"
+    "      --ffn F            the new MLP size (default: the traced ratio to the\n"
+    "                         hidden size, 4 H for a GPT)\n"
+    "      --heads N          the new number of attention heads (default: the\n"
+    "                         traced head size kept, H / head size)\n"
+    "      --model MODEL      re-time kernels by MODEL (opmodel fit): each kernel\n"
+    "                         times predicted(new shapes) / predicted(traced ones)\n"
+    "      --from MODEL       the model of the graph's own GPU: the traced shapes\n"
+    "                         predicted by it, the new ones by --model's\n"
+    "      --from-hidden H, --from-ffn F, --from-heads N\n"
+    "                         the traced sizes, where the graph's shapes do not\n"
+    "                         tell them\n"
+    "  -q, --quiet            no warnings\n"
+    "  -h, --help             this help\n"
+    "      --version          the version\n"
+    "\n"
+    "Without --model, GEMMs and attention scale by FLOPs and the rest by bytes.\n"
+    "With no FILE, or FILE -, read standard input. See graph-scale-hidden(1).\n";
+
+static uint64_t
+pkey(uint32_t op, uint32_t sh)
+{
+	uint64_t k = ((uint64_t)op << 32 | sh) * 0x9E3779B97F4A7C15ull;
+
+	return k ^ (k >> 29);
+}
+
+static struct pair *
+pairs_get(struct pairs *ps, uint32_t op, uint32_t sh, int *isnew)
+{
+	size_t i;
+
+	if (2 * (ps->n + 1) > ps->nslot) {
+		size_t ns = ps->nslot ? 2 * ps->nslot : 256, k;
+
+		free(ps->slot);
+		ps->slot = xcalloc(ns, sizeof(*ps->slot));
+		ps->nslot = ns;
+		for (k = 0; k < ps->n; k++) {
+			i = pkey(ps->p[k].op, ps->p[k].sh) & (ns - 1);
+			while (ps->slot[i])
+				i = (i + 1) & (ns - 1);
+			ps->slot[i] = (uint32_t)k + 1;
+		}
+	}
+	i = pkey(op, sh) & (ps->nslot - 1);
+	while (ps->slot[i]) {
+		struct pair *p = &ps->p[ps->slot[i] - 1];
+
+		if (p->op == op && p->sh == sh) {
+			*isnew = 0;
+			return p;
+		}
+		i = (i + 1) & (ps->nslot - 1);
+	}
+	{
+		struct pair p = { op, sh, sh, 0, NULL };
+
+		VEC_PUSH(ps->p, ps->n, ps->cap, p);
+	}
+	ps->slot[i] = (uint32_t)ps->n;
+	*isnew = 1;
+	return &ps->p[ps->n - 1];
+}
+
+static void
+pairs_release(struct pairs *ps)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n; i++)
+		free(ps->p[i].text);
+	free(ps->p);
+	free(ps->slot);
+	memset(ps, 0, sizeof(*ps));
+}
+
+/* The operator a task's dims belong to: a CPU op's own name, else its op. */
+static uint32_t
+task_op(const struct kg_task *t)
+{
+	return t->kind == KG_CPU ? t->name : t->op;
+}
+
+/* Every (operator, dims) pair of the section, with its count of tasks. */
+static void
+collect(const struct graph *g, struct pairs *ps)
+{
+	size_t i;
+
+	for (i = 0; i < g->ntask; i++) {
+		const struct kg_task *t = &g->task[i];
+		uint32_t op = task_op(t);
+		int isnew;
+
+		if (t->shapes != KG_NONE && op != KG_NONE)
+			pairs_get(ps, op, t->shapes, &isnew)->n++;
+	}
+}
+
+/* The new dims of every pair; the new strings go to rs. */
+static void
+reshape_all(const struct kg_reader *r, const struct hid_sizes *a, const struct hid_sizes *b,
+    struct pairs *ps, struct rs_strs *rs)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n; i++) {
+		struct pair *p = &ps->p[i];
+
+		p->text = hid_rewrite(kg_str(r, p->op), kg_str(r, p->sh), a, b);
+		if (p->text != NULL)
+			p->nsh = rs_strs_id(rs, p->text);
+	}
+}
+
+/* The new dims text of a task's (operator, dims), or NULL: unchanged. */
+const struct pair *
+hid_pair_of(struct pairs *ps, const struct kg_task *t)
+{
+	int isnew;
+	uint32_t op = task_op(t);
+
+	if (t->shapes == KG_NONE || op == KG_NONE)
+		return NULL;
+	return pairs_get(ps, op, t->shapes, &isnew);
+}
+
+/*
+ * The model's parameters before and after, counted from the forward
+ * launches of the first iteration and micro-batch (the LM head tied to
+ * the embedding counted once, common/params.h).
+ */
+static void
+count_params(const struct graph *g, const struct kg_reader *r, struct pairs *ps, int64_t *p0,
+    int64_t *p1)
+{
+	struct param_count a, b;
+	int64_t it = INT64_MAX;
+	size_t i;
+
+	param_count_init(&a);
+	param_count_init(&b);
+	a.tied = b.tied = 1;
+	for (i = 0; i < g->ntask; i++)
+		if (g->task[i].iter >= 0 && g->task[i].iter < it)
+			it = g->task[i].iter;
+	for (i = 0; i < g->ntask; i++) {
+		const struct kg_task *t = &g->task[i];
+		const struct pair *p;
+
+		if (t->kind != KG_RT || t->op == KG_NONE || t->shapes == KG_NONE ||
+		    (it != INT64_MAX && t->iter != it) || t->mb > 0 ||
+		    (t->phase != KG_PH_FWD && t->phase != KG_PH_NONE) ||
+		    strstr(kg_str(r, t->name), "Launch") == NULL)
+			continue;
+		p = hid_pair_of(ps, t);
+		param_count_text(&a, t->op, t->shapes, kg_str(r, t->op), kg_str(r, t->shapes));
+		param_count_text(&b, t->op, p->nsh, kg_str(r, t->op),
+		    p->text != NULL ? p->text : kg_str(r, t->shapes));
+	}
+	*p0 = a.sum;
+	*p1 = b.sum;
+}
+
+static int
+scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const char *name,
+    int index, struct gout *out)
+{
+	struct hid_sizes a, b;
+	struct pairs ps;
+	struct rs_strs rs;
+	struct counts cn;
+	struct graph_out go;
+	char err[256], tool[256];
+	int64_t p0, p1;
+	double pratio;
+	int rc = 1;
+
+	memset(&ps, 0, sizeof(ps));
+	memset(&cn, 0, sizeof(cn));
+	rs_strs_init(&rs, g->nstr);
+	collect(g, &ps);
+	{
+		struct hid_op *ho = xmalloc((ps.n + 1) * sizeof(*ho));
+		size_t i;
+
+		for (i = 0; i < ps.n; i++) {
+			ho[i].op = kg_str(r, ps.p[i].op);
+			ho[i].dims = kg_str(r, ps.p[i].sh);
+			ho[i].n = ps.p[i].n;
+		}
+		i = hid_find(ho, ps.n, &o->from, &a, err, sizeof(err)) < 0;
+		free(ho);
+		if (i) {
+			errmsg("%s: section %d: %s", name, index, err);
+			goto out;
+		}
+	}
+	if (hid_target(&a, o->h, o->ffn, o->heads, &b, err, sizeof(err)) < 0) {
+		errmsg("%s: section %d: %s", name, index, err);
+		goto out;
+	}
+	{
+		/* the GPU the header names (format 1.5) against the models' */
+		const char *gpu = g->h.gpu != NULL ? g->h.gpu : "";
+
+		if (*gpu != '\0' && o->have_src && !om_same_gpu(gpu, o->src.gpu))
+			warnmsg("%s: section %d: a graph of %s re-timed from a model of %s (--from)",
+			    name, index, gpu, o->src.gpu);
+		else if (*gpu != '\0' && o->have_to && !o->have_src && !om_same_gpu(gpu, o->to.gpu))
+			warnmsg("%s: section %d: a graph of %s scaled by the ratios of a model of %s "
+			    "(give --from with a model of %s to predict it on the other GPU)", name,
+			    index, gpu, o->to.gpu, gpu);
+		if (o->have_src) {
+			/* the graph now runs on --model's GPU */
+			if (*gpu == '\0' || !om_same_gpu(gpu, o->to.gpu))
+				g->h.gpu_mem = -1;
+			g->h.gpu = o->to.gpu;
+			g->h.gpu_sms = o->to.sms > 0 ? o->to.sms : -1;
+		}
+	}
+	reshape_all(r, &a, &b, &ps, &rs);
+	count_params(g, r, &ps, &p0, &p1);
+	pratio = p0 > 0 ? (double)p1 / (double)p0 : 1;
+	if (p0 <= 0 && (a.h != b.h || a.ffn != b.ffn))
+		warnmsg("%s: section %d: no parameters counted from the shapes: the "
+		    "optimizer's kernels keep their times", name, index);
+	if (a.h != b.h || a.ffn != b.ffn || a.heads != b.heads)
+		cn.unblocked = hid_unblock_launches(g, r);
+	hid_retime(o, g, r, &ps, pratio, &cn);
+	hid_retime_colls(g, r, pratio, (double)b.h / (double)a.h, &cn);
+	{
+		size_t i;
+
+		for (i = 0; i < g->ntask; i++) {
+			const struct pair *p = hid_pair_of(&ps, &g->task[i]);
+
+			if (p != NULL)
+				g->task[i].shapes = p->nsh;
+		}
+	}
+	if (!o->have_to && (cn.flops > 0 || cn.bytes > 0))
+		warnmsg("%s: section %d: no --model: %lld calls scaled by FLOPs, %lld by bytes",
+		    name, index, (long long)cn.flops, (long long)cn.bytes);
+	else if (cn.flops > 0 || cn.bytes > 0)
+		warnmsg("%s: section %d: %lld calls scaled by FLOPs or bytes, not the model (it "
+		    "cannot predict them, its class errs by over 20%%, or its ratio goes against "
+		    "the work's)", name, index, (long long)(cn.flops + cn.bytes));
+	if (cn.unsized > 0)
+		warnmsg("%s: section %d: %lld GPU calls keep their times: no shapes size them",
+		    name, index, (long long)cn.unsized);
+	if (cn.collassumed > 0)
+		warnmsg("%s: section %d: %lld collectives re-timed by the built-in %s topology "
+		    "(the job has none of their kind on that link)", name, index,
+		    (long long)cn.collassumed, COMM_TOPOLOGY_DEFAULT);
+	snprintf(tool, sizeof(tool), "%s hidden %lld -> %lld, ffn %lld -> %lld, heads %lld -> %lld%s%s",
+	    PRODUCER, (long long)a.h, (long long)b.h, (long long)a.ffn, (long long)b.ffn,
+	    (long long)a.heads, (long long)b.heads, a.tp > 1 ? ", tensor-parallel shares" : "",
+	    o->have_to ? ", op model" : ", by FLOPs and bytes");
+	memset(&go, 0, sizeof(go));
+	go.xstr = (const char *const *)rs.in.str;
+	go.nxstr = rs.in.n;
+	go.task = g->task, go.ntask = g->ntask, go.edge = g->edge, go.nedge = g->nedge;
+	kg_writer_follow(&out->w, &g->h);
+	if (graph_write(&out->w, g, tool, &go) < 0) {
+		errmsg("%s: %s", out->name, out->w.err);
+		goto out;
+	}
+	rc = 0;
+out:
+	pairs_release(&ps);
+	rs_strs_release(&rs);
+	return rc;
+}
+
+static int
+process(const struct opts *o, const char *path, struct gout *out)
+{
+	struct gin in;
+	struct graph g;
+	int t, rc = 0, index = 0;
+
+	if (gin_open(&in, path) < 0)
+		return 1;
+	graph_init(&g);
+	while (rc == 0 && (t = gin_read(&in)) > 0)
+		if (graph_take(&g, t, &in.rec))
+			rc = scale(o, &g, &in.r, in.name, index++, out);
+	if (t < 0 && rc == 0)
+		rc = 1;
+	graph_release(&g);
+	gin_close(&in);
+	return rc;
+}
+
+static int
+load(const char *path, struct om_model *m)
+{
+	char err[256];
+	FILE *fp = fopen(path, "rb");
+	int rc;
+
+	if (fp == NULL) {
+		errmsg("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	rc = om_load(m, fp, err, sizeof(err));
+	fclose(fp);
+	if (rc < 0)
+		errmsg("%s: %s", path, err);
+	return rc;
+}
+
+static int64_t
+size_arg(const char *what, const char *s)
+{
+	int64_t v;
+
+	if (parse_i64(s, 1, (int64_t)1 << 30, &v) < 0) {
+		errmsg("invalid %s '%s' (a positive integer)", what, s);
+		usage_exit(usage);
+	}
+	return v;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "ffn", required_argument, NULL, 'f' },
+		{ "heads", required_argument, NULL, 'n' },
+		{ "model", required_argument, NULL, 'M' },
+		{ "from", required_argument, NULL, 'F' },
+		{ "from-hidden", required_argument, NULL, 'H' },
+		{ "from-ffn", required_argument, NULL, 'G' },
+		{ "from-heads", required_argument, NULL, 'N' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *output = NULL;
+	struct opts o;
+	struct gout g;
+	int c, i, rc = 0;
+
+	cli_init("graph-scale-hidden");
+	memset(&o, 0, sizeof(o));
+	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case 'f':
+			o.ffn = size_arg("--ffn", optarg);
+			break;
+		case 'n':
+			o.heads = size_arg("--heads", optarg);
+			break;
+		case 'M':
+			o.model = optarg;
+			break;
+		case 'F':
+			o.frommodel = optarg;
+			break;
+		case 'H':
+			o.from.h = size_arg("--from-hidden", optarg);
+			break;
+		case 'G':
+			o.from.ffn = size_arg("--from-ffn", optarg);
+			break;
+		case 'N':
+			o.from.heads = size_arg("--from-heads", optarg);
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'h':
+			printf("usage: %s\n\n%s", usage, help);
+			return close_stdout();
+		case 'V':
+			version_exit();
+		default:
+			usage_exit(usage);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1) {
+		errmsg("missing the hidden size H");
+		usage_exit(usage);
+	}
+	if (parse_i64(argv[0], 1, (int64_t)1 << 30, &o.h) < 0) {
+		errmsg("invalid hidden size '%s' (a positive integer)", argv[0]);
+		usage_exit(usage);
+	}
+	if (o.frommodel != NULL && o.model == NULL) {
+		errmsg("--from needs --model (the GPU to predict)");
+		usage_exit(usage);
+	}
+	argc--;
+	argv++;
+	if (o.model != NULL && load(o.model, &o.to) < 0)
+		return 1;
+	o.have_to = o.model != NULL;
+	if (o.frommodel != NULL) {
+		if (load(o.frommodel, &o.src) < 0) {
+			om_model_release(&o.to);
+			return 1;
+		}
+		o.have_src = 1;
+	}
+	if (gout_open(&g, output, 3) < 0) {
+		rc = 1;
+	} else {
+		if (argc == 0)
+			rc = process(&o, NULL, &g);
+		for (i = 0; i < argc && rc == 0; i++)
+			rc = process(&o, argv[i], &g);
+		rc = gout_close(&g, rc, PRODUCER);
+	}
+	if (o.have_to)
+		om_model_release(&o.to);
+	if (o.have_src)
+		om_model_release(&o.src);
+	return rc;
+}

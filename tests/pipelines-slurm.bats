@@ -159,6 +159,31 @@ need_slurm() {
 	[ "$(wc -l < sweep.csv)" -eq 3 ]
 }
 
+@test "pipelines on Slurm: a rank whose conversion fails is named, the base not merged; the others are kept" {
+	need_slurm
+	mkdir tools
+	printf '#!/bin/sh\n[ "$1" = --version ] && exec kineto2graph --version\ncase "$*" in *rank-3.json.gz*) [ -e "%s/broken" ] && { echo "kineto2graph: stand-in broken" >&2; exit 1; } ;; esac\nexec kineto2graph "$@"\n' \
+	    "$PWD" > tools/kineto2graph
+	chmod +x tools/kineto2graph
+	touch broken
+	run -2 --separate-stderr sweep SLURM=1 KINETO2GRAPH="$PWD/tools/kineto2graph" TRACEGEN="$TINY"
+	[ -z "$output" ]
+	[[ $stderr == "slurm: base:rank-3.json.gz: failed (task 3 of base), $PWD/work/logs/base.3.log ends:
+  run    base:rank-3.json.gz ("*")
+  kineto2graph: stand-in broken
+  step: base:rank-3.json.gz: failed (status 1)
+slurm: base: 1 of 8 tasks failed"* ]]
+	[ ! -e sweep.csv ]
+	[ -z "$(find cache -name '*tmp*')" ]
+	# the 7 other ranks, and the traces
+	[ "$(find cache -name '*.kg' | wc -l)" -eq 7 ]
+	rm broken
+	: > work/steps.log
+	run -0 --separate-stderr sweep SLURM=1 KINETO2GRAPH="$PWD/tools/kineto2graph" TRACEGEN="$TINY"
+	[ "$(ran | tr '\n' ' ')" = "base base-layers base:rank-3.json.gz dp2-pp2-l4 " ]
+	[ "$(hits | grep -c '^base:rank-')" -eq 7 ]
+}
+
 @test "pipelines on Slurm: a step killed for its memory fails with Slurm's message" {
 	need_slurm
 	# 64 MiB asked for (-m 64), 300 MiB touched.

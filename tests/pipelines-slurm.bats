@@ -123,6 +123,42 @@ need_slurm() {
 	grep -q "^run    dp4-pp2-l4 (" work/logs/dp4-pp2-l4.log
 }
 
+@test "pipelines on Slurm: two sweeps at once sharing a cache, the same keys computed at once, leave one whole file each" {
+	need_slurm
+	mkdir a b
+	(cd a && sweep TRACEGEN="$TINY" DP='1 4' NET=50,5 CACHE="$PWD/../local")
+	for d in a b; do
+		(cd "$d" && sweep SLURM=1 TRACEGEN="$TINY" DP='1 4' NET=50,5 CACHE="$PWD/../shared" \
+		    OUT="$PWD/slurm.csv" > out 2> err; echo $? > status) &
+	done
+	wait
+	[ "$(cat a/status b/status | tr '\n' ' ')" = "0 0 " ]
+	cmp a/slurm.csv a/sweep.csv
+	cmp b/slurm.csv a/sweep.csv
+	[ -z "$(find shared -name '*tmp*')" ]
+	# every output the local run made, once, the same bytes (the local
+	# cache's stats name its own base: the graphs alone compare)
+	for f in local/*.kg; do
+		cmp "$f" "shared/${f##*/}"
+	done
+	[ "$(ls shared | grep -c '\.kg$')" -eq "$(( $(ls local | grep -c '\.kg$') + 8 ))" ]
+}
+
+@test "pipelines/step: a temporary file of a gone process is removed on its own machine only" {
+	mkdir cache
+	host=$(uname -n)
+	for id in "2147483646@$host" 2147483646 "2147483646@$host.elsewhere" "$$@$host"; do
+		printf 'half' > "cache/.0123456789abcdef.kg.tmp.$id"
+		printf 'key' > "cache/.0123456789abcdef.kg.tmp.$id.key"
+	done
+	printf '#!/bin/sh\n[ "$1" = --version ] && { echo t 1; exit 0; }\necho out\n' > t
+	chmod +x t
+	run -0 --separate-stderr "$ROOT/pipelines/step" -q -c cache -L t -- ./t
+	# gone here: removed; another machine's, and a running one's: kept
+	[ "$(cd cache && ls -A | grep tmp | sort | paste -sd' ')" = "$(printf '.0123456789abcdef.kg.tmp.%s\n' \
+	    "$$@$host" "$$@$host.key" "2147483646@$host.elsewhere" "2147483646@$host.elsewhere.key" | sort | paste -sd' ')" ]
+}
+
 @test "pipelines on Slurm: a failing step fails the grid with its name and its log's end; a re-run reuses every finished step" {
 	need_slurm
 	# graph-scale-dp failing while ./broken is there: the same script,

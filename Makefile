@@ -32,7 +32,7 @@ LIBS = -lm $(PKG_LIBS)
 
 TOOLS = kineto2graph graphcat graph-deps graphsim graphstat tracegen graph-scale-dp graph-scale-layers graph-scale-pp graph2chrome graphplot
 TOOLS += opmodel graph-retime
-TOOLS += graph-scale-hidden
+TOOLS += graph-scale-hidden graph-scale-tp
 BINS = $(TOOLS:%=bin/%)
 MANS = $(TOOLS:%=doc/%.1)
 
@@ -79,6 +79,7 @@ endef
 EXTRA_LIBS_opmodel = -lxgboost
 EXTRA_LIBS_graph-retime = -lxgboost
 EXTRA_LIBS_graph-scale-hidden = -lxgboost
+EXTRA_LIBS_graph-scale-tp = -lxgboost
 EXTRA_OBJ_opmodel = $(patsubst %.c,build/%.o,$(wildcard tools/kineto2graph/*.c))
 build/tools/opmodel/%.o: ALL_CFLAGS += -Itools/kineto2graph
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
@@ -117,7 +118,7 @@ lint:
 	done; true
 	shellcheck -x scripts/deps.sh scripts/whatif-demo tests/run .ci/run bench/ingest bench/json-parsers/run bench/tracegen \
 	    bench/simulate bench/accuracy bench/job-scale bench/whatif-accuracy bench/whatif-speed bench/chrome-export pipelines/step pipelines/base pipelines/slurm \
-	    fuzz/run fuzz/seeds bench/opmodel-accuracy bench/opmodel-speed tests/tools/minislurm
+	    fuzz/run fuzz/seeds bench/opmodel-accuracy bench/opmodel-speed bench/tp-accuracy tests/tools/minislurm
 	for m in $(MANS); do mandoc -Tlint -W warning $$m; done
 
 bench: all

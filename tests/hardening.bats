@@ -15,7 +15,8 @@ hostile() {
 
 # The tools that read graph streams, with the arguments they need.
 READERS=("graphcat" "graphsim" "graphstat" "graph-deps --merge" "graph-deps --check"
-	"graph-scale-dp 2" "graph-scale-pp 2" "graph-scale-layers 2" "graph-scale-hidden 16")
+	"graph-scale-dp 2" "graph-scale-pp 2" "graph-scale-layers 2" "graph-scale-hidden 16"
+	"graph-scale-tp 2")
 
 # Every reader, run under a virtual-memory limit of 256 MiB (the reader's
 # stated bound is 200 MiB: formats/graph-stream.md), must exit 1 with

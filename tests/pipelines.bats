@@ -395,3 +395,28 @@ job_rows() { # PREFIX
 	# the step's own output stayed
 	[ "$(ls cache | grep -c '\.kg$')" -eq 1 ]
 }
+
+@test "pipelines: a TP sweep with bin/graph-scale-tp gives the rows of the pipeline run by hand, the base's degree found" {
+	[ -x "$ROOT/bin/graph-scale-tp" ] || skip "no bin/graph-scale-tp yet"
+	# the tiny job is tp 2 (its TENSOR_MODEL_PARALLEL_GROUP): that point
+	# is the base's graph, the others one graph-scale-tp step each
+	run -0 --separate-stderr sweep TRACEGEN="$TINY" TP='1 2 4' TP_OPTS=-q
+	[ "$output" = "sweep: $PWD/sweep.csv: 3 points" ]
+	grep -qx 'FOUND_TP := 2' work/base.mk
+	[ "$(ran | grep -x 'base-tp[0-9]*' | tr '\n' ' ')" = "base-tp1 base-tp4 " ]
+	[ "$(head -1 sweep.csv | cut -d, -f1-5)" = "dp,pp,layers,tp,rank" ]
+	tracegen --preset tiny --jobs 1 -d job
+	kineto2graph job/*.json.gz | graph-deps --merge > base.kg
+	{
+		head -1 sweep.csv
+		graph-scale-tp -q 1 base.kg | job_rows 2,2,4,1
+		job_rows 2,2,4,2 < base.kg
+		graph-scale-tp -q 4 base.kg | job_rows 2,2,4,4
+	} > expected.csv
+	cmp sweep.csv expected.csv
+	# a second run finds them cached
+	: > work/steps.log
+	run -0 --separate-stderr sweep TRACEGEN="$TINY" TP='1 2 4' TP_OPTS=-q
+	[ -z "$(ran)" ]
+	[ "$(hits | grep -x 'base-tp[0-9]*' | tr '\n' ' ')" = "base-tp1 base-tp4 " ]
+}

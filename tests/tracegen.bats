@@ -12,7 +12,7 @@
 
 load helpers
 
-USAGE='usage: tracegen [-v] [--preset NAME] [--layers N] [--hidden N] [--ffn N] [--heads N] [--seq N] [--vocab N] [--mbs N] [--microbatches N] [--tp N] [--pp N] [--dp N] [--schedule 1f1b|gpipe] [--gpus-per-node N] [--hw NAME|FILE] [--iterations N] [--seed N] [--ranks LIST] [--no-sync-records] [--no-annotations] [--clock-skew US] [--jobs N] -d DIR'
+USAGE='usage: tracegen [-v] [--preset NAME] [--layers N] [--hidden N] [--ffn N] [--heads N] [--seq N] [--vocab N] [--mbs N] [--microbatches N] [--tp N] [--pp N] [--dp N] [--sequence-parallel] [--schedule 1f1b|gpipe] [--gpus-per-node N] [--hw NAME|FILE] [--iterations N] [--seed N] [--ranks LIST] [--no-sync-records] [--no-annotations] [--clock-skew US] [--jobs N] -d DIR'
 TRY="Try 'tracegen --help' for more information."
 
 same() {
@@ -62,7 +62,7 @@ replay() {
 	same "$stderr" ""
 	local o
 	for o in --dir --preset --layers --hidden --ffn --heads --seq --vocab --mbs \
-		--microbatches --tp --pp --dp --schedule --gpus-per-node --hw --iterations \
+		--microbatches --tp --pp --dp --sequence-parallel --schedule --gpus-per-node --hw --iterations \
 		--seed --ranks --no-sync-records --no-annotations --jobs --verbose --help --version; do
 		[[ $output == *"$o"* ]] || { echo "--help lacks $o"; return 1; }
 	done
@@ -132,6 +132,7 @@ replay() {
 	usage_error "--heads 4 is not divisible by --tp 3" --preset tiny --tp 3 -d out
 	usage_error "--layers 5 is not divisible by --pp 2" --preset tiny --layers 5 -d out
 	usage_error "--hidden 250 is not divisible by --heads 4" --preset tiny --hidden 250 --ffn 1024 -d out
+	usage_error "--seq 128 is not divisible by --tp 3 (--sequence-parallel)" --preset tiny --heads 3 --hidden 255 --ffn 1023 --vocab 1023 --tp 3 --sequence-parallel -d out
 	usage_error "--ffn 1001 is not divisible by --tp 2" --preset tiny --ffn 1001 -d out
 	usage_error "--vocab 1001 is not divisible by --tp 2" --preset tiny --vocab 1001 -d out
 	usage_error "--tp 2 --pp 2 --dp 4097 make 16388 ranks, more than 16384" \
@@ -581,4 +582,41 @@ full_coverage() {
 		END { exit bad }' err
 	run -2 --separate-stderr tracegen --clock-skew -1 -d x
 	[ "${stderr_lines[0]}" = "tracegen: invalid --clock-skew '-1' (0 to 1000000000 us)" ]
+}
+
+@test "tracegen: --sequence-parallel: reduce-scatters and all-gathers for the all-reduces, norms on a shard" {
+	# One rank of tp 2, 2 layers, one micro-batch. Without sequence
+	# parallelism: 2 forward and 2 backward all-reduces a layer, the
+	# embedding's and the output layer's input gradient's, the cross
+	# entropy's 3 and the gradient norm's (model-parallel group, 2
+	# ranks): 8 + 1 + 1 + 3 + 1 = 14, and the batch's broadcast.
+	# With it, a layer's forward gathers before QKV and MLP up and
+	# scatters after the projection and MLP down (2 + 2); its backward
+	# gathers the output gradient before the projection's and MLP
+	# down's (2) and, for QKV and MLP up, gathers the input again and
+	# scatters the input gradient (2 + 2): 6 gathers and 4 scatters a
+	# layer; the embedding scatters (forward) and gathers (backward),
+	# the final norm's output is gathered, and the output layer's
+	# backward gathers and scatters: 12 + 3 = 15 gathers, 8 + 2 = 10
+	# scatters; the cross entropy and the norm keep their 4 all-reduces.
+	# The norms run on 128 / 2 = 64 tokens.
+	colls() {
+		kineto2graph -q job/rank-0.json.gz | graphcat -r |
+		    jq -r 'select(.r == "task" and .k == "coll") | .coll' | sort | uniq -c |
+		    awk '{ printf "%s %s ", $2, $1 }'
+	}
+	norm() {
+		kineto2graph -q job/rank-0.json.gz | graphcat -r |
+		    jq -r 'select(.r == "task" and .op == "aten::native_layer_norm") | .sh' | sort -u
+	}
+	tiny job --pp 1 --dp 1 --layers 2 --microbatches 1 --iterations 1 --ranks 0
+	same "$(colls)" "allreduce 14 broadcast 1 "
+	same "$(norm)" "[[128,1,256],[],[256],[256],[]]"
+	rm -rf job
+	tiny job --pp 1 --dp 1 --layers 2 --microbatches 1 --iterations 1 --ranks 0 \
+	    --sequence-parallel
+	same "$(colls)" "allgather 15 allreduce 4 broadcast 1 reducescatter 10 "
+	same "$(norm)" "[[64,1,256],[],[256],[256],[]]"
+	# each moves the whole tensor of a layer: 128 x 256 bf16
+	same "$(kineto2graph -q job/rank-0.json.gz | graphcat -r | jq -r 'select(.r == "task" and (.coll == "allgather" or .coll == "reducescatter")) | .by' | sort -u)" 65536
 }

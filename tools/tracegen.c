@@ -25,7 +25,7 @@
 static const char usage[] =
     "tracegen [-v] [--preset NAME] [--layers N] [--hidden N] [--ffn N] [--heads N] "
     "[--seq N] [--vocab N] [--mbs N] [--microbatches N] [--tp N] [--pp N] [--dp N] "
-    "[--schedule 1f1b|gpipe] [--gpus-per-node N] [--hw NAME|FILE] [--iterations N] "
+    "[--sequence-parallel] [--schedule 1f1b|gpipe] [--gpus-per-node N] [--hw NAME|FILE] [--iterations N] "
     "[--seed N] [--ranks LIST] [--no-sync-records] [--no-annotations] [--clock-skew US] "
     "[--jobs N] -d DIR";
 
@@ -44,6 +44,7 @@ static const char help[] =
     "      --mbs N              micro-batch size\n"
     "      --microbatches N     micro-batches per iteration\n"
     "      --tp N, --pp N, --dp N   tensor-, pipeline- and data-parallel degrees\n"
+    "      --sequence-parallel      Megatron's sequence parallelism (with --tp)\n"
     "      --schedule 1f1b|gpipe    pipeline schedule\n"
     "      --gpus-per-node N    GPUs per node\n"
     "      --hw NAME|FILE       hardware profile: h100, h200, a100, or a file\n"
@@ -190,6 +191,11 @@ check(const struct tg_cfg *c)
 	DIV(c->heads, "heads", c->tp, "tp");
 	DIV(c->ffn, "ffn", c->tp, "tp");
 	DIV(c->vocab, "vocab", c->tp, "tp");
+	if (c->sp && c->seq % c->tp != 0) {
+		errmsg("--seq %lld is not divisible by --tp %lld (--sequence-parallel)",
+		    (long long)c->seq, (long long)c->tp);
+		return -1;
+	}
 	DIV(c->layers, "layers", c->pp, "pp");
 #undef DIV
 	if (world > MAX_WORLD) {
@@ -476,7 +482,7 @@ run(struct opts *o, const unsigned char *sel)
 int
 main(int argc, char **argv)
 {
-	enum { L_PRESET = 256, L_SCHED, L_HW, L_SEED, L_RANKS, L_NOSYNC, L_NOANN, L_JOBS, L_SKEW,
+	enum { L_PRESET = 256, L_SP, L_SCHED, L_HW, L_SEED, L_RANKS, L_NOSYNC, L_NOANN, L_JOBS, L_SKEW,
 		L_VERSION, L_NUM };
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, 'd' },
@@ -495,6 +501,7 @@ main(int argc, char **argv)
 		{ "gpus-per-node", required_argument, NULL, L_NUM + O_GPN },
 		{ "iterations", required_argument, NULL, L_NUM + O_ITER },
 		{ "schedule", required_argument, NULL, L_SCHED },
+		{ "sequence-parallel", no_argument, NULL, L_SP },
 		{ "hw", required_argument, NULL, L_HW },
 		{ "seed", required_argument, NULL, L_SEED },
 		{ "ranks", required_argument, NULL, L_RANKS },
@@ -548,6 +555,9 @@ main(int argc, char **argv)
 			}
 			ps = &presets[i];
 			o.preset = optarg;
+			break;
+		case L_SP:
+			o.c.sp = 1;
 			break;
 		case L_SCHED:
 			if (strcmp(optarg, "1f1b") == 0) {

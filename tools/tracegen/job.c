@@ -443,14 +443,21 @@ struct collmeta {
 static void
 write_nccl_meta(struct gen *G, struct jw *w, const struct collmeta *m, int op)
 {
-	static const char *const cname[] = { "allreduce", "broadcast", "send", "recv" };
+	static const char *const cname[] = { "allreduce", "broadcast", "send", "recv",
+		"allgather", "reducescatter" };
+	int64_t in = m->nelems, out = m->nelems;
+
+	if (m->ckind == C_ALLGATHER)
+		in = m->nelems / G->gsize[m->gkind];
+	else if (m->ckind == C_REDUCESCATTER)
+		out = m->nelems / G->gsize[m->gkind];
 
 	jw_puts(w, "\"Collective name\": \"");
 	jw_puts(w, cname[m->ckind]);
 	jw_puts(w, "\", \"In msg nelems\": ");
-	jw_int(w, m->nelems);
+	jw_int(w, in);
 	jw_puts(w, ", \"Out msg nelems\": ");
-	jw_int(w, m->nelems);
+	jw_int(w, out);
 	jw_puts(w, ", \"Group size\": ");
 	jw_int(w, G->gsize[m->gkind]);
 	jw_puts(w, ", \"dtype\": \"");
@@ -483,6 +490,12 @@ nccl_name(char *buf, size_t n, const struct collmeta *m, int proto)
 	else if (m->ckind == C_BROADCAST)
 		snprintf(buf, n, "ncclDevKernel_Broadcast_RING_%s(ncclDevKernelArgsStorage<4096ul>)",
 		    pn[proto]);
+	else if (m->ckind == C_ALLGATHER)
+		snprintf(buf, n, "ncclDevKernel_AllGather_RING_%s(ncclDevKernelArgsStorage<4096ul>)",
+		    pn[proto]);
+	else if (m->ckind == C_REDUCESCATTER)
+		snprintf(buf, n, "ncclDevKernel_ReduceScatter_Sum_%s_RING_%s(ncclDevKernelArgsStorage<4096ul>)",
+		    dn[m->dtype], pn[proto]);
 	else
 		snprintf(buf, n, "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)");
 }
@@ -777,9 +790,10 @@ c10d(struct gen *G, const struct collmeta *m, int s, int g, uint32_t k, int n,
     int internode)
 {
 	static const char *const opn[] = { "c10d::allreduce_", "c10d::broadcast_",
-		"c10d::send", "c10d::recv_" };
+		"c10d::send", "c10d::recv_", "c10d::_allgather_base_",
+		"c10d::_reduce_scatter_base_" };
 	static const char *const an[] = { "nccl:all_reduce", "nccl:broadcast", "nccl:send",
-		"nccl:recv" };
+		"nccl:recv", "nccl:_all_gather_base", "nccl:_reduce_scatter_base" };
 	int64_t bytes = m->nelems * (m->dtype == DT_BF16 ? 2 : m->dtype == DT_F32 ? 4 : 8);
 	uint32_t in = instance(G->J, g, k, n, m->ckind == C_RECV ? C_SEND : m->ckind, bytes,
 	    internode);
@@ -892,6 +906,28 @@ p2p(struct gen *G, int ops)
 /* ------------------------------------------------------------------ */
 /* The model. */
 
+/*
+ * The tensor-parallel collectives around a block (Megatron): without
+ * sequence parallelism an all-reduce of a row-parallel linear's output;
+ * with it a reduce-scatter there, and an all-gather of a column-parallel
+ * linear's input (the norms, dropout and residual adds between them run
+ * on a sequence shard). The compute stream waits for each.
+ */
+static void
+tp_out(struct gen *G)
+{
+	coll(G, G_TP, G->c->sp ? C_REDUCESCATTER : C_ALLREDUCE, DT_BF16, 0,
+	    G->c->seq * G->c->mbs * G->c->hidden, 1, NULL);
+}
+
+static void
+tp_in(struct gen *G)
+{
+	if (G->c->sp)
+		coll(G, G_TP, C_ALLGATHER, DT_BF16, 0, G->c->seq * G->c->mbs * G->c->hidden, 1,
+		    NULL);
+}
+
 static void
 layer_norm(struct gen *G, int64_t seq)
 {
@@ -946,6 +982,7 @@ fwd_layer(struct gen *G, int mb, int item, int l)
 	layer_annot(G, global_layer(G, l), "forward");
 	advance(G, H_PY);
 	layer_norm(G, (int64_t)(sq + N_LN1));
+	tp_in(G);
 	advance(G, H_PY);
 	linear(G, OT_LINEAR_QKV, OT_MATMUL_QKV, OT_MM_QKV, (int64_t)(sq + N_QKV), KT_QKV);
 	op1(G, OT_ADD_QKV, (int64_t)(sq + N_ADD_QKV), KT_ADD_QKV);
@@ -955,17 +992,18 @@ fwd_layer(struct gen *G, int mb, int item, int l)
 	close_op(G);
 	advance(G, H_PY);
 	linear(G, OT_LINEAR_PROJ, OT_MATMUL_PROJ, OT_MM_PROJ, (int64_t)(sq + N_PROJ), KT_PROJ);
-	coll(G, G_TP, C_ALLREDUCE, DT_BF16, 0, G->c->seq * G->c->mbs * G->c->hidden, 1, NULL);
+	tp_out(G);
 	dropout_add(G, sq + N_ADD1);
 	advance(G, H_PY);
 	layer_norm(G, (int64_t)(sq + N_LN2));
+	tp_in(G);
 	advance(G, H_PY);
 	linear(G, OT_LINEAR_FC1, OT_MATMUL_FC1, OT_MM_FC1, (int64_t)(sq + N_FC1), KT_FC1);
 	op1(G, OT_ADD_F, (int64_t)(sq + N_ADD_FC1), KT_ADD_F);
 	op1(G, OT_GELU, (int64_t)(sq + N_GELU), KT_GELU);
 	advance(G, H_PY);
 	linear(G, OT_LINEAR_FC2, OT_MATMUL_FC2, OT_MM_FC2, (int64_t)(sq + N_FC2), KT_FC2);
-	coll(G, G_TP, C_ALLREDUCE, DT_BF16, 0, G->c->seq * G->c->mbs * G->c->hidden, 1, NULL);
+	tp_out(G);
 	dropout_add(G, sq + N_ADD2);
 	layer_annot_end(G);
 }
@@ -1024,9 +1062,35 @@ accumulate_grad(struct gen *G, int n)
 static void
 linear_bwd(struct gen *G, int64_t seq, int omm, int kdg, int kwg, int column)
 {
-	struct evt done;
-	int ar;
+	struct evt done, in;
+	int ar, ag;
+	int64_t sbh = G->c->seq * G->c->mbs * G->c->hidden;
 
+	if (G->c->sp) {
+		/*
+		 * Sequence parallelism: a row-parallel linear's output
+		 * gradient is gathered first (the reduce-scatter's backward);
+		 * a column-parallel one gathers its input again for the
+		 * weight gradient while the input gradient is computed, then
+		 * reduce-scatters that, overlapped with the weight gradient.
+		 */
+		if (!column)
+			coll(G, G_TP, C_ALLGATHER, DT_BF16, 0, sbh, 1, NULL);
+		node_open(G, "LinearWithGradAccumulationAndAsyncCommunicationBackward", seq);
+		ag = column && coll(G, G_TP, C_ALLGATHER, DT_BF16, 0, sbh, 0, &in);
+		op(G, omm, -1);
+		kern(G, kdg);
+		close_op(G);
+		ar = column && coll(G, G_TP, C_REDUCESCATTER, DT_BF16, 0, sbh, 0, &done);
+		advance(G, H_PY);
+		if (ag)
+			stream_wait(G, ST_COMPUTE, &in);
+		kern(G, kwg);
+		if (ar)
+			stream_wait(G, ST_COMPUTE, &done);
+		node_close(G);
+		return;
+	}
 	node_open(G, "LinearWithGradAccumulationAndAsyncCommunicationBackward", seq);
 	op(G, omm, -1);
 	kern(G, kdg);
@@ -1105,8 +1169,7 @@ fwd_embed(struct gen *G, int mb, int item)
 	op2(G, OT_EMBEDDING, (int64_t)sq + 2, OT_INDEX_SELECT, KT_EMB_LOOKUP);
 	if (G->gsize[G_TP] > 1) {
 		op1(G, OT_EMB_FILL, (int64_t)sq + 3, KT_EMB_FILL);
-		coll(G, G_TP, C_ALLREDUCE, DT_BF16, 0, G->c->seq * G->c->mbs * G->c->hidden, 1,
-		    NULL);
+		tp_out(G);
 	}
 	op2(G, OT_POS_EMBEDDING, (int64_t)sq + 4, OT_POS_INDEX_SELECT, KT_POS_LOOKUP);
 	op1(G, OT_ADD_H, (int64_t)sq + 5, KT_ADD_H);
@@ -1119,6 +1182,8 @@ bwd_embed(struct gen *G, int mb, int item)
 	uint64_t sq = G->fwdseq[mb * G->nitems + item];
 
 	node1(G, "NativeDropoutBackward0", (int64_t)sq + 5, OT_DROPOUT_BWD, KT_DROPOUT_BWD);
+	if (G->gsize[G_TP] > 1)
+		tp_in(G); /* the reduce-scatter's backward */
 	node_open(G, "EmbeddingBackward0", (int64_t)sq + 4);
 	op2(G, OT_POS_BWD, -1, OT_POS_DENSE_BWD, KT_POS_BWD);
 	node_close(G);
@@ -1141,6 +1206,7 @@ fwd_head(struct gen *G, int mb, int item)
 	G->seqnr += 8;
 	advance(G, H_PY);
 	layer_norm(G, (int64_t)sq);
+	tp_in(G);
 	advance(G, H_PY);
 	linear(G, OT_LINEAR_LOGITS, OT_MATMUL_LOGITS, OT_MM_LOGITS, (int64_t)sq + 1, KT_LOGITS);
 	advance(G, H_PY);

@@ -440,6 +440,9 @@ make_templates(struct tg_job *J)
 	int64_t s = c->seq, b = c->mbs, h = c->hidden, sb = s * b;
 	int64_t hp = h / c->tp, fp = c->ffn / c->tp, vp = c->vocab / c->tp;
 	int64_t ah = c->heads / c->tp, hd = h / c->heads;
+	/* sequence parallelism: the norms, dropout and residual adds on a
+	 * shard of the sequence */
+	int64_t ss = c->sp ? s / c->tp : s, sbs = ss * b;
 	int i;
 
 	J->kt = xcalloc(NKT_STATIC, sizeof(*J->kt));
@@ -447,9 +450,9 @@ make_templates(struct tg_job *J)
 	J->ot = xcalloc(NOT, sizeof(*J->ot));
 	J->not = NOT;
 
-	kt_mem(J, KT_LN_FWD, k_ln_fwd, sb * h, 4.0);
-	kt_mem(J, KT_LN_BWD_IN, k_ln_bwd_in, sb * h, 6.0);
-	kt_mem(J, KT_LN_BWD_GB, k_ln_bwd_gb, sb * h, 4.0);
+	kt_mem(J, KT_LN_FWD, k_ln_fwd, sbs * h, 4.0);
+	kt_mem(J, KT_LN_BWD_IN, k_ln_bwd_in, sbs * h, 6.0);
+	kt_mem(J, KT_LN_BWD_GB, k_ln_bwd_gb, sbs * h, 4.0);
 	kt_gemm(J, KT_QKV, sb, 3 * hp, h, "tn", 0);
 	kt_gemm(J, KT_QKV_DG, sb, h, 3 * hp, "nn", 0);
 	kt_gemm(J, KT_QKV_WG, 3 * hp, h, sb, "nt", 1);
@@ -472,10 +475,10 @@ make_templates(struct tg_job *J)
 	kt_gemm(J, KT_FC2, sb, h, fp, "tn", 0);
 	kt_gemm(J, KT_FC2_DG, sb, fp, h, "nn", 0);
 	kt_gemm(J, KT_FC2_WG, h, fp, sb, "nt", 1);
-	kt_mem(J, KT_ADD_H, k_add_bf, sb * h, 6.0);
-	kt_mem(J, KT_BG_H, k_sum_bf, sb * h, 2.0);
-	kt_mem(J, KT_DROPOUT, k_dropout, sb * h, 5.0);
-	kt_mem(J, KT_DROPOUT_BWD, k_dropout_bwd, sb * h, 5.0);
+	kt_mem(J, KT_ADD_H, k_add_bf, sbs * h, 6.0);
+	kt_mem(J, KT_BG_H, k_sum_bf, sbs * h, 2.0);
+	kt_mem(J, KT_DROPOUT, k_dropout, sbs * h, 5.0);
+	kt_mem(J, KT_DROPOUT_BWD, k_dropout_bwd, sbs * h, 5.0);
 	kt_mem(J, KT_EMB_MASK, k_sub_i64, sb, 24.0);
 	kt_mem(J, KT_EMB_LOOKUP, k_lookup, sb * h, 4.0);
 	kt_mem(J, KT_EMB_FILL, k_fill_bf, sb * h, 3.0);
@@ -505,9 +508,9 @@ make_templates(struct tg_job *J)
 	kt_mem(J, KT_POW, k_pow, 1, 8.0);
 
 	ot_set(J, OT_LN, "aten::layer_norm", "T%" PRId64 ",%" PRId64 ",%" PRId64 ":bf|L[%"
-	    PRId64 "]|T%" PRId64 ":bf|T%" PRId64 ":bf|S1e-05|S1", s, b, h, h, h, h);
+	    PRId64 "]|T%" PRId64 ":bf|T%" PRId64 ":bf|S1e-05|S1", ss, b, h, h, h, h);
 	ot_set(J, OT_NLN, "aten::native_layer_norm", "T%" PRId64 ",%" PRId64 ",%" PRId64
-	    ":bf|L[%" PRId64 "]|T%" PRId64 ":bf|T%" PRId64 ":bf|S1e-05", s, b, h, h, h, h);
+	    ":bf|L[%" PRId64 "]|T%" PRId64 ":bf|T%" PRId64 ":bf|S1e-05", ss, b, h, h, h, h);
 #define LIN(IDX, MM, MMI, NAME, K, N) \
 	ot_set(J, IDX, "LinearWithGradAccumulationAndAsyncCommunication", \
 	    "T%" PRId64 ",%" PRId64 ",%" PRId64 ":bf|T%" PRId64 ",%" PRId64 ":bf|N|S%s|S0|S0", \
@@ -535,9 +538,9 @@ make_templates(struct tg_job *J)
 	ot_set(J, OT_ADD_QKV, "aten::add", "T%" PRId64 ",%" PRId64 ",%" PRId64 ":bf|T%"
 	    PRId64 ":bf|S1", s, b, 3 * hp, 3 * hp);
 	ot_set(J, OT_ADD_H, "aten::add", "T%" PRId64 ",%" PRId64 ",%" PRId64 ":bf|T%"
-	    PRId64 ",%" PRId64 ",%" PRId64 ":bf|S1", s, b, h, s, b, h);
+	    PRId64 ",%" PRId64 ",%" PRId64 ":bf|S1", ss, b, h, ss, b, h);
 	ot_set(J, OT_ADD_RES, "aten::add", "T%" PRId64 ",%" PRId64 ",%" PRId64 ":bf|T%"
-	    PRId64 ",%" PRId64 ",%" PRId64 ":bf|S1", s, b, h, s, b, h);
+	    PRId64 ",%" PRId64 ",%" PRId64 ":bf|S1", ss, b, h, ss, b, h);
 	ot_set(J, OT_ADD_F, "aten::add", "T%" PRId64 ",%" PRId64 ",%" PRId64 ":bf|T%"
 	    PRId64 ":bf|S1", s, b, fp, fp);
 	ot_set(J, OT_SDPA, "aten::scaled_dot_product_attention", "T%" PRId64 ",%" PRId64
@@ -567,24 +570,24 @@ make_templates(struct tg_job *J)
 	    "|S0.0|STrue|N|N|N",
 	    b, s, ah, hd, b, s, ah, hd, b, s, ah, hd, b, s, ah, hd, b, s, ah, hd, b, ah, s, s, s);
 	ot_set(J, OT_DROPOUT, "aten::dropout", "T%" PRId64 ",%" PRId64 ",%" PRId64
-	    ":bf|S0.1|STrue", s, b, h);
+	    ":bf|S0.1|STrue", ss, b, h);
 	ot_set(J, OT_NDROPOUT, "aten::native_dropout", "T%" PRId64 ",%" PRId64 ",%" PRId64
-	    ":bf|S0.1|STrue", s, b, h);
+	    ":bf|S0.1|STrue", ss, b, h);
 	ot_set(J, OT_DROPOUT_BWD, "aten::native_dropout_backward", "T%" PRId64 ",%" PRId64
 	    ",%" PRId64 ":bf|T%" PRId64 ",%" PRId64 ",%" PRId64 ":b|S1.1111111111111112",
-	    s, b, h, s, b, h);
+	    ss, b, h, ss, b, h);
 	ot_set(J, OT_GELU, "aten::gelu", "T%" PRId64 ",%" PRId64 ",%" PRId64 ":bf|Stanh",
 	    s, b, fp);
 	ot_set(J, OT_GELU_BWD, "aten::gelu_backward", "T%" PRId64 ",%" PRId64 ",%" PRId64
 	    ":bf|T%" PRId64 ",%" PRId64 ",%" PRId64 ":bf|Stanh", s, b, fp, s, b, fp);
-	ot_set(J, OT_SUM_H, "aten::sum", "T%" PRId64 ",%" PRId64 ":bf|L[0]|SFalse|N", sb, h);
+	ot_set(J, OT_SUM_H, "aten::sum", "T%" PRId64 ",%" PRId64 ":bf|L[0]|SFalse|N", sbs, h);
 	ot_set(J, OT_SUM_F, "aten::sum", "T%" PRId64 ",%" PRId64 ":bf|L[0]|SFalse|N", sb, fp);
 	ot_set(J, OT_SUM_QKV, "aten::sum", "T%" PRId64 ",%" PRId64 ":bf|L[0]|SFalse|N",
 	    sb, 3 * hp);
 	ot_set(J, OT_LN_BWD, "aten::native_layer_norm_backward", "T%" PRId64 ",%" PRId64
 	    ",%" PRId64 ":bf|T%" PRId64 ",%" PRId64 ",%" PRId64 ":bf|L[%" PRId64 "]|T%"
 	    PRId64 ",%" PRId64 ",1:f32|T%" PRId64 ",%" PRId64 ",1:f32|T%" PRId64 ":bf|T%"
-	    PRId64 ":bf|L[True, True, True]", s, b, h, s, b, h, h, s, b, s, b, h, h);
+	    PRId64 ":bf|L[True, True, True]", ss, b, h, ss, b, h, h, ss, b, ss, b, h, h);
 	ot_set(J, OT_EMB_SUB, "aten::sub", "T%" PRId64 ",%" PRId64 ":i64|S%" PRId64 "|S1",
 	    b, s, vp);
 	ot_set(J, OT_EMB_FILL, "aten::masked_fill_", "T%" PRId64 ",%" PRId64 ",%" PRId64

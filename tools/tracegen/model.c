@@ -164,6 +164,12 @@ model_coll(const struct tg_hw *hw, int kind, int64_t bytes, int n, int internode
 		steps = n - 1;
 		data = (double)bytes;
 		break;
+	case C_ALLGATHER:
+	case C_REDUCESCATTER:
+		/* bytes: the whole (gathered, or reduced) tensor */
+		steps = n - 1;
+		data = (double)(n - 1) / n * (double)bytes;
+		break;
 	default:
 		steps = 1;
 		data = (double)bytes;

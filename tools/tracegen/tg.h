@@ -60,6 +60,7 @@ struct tg_cfg {
 	int64_t tp, pp, dp, gpus_per_node, iterations;
 	uint64_t seed;
 	int schedule;
+	int sp;            /* sequence parallelism (Megatron's) */
 	int sync_records;  /* cuda_sync records */
 	int annotations;   /* microbatch and layer record_function ranges */
 	int64_t clock_skew; /* ns: each rank's clock off by up to this much */
@@ -74,7 +75,7 @@ extern const int tg_stream_id[NSTREAM];
 enum { G_TP, G_DP, G_PP, G_MP, NGKIND };
 
 /* Collective kinds and NCCL protocols. */
-enum { C_ALLREDUCE, C_BROADCAST, C_SEND, C_RECV };
+enum { C_ALLREDUCE, C_BROADCAST, C_SEND, C_RECV, C_ALLGATHER, C_REDUCESCATTER };
 enum { P_LL, P_LL128, P_SIMPLE };
 
 /*

@@ -1,0 +1,1243 @@
+/*
+ * graph-scale-tp: a graph as it would run with another tensor-parallel
+ * degree N (graph-scale-tp(1)).
+ *
+ * The GPU work is sharded as Megatron shards it (graph-scale-tp/shard.c:
+ * GEMMs, attention heads, the work between them, the optimizer's share),
+ * each changed kernel re-timed by the op model's ratio for its new and
+ * old shapes (common/reshape.h), or by FLOPs and bytes without one.
+ *
+ * The collectives: in a job traced with tensor parallelism (degree T,
+ * the process group that reduces activations in the forward phase:
+ * common/pgroup.h), each of that group's collectives keeps its bytes and
+ * takes d T(N)/T(T) (T() the communication model fitted on the job's
+ * collectives, common/comm.h; the group stays within a node); with
+ * N = 1 it takes no time and its rendezvous goes. In a job traced
+ * without, an all-reduce is inserted after each GEMM whose reduction
+ * is now split (a row-parallel GEMM in the forward phase, a column-
+ * parallel one's input gradient in the backward), on a stream of its
+ * own: the next kernel of the GEMM's stream waits for it in the
+ * forward phase; in the backward phase the kernel after the weight-
+ * gradient GEMM that follows it (Megatron overlaps the two). Ranks are
+ * laid out again, tensor-parallel first: rank t + T (r + D s) of the
+ * job stands at (t mod N) + N (r + D s), and every other group's
+ * collectives are re-timed when their link changes (graph-scale-dp's
+ * rule); the data-parallel group's gradients are T/N of what they were.
+ *
+ * State: one section at a time, decoded (common/graph.h), and its
+ * changed and added tasks, edges and processors.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "comm.h"
+#include "graph-scale-tp/tp.h"
+#include "graph.h"
+#include "kg.h"
+#include "pgroup.h"
+#include "util.h"
+
+#define PRODUCER "graph-scale-tp " KG_VERSION
+
+static const char usage[] =
+    "graph-scale-tp [-qv] [-o FILE] [--sequence-parallel] [--model MODEL [--from MODEL]] "
+    "[--gpus-per-node N] [--net GBPS,US] [--topology NAME|FILE] N [FILE ...]";
+
+static const char help[] =
+    "Re-shard a graph's transformer for N tensor-parallel ranks.\n"
+    "\n"
+    "  -o, --output FILE        write the stream to FILE instead of stdout\n"
+    "      --sequence-parallel  with Megatron's sequence parallelism\n"
+    "      --model MODEL        re-time kernels by this op model (opmodel fit)\n"
+    "      --from MODEL         the graph's own GPU's model, with --model\n"
+    "      --gpus-per-node N    ranks per node (default 8): N must divide it\n"
+    "      --net GBPS,US        the network, for links the job never used\n"
+    "      --topology NAME|FILE the links and gpus-per-node: a file, or built in:\n"
+    "                           h100 (the default), a100, v100\n"
+    "  -q, --quiet              no warnings\n"
+    "  -v, --verbose            print what was sharded, the groups and links\n"
+    "  -h, --help               this help\n"
+    "      --version            the version\n"
+    "\n"
+    "The input is a graph with shapes and phase tags (kineto2graph), a job\n"
+    "graph (graph-deps --merge) for several ranks.\n"
+    "With no FILE, or FILE -, read standard input. See graph-scale-tp(1).\n";
+
+/* The rank old rank x of a job of degree tp becomes with degree n. */
+static int64_t
+new_rank(int64_t x, int64_t tp, int64_t n)
+{
+	return x % tp % n + n * (x / tp);
+}
+
+/* The link of a group (its ranks text) once laid out again. */
+static int
+new_link(const char *s, int64_t tp, int64_t n, int64_t gpn)
+{
+	int64_t node = -1;
+	long long x;
+
+	while (next_number(&s, &x)) {
+		int64_t y = new_rank(x, tp, n);
+
+		if (node >= 0 && y / gpn != node)
+			return COMM_INTER;
+		node = y / gpn;
+	}
+	return COMM_INTRA;
+}
+
+static void
+ctx_release(struct tp *c)
+{
+	free(c->sv), free(c->t), free(c->e), free(c->p);
+	free(c->arafter), free(c->arbytes);
+	free(c->launcher), free(c->tout), free(c->tin);
+	rs_strs_release(&c->xs);
+}
+
+/* The collectives of the section: their tasks and groups. */
+struct colls {
+	const struct kg_task **ct;
+	uint32_t *grp;
+	uint32_t *id; /* task index */
+	size_t n;
+	struct pgroups pg;
+};
+
+static void
+colls_find(struct tp *c, struct colls *k)
+{
+	size_t i;
+
+	memset(k, 0, sizeof(*k));
+	pgroups_init(&k->pg, c->o->gpn);
+	k->ct = xmalloc((c->nt + 1) * sizeof(*k->ct));
+	k->grp = xmalloc((c->nt + 1) * sizeof(*k->grp));
+	k->id = xmalloc((c->nt + 1) * sizeof(*k->id));
+	for (i = 0; i < c->nt; i++) {
+		const struct kg_task *t = &c->t[i];
+
+		if (t->kind != KG_COLL)
+			continue;
+		k->ct[k->n] = t;
+		k->grp[k->n] = t->pgr != KG_NONE ? pgroups_of(&k->pg, t->pgr,
+		    kg_str(c->r, t->pgr)) : UINT32_MAX;
+		k->id[k->n++] = (uint32_t)i;
+	}
+	pgroups_classify(&k->pg, k->ct, k->grp, k->n);
+}
+
+static void
+colls_release(struct colls *k)
+{
+	free(k->ct), free(k->grp), free(k->id);
+	pgroups_release(&k->pg);
+}
+
+/* The stream a made all-reduce of rank's runs on (added on first use). */
+static uint32_t
+tp_stream(struct tp *c, uint32_t like, uint32_t *made, int64_t *mrank, size_t *nmade)
+{
+	const struct kg_proc *q = &c->p[like];
+	int64_t rank = q->rank;
+	size_t i;
+	struct kg_proc np;
+	int64_t tid = 1000013;
+
+	for (i = 0; i < *nmade; i++)
+		if (mrank[i] == rank && c->p[made[i]].pid == q->pid)
+			return made[i];
+	for (i = 0; i < c->np; i++)
+		if (c->p[i].kind == KG_STREAM && c->p[i].tid >= tid)
+			tid = c->p[i].tid + 1;
+	np = *q;
+	np.id = (uint32_t)c->np;
+	np.tid = tid;
+	np.name = KG_NONE;
+	np.main = 0;
+	VEC_PUSH(c->p, c->np, c->capp, np);
+	made[*nmade] = np.id;
+	mrank[(*nmade)++] = rank;
+	return np.id;
+}
+
+static int
+cmp_proc_ts(const void *x, const void *y, const struct kg_task *t)
+{
+	const struct kg_task *a = &t[*(const uint32_t *)x], *b = &t[*(const uint32_t *)y];
+
+	if (a->proc != b->proc)
+		return a->proc < b->proc ? -1 : 1;
+	if (a->ts != b->ts)
+		return a->ts < b->ts ? -1 : 1;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static const struct kg_task *sorted_tasks;
+
+static int
+cmp_sorted(const void *x, const void *y)
+{
+	return cmp_proc_ts(x, y, sorted_tasks);
+}
+
+static int
+is_gemm_task(const struct tp *c, const struct kg_task *k)
+{
+	const char *n = kg_str(c->r, k->name);
+
+	if (k->kind != KG_KERN)
+		return 0;
+	if (k->op != KG_NONE && tp_is_gemm(kg_str(c->r, k->op)))
+		return 1;
+	return n != NULL && (strstr(n, "gemm") != NULL || strstr(n, "nvjet") != NULL ||
+	    strstr(n, "cutlass") != NULL);
+}
+
+static void
+add_edge(struct tp *c, uint32_t src, uint32_t dst, int kind)
+{
+	struct kg_edge e;
+
+	kg_edge_init(&e);
+	e.src = src, e.dst = dst, e.kind = kind, e.how = KG_HOW_INFERRED;
+	VEC_PUSH(c->e, c->ne, c->cape, e);
+}
+
+/*
+ * Host time of collective launches: the calls around the one that
+ * launched a collective (consecutive on its thread, under the same
+ * operator: record_param_comms) and the gaps between them.
+ */
+static void
+host_maps(struct tp *c)
+{
+	size_t i;
+
+	c->launcher = xmalloc((c->nt + 1) * sizeof(*c->launcher));
+	c->tout = xmalloc((c->nt + 1) * sizeof(*c->tout));
+	c->tin = xmalloc((c->nt + 1) * sizeof(*c->tin));
+	c->nmap = c->nt;
+	for (i = 0; i < c->nt; i++)
+		c->launcher[i] = c->tout[i] = c->tin[i] = KG_NONE;
+	for (i = 0; i < c->ne; i++) {
+		const struct kg_edge *e = &c->e[i];
+
+		if (e->kind == KG_E_LAUNCH && e->dst < c->nt)
+			c->launcher[e->dst] = e->src;
+		else if (e->kind == KG_E_THREAD && e->src < c->nt && e->dst < c->nt)
+			c->tout[e->src] = (uint32_t)i, c->tin[e->dst] = (uint32_t)i;
+	}
+}
+
+/* The launch's span: first and last calls; its time in *t. 0, or -1. */
+static int
+host_span(const struct tp *c, uint32_t coll, uint32_t *a, uint32_t *b, int64_t *t)
+{
+	uint32_t l = coll < c->nmap ? c->launcher[coll] : KG_NONE, x;
+	uint32_t op;
+
+	if (l == KG_NONE || c->t[l].op == KG_NONE)
+		return -1;
+	op = c->t[l].op;
+	*t = c->t[l].dur;
+	for (x = l; c->tin[x] != KG_NONE && c->t[c->e[c->tin[x]].src].op == op;) {
+		*t += c->e[c->tin[x]].delay;
+		x = c->e[c->tin[x]].src;
+		*t += c->t[x].dur;
+	}
+	*a = x;
+	for (x = l; c->tout[x] != KG_NONE && c->t[c->e[c->tout[x]].dst].op == op;) {
+		*t += c->e[c->tout[x]].delay;
+		x = c->e[c->tout[x]].dst;
+		*t += c->t[x].dur;
+	}
+	*b = x;
+	return 0;
+}
+
+/* A collective's launch taken away: its calls and their gaps take no time. */
+static void
+host_drop(struct tp *c, uint32_t coll)
+{
+	uint32_t a, b, x;
+	int64_t t;
+
+	if (host_span(c, coll, &a, &b, &t) < 0)
+		return;
+	for (x = a;; x = c->e[c->tout[x]].dst) {
+		c->t[x].dur = 0;
+		if (x == b)
+			break;
+		c->e[c->tout[x]].delay = 0;
+	}
+	c->nhost++;
+}
+
+/* A launch added after the call that launched task g: its time as a gap. */
+static void
+host_add(struct tp *c, uint32_t g)
+{
+	uint32_t l = g < c->nmap ? c->launcher[g] : KG_NONE;
+
+	if (l == KG_NONE || c->tout[l] == KG_NONE || c->hc <= 0)
+		return;
+	c->e[c->tout[l]].delay += c->hc;
+	c->nhost++;
+}
+
+/*
+ * The str id of the new tensor-parallel group's ranks text, whose first
+ * rank is base: "[base, ..., base + N - 1]" (graphstat tells the degree
+ * from it).
+ */
+static uint32_t
+tp_group(struct tp *c, int64_t base)
+{
+	int64_t *r = xmalloc((size_t)c->o->n * sizeof(*r));
+	char buf[4096];
+	int64_t i;
+	uint32_t id = KG_NONE;
+
+	for (i = 0; i < c->o->n; i++)
+		r[i] = base + i;
+	if (pgroups_ranks_text(r, (size_t)c->o->n, buf, sizeof(buf)) == 0)
+		id = rs_strs_id(&c->xs, buf);
+	free(r);
+	return id;
+}
+
+/* A made collective of type coll moving bytes, after task g's start, on s. */
+static uint32_t
+made_task(struct tp *c, uint32_t s, uint32_t g, int coll, int64_t bytes,
+    const struct comm_model *m, uint32_t name, uint32_t *last)
+{
+	struct kg_task a;
+	int approx;
+
+	kg_task_init(&a);
+	a.id = (uint32_t)c->nt;
+	a.proc = s;
+	a.kind = KG_COLL;
+	a.name = name;
+	a.ts = c->t[g].ts + c->t[g].odur;
+	a.dur = comm_time(m, coll, c->o->n, (uint64_t)bytes, COMM_INTRA, &approx);
+	if (a.dur < 0)
+		a.dur = 0;
+	a.odur = a.dur;
+	a.iter = c->t[g].iter;
+	a.op = KG_NONE;
+	a.bytes = (uint64_t)bytes;
+	a.coll = coll;
+	a.gsize = c->o->n;
+	{
+		/* the group of the rank's new place: Megatron's layout, from a
+		 * job without tensor parallelism */
+		int64_t rk = c->t[g].proc < c->np && c->p[c->t[g].proc].rank >= 0 ?
+		    c->p[c->t[g].proc].rank : c->g->h.rank;
+
+		a.pgr = tp_group(c, c->o->n * (rk > 0 ? rk : 0));
+	}
+	a.phase = c->t[g].phase, a.mb = c->t[g].mb, a.layer = c->t[g].layer;
+	a.stage = c->t[g].stage;
+	VEC_PUSH(c->t, c->nt, c->capt, a);
+	if (last[s] != KG_NONE)
+		add_edge(c, last[s], a.id, KG_E_STREAM);
+	last[s] = a.id;
+	return a.id;
+}
+
+/*
+ * The collectives a job traced without them asks for (see the top):
+ * after each GEMM whose reduction is now split, an all-reduce (with
+ * sequence parallelism a reduce-scatter, then an all-gather); with
+ * sequence parallelism, before each row-parallel input gradient, an
+ * all-gather of its output gradient (that one also in a job traced with
+ * tensor parallelism and without sequence parallelism). Their times
+ * come from m, for N ranks inside a node. name[] by type.
+ */
+static size_t
+insert_colls(struct tp *c, const struct comm_model *m, const uint32_t *name)
+{
+	size_t n0 = c->nt, i, j, made = 0, nmade = 0;
+	uint32_t *ord = xmalloc((n0 + 1) * sizeof(*ord));
+	uint32_t *mproc = xmalloc((c->np + 1) * sizeof(*mproc));
+	int64_t *mrank = xmalloc((c->np + 1) * sizeof(*mrank));
+	uint32_t *last = NULL;
+	size_t np0 = c->np;
+
+	for (i = 0; i < n0; i++)
+		ord[i] = (uint32_t)i;
+	sorted_tasks = c->t;
+	qsort(ord, n0, sizeof(*ord), cmp_sorted);
+	last = xmalloc((np0 + 1) * sizeof(*last) * 2);
+	for (i = 0; i < 2 * (np0 + 1); i++)
+		last[i] = KG_NONE;
+	for (i = 0; i < n0; i++) {
+		uint32_t g = ord[i], w = KG_NONE, s, a, b;
+		int skipped = 0;
+
+		if (g >= c->narafter)
+			continue; /* made since the sharding */
+		if (c->arafter[g] == 2 && c->sp1 && !c->sp0) {
+			uint32_t prev = KG_NONE;
+
+			for (j = i; j-- > 0 && c->t[ord[j]].proc == c->t[g].proc;) {
+				int kk = c->t[ord[j]].kind;
+
+				if (kk != KG_CPU && kk != KG_RT && kk != KG_COLL) {
+					prev = ord[j];
+					break;
+				}
+			}
+			s = tp_stream(c, c->t[g].proc, mproc, mrank, &nmade);
+			a = made_task(c, s, prev != KG_NONE ? prev : g, KG_COLL_ALLGATHER,
+			    c->arbytes[g], m, name[KG_COLL_ALLGATHER], last);
+			if (prev != KG_NONE)
+				add_edge(c, prev, a, KG_E_EVENT);
+			add_edge(c, a, g, KG_E_EVENT);
+			host_add(c, g);
+			made++;
+			continue;
+		}
+		if (c->arafter[g] != 1 || c->T > 1)
+			continue;
+		/* the kernel that waits: the next on the stream; in the
+		 * backward phase, the one after a GEMM that follows */
+		for (j = i + 1; j < n0 && c->t[ord[j]].proc == c->t[g].proc; j++) {
+			const struct kg_task *k = &c->t[ord[j]];
+
+			if (k->kind == KG_CPU || k->kind == KG_RT || k->kind == KG_COLL)
+				continue;
+			if (!skipped && c->t[g].phase == KG_PH_BWD && is_gemm_task(c, k) &&
+			    (ord[j] >= c->narafter || !c->arafter[ord[j]])) {
+				skipped = 1; /* the weight gradient: overlapped */
+				continue;
+			}
+			w = ord[j];
+			break;
+		}
+		s = tp_stream(c, c->t[g].proc, mproc, mrank, &nmade);
+		if (c->sp1) {
+			a = made_task(c, s, g, KG_COLL_REDUCESCATTER, c->arbytes[g], m,
+			    name[KG_COLL_REDUCESCATTER], last);
+			b = made_task(c, s, g, KG_COLL_ALLGATHER, c->arbytes[g], m,
+			    name[KG_COLL_ALLGATHER], last);
+			made += 2;
+		} else {
+			a = b = made_task(c, s, g, KG_COLL_ALLREDUCE, c->arbytes[g], m,
+			    name[KG_COLL_ALLREDUCE], last);
+			made++;
+		}
+		add_edge(c, g, a, KG_E_EVENT);
+		host_add(c, g);
+		if (c->sp1)
+			host_add(c, g);
+		if (w != KG_NONE)
+			add_edge(c, b, w, KG_E_EVENT);
+	}
+	free(ord), free(mproc), free(mrank), free(last);
+	return made;
+}
+
+/*
+ * The tensor-parallel group's own model, where its collectives tell it:
+ * t = c0 + alpha steps + bytes factor / beta, a fixed cost besides the
+ * shared model's latency per step (common/comm.h has none), fitted by
+ * least squares of the relative error over the group's collectives of
+ * every type. A group's collectives all run among T ranks, so a fixed
+ * cost and a latency per step are told apart only by types of another
+ * step count (an all-reduce's 2(T - 1) against a broadcast's or a
+ * gather's T - 1): without two step counts, or with a negative term,
+ * there is none (ok 0).
+ */
+struct tpm {
+	int ok;
+	double c0, alpha, gamma; /* ns, ns a step, ns a byte */
+	size_t n;
+};
+
+static double
+tpm_time(const struct tpm *m, int coll, int64_t n, uint64_t bytes)
+{
+	return m->c0 + m->alpha * comm_steps(coll, n) + m->gamma * (double)bytes *
+	    comm_factor(coll, n);
+}
+
+/* Solve the 3 x 3 system a x = b; -1 when it is singular. */
+static int
+solve3(double a[3][3], double b[3], double x[3])
+{
+	int i, j, k, p;
+
+	for (i = 0; i < 3; i++) {
+		double t;
+
+		for (p = i, j = i + 1; j < 3; j++)
+			if (fabs(a[j][i]) > fabs(a[p][i]))
+				p = j;
+		if (fabs(a[p][i]) < 1e-300)
+			return -1;
+		for (k = 0; k < 3; k++)
+			t = a[i][k], a[i][k] = a[p][k], a[p][k] = t;
+		t = b[i], b[i] = b[p], b[p] = t;
+		for (j = 0; j < 3; j++) {
+			double f;
+
+			if (j == i)
+				continue;
+			f = a[j][i] / a[i][i];
+			for (k = i; k < 3; k++)
+				a[j][k] -= f * a[i][k];
+			b[j] -= f * b[i];
+		}
+	}
+	for (i = 0; i < 3; i++)
+		x[i] = b[i] / a[i][i];
+	return 0;
+}
+
+static void
+tpm_fit(const struct colls *k, int64_t T, struct tpm *m)
+{
+	double a[3][3] = { { 0 } }, b[3] = { 0 }, x[3];
+	double s0 = -1;
+	int twosteps = 0;
+	size_t i;
+
+	memset(m, 0, sizeof(*m));
+	for (i = 0; i < k->n; i++) {
+		const struct kg_task *t = k->ct[i];
+		const struct pgroup *g = k->grp[i] != UINT32_MAX ? &k->pg.g[k->grp[i]] : NULL;
+		double v[3], y = (double)t->dur, w;
+		int r, c;
+
+		if (g == NULL || !g->fwd || g->size != T || t->dur <= 0 || t->bytes == 0 ||
+		    (t->coll != KG_COLL_ALLREDUCE && t->coll != KG_COLL_BROADCAST &&
+		    t->coll != KG_COLL_ALLGATHER && t->coll != KG_COLL_REDUCESCATTER))
+			continue;
+		v[0] = 1;
+		v[1] = comm_steps(t->coll, T);
+		v[2] = (double)t->bytes * comm_factor(t->coll, T);
+		if (s0 < 0)
+			s0 = v[1];
+		else if (v[1] != s0)
+			twosteps = 1;
+		w = 1 / (y * y);
+		for (r = 0; r < 3; r++) {
+			b[r] += w * v[r] * y;
+			for (c = 0; c < 3; c++)
+				a[r][c] += w * v[r] * v[c];
+		}
+		m->n++;
+	}
+	if (!twosteps || m->n < 3 || solve3(a, b, x) < 0 || x[0] < 0 || x[1] < 0 || x[2] < 0)
+		return;
+	m->c0 = x[0], m->alpha = x[1], m->gamma = x[2];
+	m->ok = 1;
+}
+
+/* A gradient bucket: a data-parallel reduction of the backward phase. */
+static int
+is_bucket(const struct kg_task *t, const struct pgroup *g)
+{
+	return g != NULL && g->dp && t->phase == KG_PH_BWD && t->bytes >= (1u << 20) &&
+	    (t->coll == KG_COLL_ALLREDUCE || t->coll == KG_COLL_REDUCESCATTER);
+}
+
+static int
+cmp_rank_ts(const void *x, const void *y, const int64_t *rank, const struct kg_task *t)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+
+	if (rank[a] != rank[b])
+		return rank[a] < rank[b] ? -1 : 1;
+	if (t[a].iter != t[b].iter)
+		return t[a].iter < t[b].iter ? -1 : 1;
+	if (t[a].ts != t[b].ts)
+		return t[a].ts < t[b].ts ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+static const int64_t *mb_rank;
+static const struct kg_task *mb_tasks;
+
+static int
+cmp_mb(const void *x, const void *y)
+{
+	return cmp_rank_ts(x, y, mb_rank, mb_tasks);
+}
+
+/*
+ * Fewer parameters a rank (N > T): the gradient buckets, each now T/N
+ * of its bytes, are merged in their order, each rank's and iteration's,
+ * while the merged bytes stay within the largest bucket traced (the
+ * framework's bucket size: it fills a bucket to it): the last of a run
+ * carries the run's bytes, re-timed for them on its new link by m, and
+ * the others take no time, meet no one and lose their launch. Returns
+ * how many were merged away.
+ */
+static size_t
+merge_buckets(struct tp *c, const struct colls *k, const struct comm_model *m, uint8_t *drop,
+    uint64_t cap, int link)
+{
+	uint32_t *b = xmalloc((k->n + 1) * sizeof(*b));
+	int64_t *rank = xmalloc((c->nt + 1) * sizeof(*rank));
+	size_t i, j, nb = 0, merged = 0;
+
+	for (i = 0; i < k->n; i++) {
+		const struct pgroup *g = k->grp[i] != UINT32_MAX ? &k->pg.g[k->grp[i]] : NULL;
+		uint32_t id = k->id[i];
+		const struct kg_task *t = &c->t[id];
+
+		if (g == NULL || !g->dp || t->phase != KG_PH_BWD || t->bytes == 0 ||
+		    (t->coll != KG_COLL_ALLREDUCE && t->coll != KG_COLL_REDUCESCATTER))
+			continue;
+		if (t->bytes * (uint64_t)c->o->n < ((uint64_t)1 << 20) * (uint64_t)c->T)
+			continue; /* was no bucket before it was scaled */
+		b[nb++] = id;
+		rank[id] = t->proc < c->np && c->p[t->proc].rank >= 0 ? c->p[t->proc].rank :
+		    c->g->h.rank;
+	}
+	mb_rank = rank, mb_tasks = c->t;
+	if (nb > 0)
+		qsort(b, nb, sizeof(*b), cmp_mb);
+	for (i = 0; i < nb; i = j) {
+		uint64_t sum = c->t[b[i]].bytes;
+		uint32_t last;
+		int a1, a2;
+		int64_t told, tnew;
+
+		for (j = i + 1; j < nb && rank[b[j]] == rank[b[i]] &&
+		    c->t[b[j]].iter == c->t[b[i]].iter && c->t[b[j]].coll == c->t[b[i]].coll &&
+		    sum + c->t[b[j]].bytes <= cap; j++)
+			sum += c->t[b[j]].bytes;
+		if (j == i + 1)
+			continue;
+		last = b[j - 1];
+		told = comm_time(m, c->t[last].coll, c->t[last].gsize > 1 ? c->t[last].gsize : 2,
+		    c->t[last].bytes, link, &a1);
+		tnew = comm_time(m, c->t[last].coll, c->t[last].gsize > 1 ? c->t[last].gsize : 2,
+		    sum, link, &a2);
+		if (told <= 0 || tnew <= 0)
+			continue;
+		c->t[last].dur = llround((double)c->t[last].dur * (double)tnew / (double)told);
+		c->t[last].bytes = sum;
+		for (; i < j - 1; i++) {
+			c->t[b[i]].dur = 0;
+			drop[b[i]] = 1;
+			host_drop(c, b[i]);
+			merged++;
+		}
+	}
+	free(b);
+	free(rank);
+	return merged;
+}
+
+/*
+ * More parameters a rank (N < T): a gradient bucket now larger than the
+ * largest traced one becomes k = ceil(bytes / that) buckets of equal
+ * bytes, as the framework would fill them. The gradients of a bucket
+ * come in the backward pass between the launch of the bucket before it
+ * on its stream (or the first backward kernel of the iteration) and its
+ * own: piece i of k is launched after the kernel of the stream it waits
+ * for that began at i/k of that span, on its stream before it, each
+ * timed by m for its bytes on its new link; the pieces meet no peer.
+ * Returns how many were made.
+ */
+static size_t
+split_buckets(struct tp *c, const struct colls *k, const struct comm_model *m, uint64_t cap,
+    int link)
+{
+	uint32_t *waitfor = xmalloc((c->nt + 1) * sizeof(*waitfor));
+	uint32_t *prevb = xmalloc((c->nt + 1) * sizeof(*prevb));
+	uint32_t *ord = xmalloc((c->nt + 1) * sizeof(*ord));
+	uint32_t *pos = xmalloc((c->nt + 1) * sizeof(*pos));
+	size_t i, n0 = c->nt, made = 0, nb = 0;
+	uint32_t *b = xmalloc((k->n + 1) * sizeof(*b));
+
+	if (cap == 0)
+		goto out;
+	for (i = 0; i < n0; i++)
+		waitfor[i] = prevb[i] = KG_NONE, ord[i] = (uint32_t)i;
+	for (i = 0; i < c->ne; i++) {
+		const struct kg_edge *e = &c->e[i];
+
+		if (e->kind == KG_E_EVENT && e->dst < n0 && e->src < n0 &&
+		    c->t[e->src].kind == KG_KERN)
+			waitfor[e->dst] = e->src;
+		if (e->kind == KG_E_STREAM && e->dst < n0 && e->src < n0)
+			prevb[e->dst] = e->src;
+	}
+	sorted_tasks = c->t;
+	qsort(ord, n0, sizeof(*ord), cmp_sorted);
+	for (i = 0; i < n0; i++)
+		pos[ord[i]] = (uint32_t)i;
+	for (i = 0; i < k->n; i++) {
+		const struct pgroup *g = k->grp[i] != UINT32_MAX ? &k->pg.g[k->grp[i]] : NULL;
+		const struct kg_task *t = &c->t[k->id[i]];
+
+		if (g != NULL && g->dp && t->phase == KG_PH_BWD && t->bytes > cap &&
+		    (t->coll == KG_COLL_ALLREDUCE || t->coll == KG_COLL_REDUCESCATTER))
+			b[nb++] = k->id[i];
+	}
+	for (i = 0; i < nb; i++) {
+		uint32_t id = b[i], w, p, first, x, prev, last = KG_NONE;
+		uint64_t bytes = c->t[id].bytes, piece;
+		int64_t nk, j, t0, t1, told, tpiece;
+		int a1, a2;
+
+		/* the kernel it waits for: through the stream's first task
+		 * after the one before it (an event record's wait) */
+		for (w = waitfor[id], x = id; w == KG_NONE && prevb[x] != KG_NONE &&
+		    c->t[prevb[x]].kind != KG_COLL; x = prevb[x])
+			w = waitfor[prevb[x]];
+		if (w == KG_NONE)
+			continue;
+		/* the span: from the last collective before it on its stream,
+		 * else the iteration's first backward kernel on w's stream */
+		for (prev = prevb[id]; prev != KG_NONE && c->t[prev].kind != KG_COLL;)
+			prev = prevb[prev];
+		for (first = w, p = pos[w]; p-- > 0 && c->t[ord[p]].proc == c->t[w].proc &&
+		    c->t[ord[p]].iter == c->t[w].iter && c->t[ord[p]].phase == KG_PH_BWD;)
+			if (c->t[ord[p]].kind == KG_KERN)
+				first = ord[p];
+		t0 = prev != KG_NONE && c->t[prev].iter == c->t[id].iter && c->t[prev].ts > c->t[first].ts ?
+		    c->t[prev].ts : c->t[first].ts;
+		t1 = c->t[w].ts;
+		nk = (int64_t)((bytes + cap - 1) / cap);
+		piece = bytes / (uint64_t)nk;
+		told = comm_time(m, c->t[id].coll, c->t[id].gsize > 1 ? c->t[id].gsize : 2, bytes,
+		    link, &a1);
+		tpiece = comm_time(m, c->t[id].coll, c->t[id].gsize > 1 ? c->t[id].gsize : 2, piece,
+		    link, &a2);
+		if (nk < 2 || told <= 0 || tpiece <= 0 || t1 <= t0)
+			continue;
+		for (j = 1; j < nk; j++) {
+			int64_t at = t0 + (t1 - t0) * j / nk;
+			uint32_t anchor = w;
+			struct kg_task a = c->t[id];
+
+			for (p = pos[w]; p-- > 0 && c->t[ord[p]].proc == c->t[w].proc;) {
+				if (c->t[ord[p]].kind == KG_KERN && c->t[ord[p]].ts <= at) {
+					anchor = ord[p];
+					break;
+				}
+			}
+			a.id = (uint32_t)c->nt;
+			a.bytes = piece;
+			a.dur = a.odur = llround((double)c->t[id].dur * (double)tpiece / (double)told);
+			a.ts = c->t[anchor].ts + c->t[anchor].odur;
+			a.seq = -1;
+			a.mpeak = a.mrpeak = -1, a.mnet = 0;
+			VEC_PUSH(c->t, c->nt, c->capt, a);
+			add_edge(c, anchor, a.id, KG_E_EVENT);
+			if (last != KG_NONE)
+				add_edge(c, last, a.id, KG_E_STREAM);
+			else if (prev != KG_NONE)
+				add_edge(c, prev, a.id, KG_E_STREAM);
+			last = a.id;
+			host_add(c, anchor);
+			made++;
+		}
+		add_edge(c, last, id, KG_E_STREAM);
+		c->t[id].dur = llround((double)c->t[id].dur * (double)tpiece / (double)told);
+		c->t[id].bytes = piece;
+	}
+out:
+	free(waitfor), free(prevb), free(ord), free(pos), free(b);
+	return made;
+}
+
+/* Is the class of coll on link fitted on latency alone? */
+static int
+latency_only(const struct comm_model *m, int coll, int link)
+{
+	const struct comm_class *cc = &m->c[coll][link];
+
+	return cc->samples > 0 && cc->nseg == 1 && cc->seg[0].beta <= 0;
+}
+
+/* Re-time, insert and re-group the collectives; 0, or 1 after a message. */
+static int
+collectives(struct tp *c, char *net, size_t netlen)
+{
+	struct colls k;
+	struct comm_model m;
+	struct comm_given given = c->o->given;
+	uint8_t used[KG_NCOLL * COMM_NLINK] = { 0 };
+	char assumed[COMM_NLINK] = { 0 };
+	char amsg[COMM_NLINK][192];
+	int64_t n = c->o->n, T = c->T;
+	double rho = (double)T / (double)n;
+	uint8_t *drop = NULL;
+	size_t i, made = 0, nshape = 0;
+	uint32_t name[KG_NCOLL] = { 0 };
+	struct comm_model mb;
+	struct comm_given bg;
+	struct tpm tm;
+	uint64_t cap = 0;
+	int bucket_link = COMM_INTRA;
+	size_t nmerged = 0, nsplit = 0;
+	int64_t act = c->M * c->H * 2;
+	int l, rc = 1;
+
+	name[KG_COLL_ALLREDUCE] = rs_strs_id(&c->xs,
+	    "ncclDevKernel_AllReduce_Sum_bf16_RING (made by graph-scale-tp)");
+	name[KG_COLL_REDUCESCATTER] = rs_strs_id(&c->xs,
+	    "ncclDevKernel_ReduceScatter_Sum_bf16_RING (made by graph-scale-tp)");
+	name[KG_COLL_ALLGATHER] = rs_strs_id(&c->xs,
+	    "ncclDevKernel_AllGather_RING (made by graph-scale-tp)");
+	name[KG_COLL_NONE] = rs_strs_id(&c->xs,
+	    "ncclDevKernel_ReduceScatter_Sum_bf16_RING and AllGather_RING (made by graph-scale-tp)");
+
+	net[0] = '\0';
+	colls_find(c, &k);
+	host_maps(c);
+	{
+		/* the mean launch of the job's collectives of a layer's size
+		 * (the tensor-parallel group's), else of all */
+		int64_t sum = 0, cnt = 0, t, sa = 0, ca = 0;
+		uint32_t a, b;
+
+		for (i = 0; i < k.n; i++)
+			if (host_span(c, k.id[i], &a, &b, &t) == 0) {
+				sa += t, ca++;
+				if ((int64_t)k.ct[i]->bytes == c->M * c->H * 2)
+					sum += t, cnt++;
+			}
+		c->hc = cnt > 0 ? sum / cnt : ca > 0 ? sa / ca : 0;
+	}
+	used[KG_COLL_ALLREDUCE * COMM_NLINK + COMM_INTRA] = 1;
+	if (c->sp0 || c->sp1) {
+		used[KG_COLL_ALLGATHER * COMM_NLINK + COMM_INTRA] = 1;
+		used[KG_COLL_REDUCESCATTER * COMM_NLINK + COMM_INTRA] = 1;
+	}
+	for (i = 0; i < k.n; i++) {
+		const struct kg_task *t = k.ct[i];
+		const struct pgroup *g = k.grp[i] != UINT32_MAX ? &k.pg.g[k.grp[i]] : NULL;
+
+		if (g == NULL || t->coll <= KG_COLL_NONE || t->coll >= KG_NCOLL)
+			continue;
+		used[t->coll * COMM_NLINK + g->link] = 1;
+		used[t->coll * COMM_NLINK + new_link(g->text, T, n, c->o->gpn)] = 1;
+	}
+	pgroups_fit(&k.pg, k.ct, k.grp, k.n, &given, &m);
+	if (pgroups_assume(&m, used, &given, assumed, amsg, net, netlen) > 0) {
+		for (l = 0; l < COMM_NLINK; l++)
+			if (assumed[l])
+				warnmsg("%s: section %d: %s", c->name, c->index, amsg[l]);
+		pgroups_fit(&k.pg, k.ct, k.grp, k.n, &given, &m);
+	}
+	if (c->o->verbose)
+		fprintf(stderr, "%s: %s: section %d: tensor-parallel degree %lld -> %lld, hidden "
+		    "%lld, %lld tokens a micro-batch, %lld heads, %zu split sizes\n", progname,
+		    c->name, c->index, (long long)T, (long long)n, (long long)c->H,
+		    (long long)c->M, (long long)c->heads, c->nsv);
+	/*
+	 * A class fitted on latency alone (its samples all of one size and
+	 * one group size: a tensor-parallel group's) cannot say how its
+	 * time grows with the group: the link given, or the built-in one,
+	 * says it, and the traced time is scaled by its ratio.
+	 */
+	memset(&bg, 0, sizeof(bg));
+	comm_topology_builtin(COMM_TOPOLOGY_DEFAULT, &bg, 0);
+	if (c->o->given.set[COMM_INTRA]) {
+		bg.gbps[COMM_INTRA] = c->o->given.gbps[COMM_INTRA];
+		bg.us[COMM_INTRA] = c->o->given.us[COMM_INTRA];
+	}
+	pgroups_fit(&k.pg, k.ct, k.grp, 0, &bg, &mb);
+	tpm_fit(&k, T, &tm);
+	if (c->o->verbose && tm.ok)
+		fprintf(stderr, "%s: %s: section %d: the tensor-parallel group's model (%zu "
+		    "collectives): %.2f us, %.2f us a step, %.1f GB/s\n", progname, c->name,
+		    c->index, tm.n, tm.c0 / 1e3, tm.alpha / 1e3, 1 / tm.gamma);
+	if (c->o->verbose) {
+		const struct comm_class *cc = &m.c[KG_COLL_ALLREDUCE][COMM_INTRA];
+		int q;
+
+		fprintf(stderr, "%s: %s: section %d: model: allreduce over NVLink (%zu samples):",
+		    progname, c->name, c->index, cc->samples);
+		for (q = 0; q < cc->nseg; q++)
+			fprintf(stderr, "%s %.2f us a step, %.1f GB/s (to %.0f bytes)", q ? ";" : "",
+			    cc->seg[q].alpha / 1e3, cc->seg[q].beta, cc->seg[q].upto);
+		fprintf(stderr, "\n");
+	}
+	drop = xcalloc(c->nt + 1, 1);
+	for (i = 0; i < k.n; i++) {
+		struct kg_task *t = &c->t[k.id[i]];
+		const struct pgroup *g = k.grp[i] != UINT32_MAX ? &k.pg.g[k.grp[i]] : NULL;
+		int lo, ln, a1, a2, ctype = t->coll, pair = 0;
+		const struct comm_model *mm;
+		int64_t told, tnew;
+		uint64_t bnew = t->bytes;
+		int64_t size;
+
+		if (g == NULL || t->coll <= KG_COLL_NONE || t->coll >= KG_NCOLL)
+			continue;
+		lo = g->link;
+		size = g->size;
+		if (is_bucket(t, g) && t->bytes > cap)
+			cap = t->bytes;
+		if (T > 1 && g->fwd && g->size == T) {
+			/* the tensor-parallel group: N ranks of one node */
+			ln = COMM_INTRA;
+			size = n;
+			if (n == 1) {
+				/* no group left: it takes no time, meets no one */
+				t->dur = 0;
+				t->pgr = KG_NONE;
+				t->gsize = 1;
+				drop[k.id[i]] = 1;
+				continue;
+			}
+			if ((int64_t)t->bytes == act && c->sp0 && !c->sp1) {
+				/* sequence parallelism undone: the gathers go, the
+				 * scatters reduce the whole tensor */
+				if (t->coll == KG_COLL_ALLGATHER) {
+					t->dur = 0;
+					drop[k.id[i]] = 1;
+					host_drop(c, k.id[i]);
+					continue;
+				}
+				if (t->coll == KG_COLL_REDUCESCATTER) {
+					ctype = KG_COLL_ALLREDUCE;
+					t->name = name[ctype];
+				}
+			} else if ((int64_t)t->bytes == act && !c->sp0 && c->sp1 &&
+			    t->coll == KG_COLL_ALLREDUCE) {
+				/* a scatter, then a gather, in its place: one
+				 * task that takes the two's time */
+				ctype = KG_COLL_REDUCESCATTER;
+				t->name = name[KG_COLL_NONE];
+				pair = 1;
+				host_add(c, k.id[i]);
+			}
+		} else {
+			ln = new_link(g->text, T, n, c->o->gpn);
+			if (is_bucket(t, g))
+				bucket_link = ln;
+			if (g->dp && (t->phase == KG_PH_BWD || t->phase == KG_PH_OPT))
+				bnew = (uint64_t)llround((double)t->bytes * rho);
+			if (ln == lo && bnew == t->bytes)
+				continue;
+		}
+		mm = &m;
+		if (size != g->size && (latency_only(&m, t->coll, lo) || latency_only(&m, ctype, ln))) {
+			mm = &mb;
+			nshape++;
+		}
+		told = comm_time(mm, t->coll, g->size, t->bytes, lo, &a1);
+		tnew = comm_time(mm, ctype, size, bnew, ln, &a2);
+		if (tm.ok && size != g->size && lo == COMM_INTRA && ln == COMM_INTRA &&
+		    T > 1 && g->fwd && g->size == T) {
+			/* the group's own model: a fixed cost, a latency a step */
+			told = llround(tpm_time(&tm, t->coll, g->size, t->bytes));
+			tnew = llround(tpm_time(&tm, ctype, size, bnew));
+			if (pair || (ctype == KG_COLL_ALLREDUCE && t->coll == KG_COLL_REDUCESCATTER))
+				tnew = llround(tpm_time(&tm, KG_COLL_REDUCESCATTER, size, bnew) +
+				    tpm_time(&tm, KG_COLL_ALLGATHER, size, bnew));
+			if (mm == &mb)
+				nshape--;
+		} else if (pair || (ctype == KG_COLL_ALLREDUCE && t->coll == KG_COLL_REDUCESCATTER)) {
+			/*
+			 * A ring all-reduce is a reduce-scatter and an
+			 * all-gather: the one is timed as the other two,
+			 * each by the fit of its own type (or the one it
+			 * borrows)
+			 */
+			int64_t rs = comm_time(mm, KG_COLL_REDUCESCATTER, size, bnew, ln, &a2);
+			int64_t ag = comm_time(mm, KG_COLL_ALLGATHER, size, bnew, ln, &a2);
+
+			tnew = rs < 0 || ag < 0 ? -1 : rs + ag;
+		}
+		if (told <= 0 || tnew < 0) {
+			errmsg("%s: section %d: no %s over %s in the job to fit the communication "
+			    "model on%s", c->name, c->index, kg_coll_name[t->coll],
+			    (tnew < 0 ? ln : lo) == COMM_INTER ? "the network (across nodes)" :
+			    "NVLink (inside a node)", (tnew < 0 ? ln : lo) == COMM_INTER ?
+			    " (give it with --net GBPS,US)" : "");
+			goto out;
+		}
+		t->dur = llround((double)t->dur * (double)tnew / (double)told);
+		t->bytes = bnew;
+		t->coll = ctype;
+		if (T > 1 && g->fwd && g->size == T) {
+			/* its new group: N ranks from where its first one goes */
+			const char *s = g->text;
+			long long x0;
+
+			t->gsize = size;
+			if (next_number(&s, &x0))
+				t->pgr = tp_group(c, size * (x0 / T));
+		}
+	}
+
+	if (n > T)
+		nmerged = merge_buckets(c, &k, &m, drop, cap, bucket_link);
+	else if (n < T)
+		nsplit = split_buckets(c, &k, &m, cap, bucket_link);
+	if (n > 1 && (T == 1 || (c->sp1 && !c->sp0)))
+		made += insert_colls(c, &m, name);
+	/* the tensor-parallel rendezvous of the collectives that went */
+	{
+		size_t w = 0;
+
+		for (i = 0; i < c->ne; i++)
+			if (!(c->e[i].kind == KG_E_RANK && drop[c->e[i].src] && drop[c->e[i].dst]))
+				c->e[w++] = c->e[i];
+		c->ne = w;
+	}
+	if (c->o->verbose)
+		fprintf(stderr, "%s: %s: section %d: %zu GEMMs, %zu attention calls, %zu other "
+		    "kernels sharded, %zu optimizer tasks scaled, %zu kernels with shapes kept; "
+		    "%zu collectives made; %zu re-timed by the %s link's shape (their fit has "
+		    "no bandwidth term); %zu gradient buckets merged into others, %zu made by "
+		    "splitting; %zu launches on the host added or taken away (%.1f us each)\n",
+		    progname, c->name, c->index, c->ngemm, c->nattn, c->nelt, c->nopt, c->nkept,
+		    made, nshape,
+		    c->o->given.set[COMM_INTRA] ? "given" : "built-in " COMM_TOPOLOGY_DEFAULT,
+		    nmerged, nsplit, c->nhost, (double)c->hc / 1e3);
+	rc = 0;
+out:
+	free(drop);
+	colls_release(&k);
+	return rc;
+}
+
+/* The traced degree: the size of the group that reduces activations. */
+static int64_t
+traced_degree(struct tp *c)
+{
+	struct colls k;
+	int64_t tp;
+
+	colls_find(c, &k);
+	tp = k.pg.tp > 1 ? k.pg.tp : 1;
+	colls_release(&k);
+	return tp;
+}
+
+static int
+scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, const char *name,
+    int index, struct gout *out)
+{
+	struct tp c;
+	struct graph_out go;
+	char net[256], tool[512];
+	int rc = 1;
+
+	memset(&c, 0, sizeof(c));
+	c.o = o, c.g = g, c.r = r, c.name = name, c.index = index;
+	rs_strs_init(&c.xs, g->nstr);
+	c.t = xmalloc((g->ntask + 1) * sizeof(*c.t));
+	memcpy(c.t, g->task, g->ntask * sizeof(*c.t));
+	c.nt = c.capt = g->ntask;
+	c.e = xmalloc((g->nedge + 1) * sizeof(*c.e));
+	memcpy(c.e, g->edge, g->nedge * sizeof(*c.e));
+	c.ne = c.cape = g->nedge;
+	c.p = xmalloc((g->nproc + 1) * sizeof(*c.p));
+	memcpy(c.p, g->proc, g->nproc * sizeof(*c.p));
+	c.np = c.capp = g->nproc;
+	c.T = traced_degree(&c);
+	c.sp1 = o->sp && o->n > 1;
+	if (tp_sizes(&c) != 0)
+		goto out;
+	if (c.heads > 0 && c.heads % o->n != 0) {
+		errmsg("%s: section %d: %lld attention heads do not divide among %lld "
+		    "tensor-parallel ranks", name, index, (long long)c.heads, (long long)o->n);
+		goto out;
+	}
+	net[0] = '\0';
+	if (g->h.gpu != NULL && *g->h.gpu != '\0' && o->have_to &&
+	    !om_same_gpu(g->h.gpu, o->have_src ? o->src.gpu : o->to.gpu))
+		warnmsg("%s: section %d: a graph of %s re-timed by a model of %s%s", name, index,
+		    g->h.gpu, o->have_src ? o->src.gpu : o->to.gpu, o->have_src ? " (--from)" :
+		    " (give the graph's own GPU's model with --from)");
+	if (o->n != c.T || c.sp0 != c.sp1) {
+		if (tp_shard(&c) != 0 || collectives(&c, net, sizeof(net)) != 0)
+			goto out;
+		if (!o->have_to && c.ngemm + c.nattn + c.nelt > 0)
+			warnmsg("%s: section %d: no op model (--model): %zu kernels re-timed by "
+			    "their FLOPs or bytes, which a GPU does not follow for small shapes",
+			    name, index, c.ngemm + c.nattn + c.nelt);
+	} else if (o->verbose) {
+		fprintf(stderr, "%s: %s: section %d: tensor-parallel degree %lld already: "
+		    "unchanged\n", progname, name, index, (long long)c.T);
+	}
+	snprintf(tool, sizeof(tool), "%s%s%s", PRODUCER, net[0] ? " " : "", net);
+	memset(&go, 0, sizeof(go));
+	go.task = c.t, go.ntask = c.nt, go.edge = c.e, go.nedge = c.ne;
+	go.proc = c.p, go.nproc = c.np;
+	go.xstr = (const char *const *)c.xs.in.str, go.nxstr = c.xs.in.n;
+	if (graph_write(&out->w, g, tool, &go) < 0) {
+		errmsg("%s: %s", out->name, out->w.err);
+		goto out;
+	}
+	rc = 0;
+out:
+	ctx_release(&c);
+	return rc;
+}
+
+static int
+process(const struct opts *o, const char *path, struct gout *out)
+{
+	struct gin in;
+	struct graph g;
+	int t, rc = 0, index = 0;
+
+	if (gin_open(&in, path) < 0)
+		return 1;
+	graph_init(&g);
+	while (rc == 0 && (t = gin_read(&in)) > 0)
+		if (graph_take(&g, t, &in.rec))
+			rc = scale(o, &g, &in.r, in.name, index++, out);
+	if (t < 0 && rc == 0)
+		rc = 1;
+	graph_release(&g);
+	gin_close(&in);
+	return rc;
+}
+
+static int
+load(const char *path, struct om_model *m)
+{
+	char err[256];
+	FILE *fp = fopen(path, "rb");
+	int rc;
+
+	if (fp == NULL) {
+		errmsg("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	rc = om_load(m, fp, err, sizeof(err));
+	fclose(fp);
+	if (rc < 0)
+		errmsg("%s: %s", path, err);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "sequence-parallel", no_argument, NULL, 'S' },
+		{ "model", required_argument, NULL, 'M' },
+		{ "from", required_argument, NULL, 'F' },
+		{ "gpus-per-node", required_argument, NULL, 'G' },
+		{ "net", required_argument, NULL, 'N' },
+		{ "topology", required_argument, NULL, 'T' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *output = NULL, *model = NULL, *from = NULL;
+	struct opts o;
+	struct gout g;
+	int c, i, rc = 0, gpn_set = 0;
+
+	cli_init("graph-scale-tp");
+	memset(&o, 0, sizeof(o));
+	om_model_init(&o.to);
+	om_model_init(&o.src);
+	o.gpn = 8;
+	while ((c = getopt_long(argc, argv, "o:qvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case 'S':
+			o.sp = 1;
+			break;
+		case 'M':
+			model = optarg;
+			break;
+		case 'F':
+			from = optarg;
+			break;
+		case 'G':
+			if (parse_i64(optarg, 1, 1 << 20, &o.gpn) < 0) {
+				errmsg("invalid --gpus-per-node '%s'", optarg);
+				usage_exit(usage);
+			}
+			gpn_set = 1;
+			break;
+		case 'N':
+		case 'T':
+			if (cli_links(c == 'N' ? COMM_INTER : -1, optarg, &o.given, usage) != 0)
+				return 1;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'v':
+			o.verbose = 1;
+			break;
+		case 'h':
+			printf("usage: %s\n\n%s", usage, help);
+			return close_stdout();
+		case 'V':
+			version_exit();
+		default:
+			usage_exit(usage);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (!gpn_set && o.given.gpn > 0)
+		o.gpn = o.given.gpn;
+	if (argc < 1) {
+		errmsg("missing the new tensor-parallel degree");
+		usage_exit(usage);
+	}
+	if (parse_i64(argv[0], 1, 1 << 20, &o.n) < 0) {
+		errmsg("invalid tensor-parallel degree '%s'", argv[0]);
+		usage_exit(usage);
+	}
+	if (o.n > o.gpn || o.gpn % o.n != 0) {
+		errmsg("tensor-parallel degree %lld does not divide a node of %lld GPUs "
+		    "(--gpus-per-node): a group stays inside one node", (long long)o.n,
+		    (long long)o.gpn);
+		usage_exit(usage);
+	}
+	if (from != NULL && model == NULL) {
+		errmsg("--from needs --model (the GPU to predict)");
+		usage_exit(usage);
+	}
+	argc--;
+	argv++;
+	if (model != NULL) {
+		if (load(model, &o.to) < 0)
+			return 1;
+		o.have_to = 1;
+	}
+	if (from != NULL) {
+		if (load(from, &o.src) < 0) {
+			om_model_release(&o.to);
+			return 1;
+		}
+		o.have_src = 1;
+	}
+	if (gout_open(&g, output, 3) < 0)
+		rc = 1;
+	else {
+		if (argc == 0)
+			rc = process(&o, NULL, &g);
+		for (i = 0; i < argc && rc == 0; i++)
+			rc = process(&o, argv[i], &g);
+		rc = gout_close(&g, rc, PRODUCER);
+	}
+	om_model_release(&o.to);
+	om_model_release(&o.src);
+	return rc;
+}

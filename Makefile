@@ -117,8 +117,8 @@ lint:
 		clang-format --dry-run $$f 2>&1 | grep -q . && echo "clang-format: $$f: would change"; \
 	done; true
 	shellcheck -x scripts/deps.sh scripts/whatif-demo tests/run .ci/run bench/ingest bench/json-parsers/run bench/tracegen \
-	    bench/simulate bench/accuracy bench/job-scale bench/whatif-accuracy bench/whatif-speed bench/chrome-export pipelines/step pipelines/base \
-	    fuzz/run fuzz/seeds bench/opmodel-accuracy bench/opmodel-speed bench/tp-accuracy
+	    bench/simulate bench/accuracy bench/job-scale bench/whatif-accuracy bench/whatif-speed bench/chrome-export pipelines/step pipelines/base pipelines/slurm \
+	    fuzz/run fuzz/seeds bench/opmodel-accuracy bench/opmodel-speed bench/tp-accuracy tests/tools/minislurm
 	for m in $(MANS); do mandoc -Tlint -W warning $$m; done
 
 bench: all

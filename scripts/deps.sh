@@ -8,11 +8,15 @@ libyajl-dev zlib1g-dev bats jq python3 perl zstd mandoc xxhash librsvg2-bin \
 libxgboost-dev"
 # `deps.sh fuzz` (make fuzz-deps): clang and its libFuzzer for make fuzz;
 # `deps.sh viewer`: Chromium and Node.js for the viewer test
-# (tests/viewer.bats; .ci/run installs them, the demo does not need them).
+# (tests/viewer.bats; .ci/run installs them, the demo does not need them);
+# `deps.sh slurm`: Slurm and munge for the test of pipelines/ on Slurm
+# (tests/pipelines-slurm.bats starts a one-node cluster; .ci/run).
 if [ "${1:-}" = fuzz ]; then
 	pkgs="clang libclang-rt-14-dev"
 elif [ "${1:-}" = viewer ]; then
 	pkgs="chromium nodejs"
+elif [ "${1:-}" = slurm ]; then
+	pkgs="slurm-wlm munge"
 fi
 
 missing=

@@ -1819,6 +1819,12 @@ dec_task(struct dec *d, uint32_t npairs, struct kg_task *restrict t)
 		    (unsigned long long)r->nrec + 1);
 		return -1;
 	}
+	/* a task must end on the clock: start plus duration an int64 */
+	if (t->ts > INT64_MAX - (t->odur > t->dur ? t->odur : t->dur)) {
+		seterr(r->err, "record %llu: task %u: start plus duration out of range",
+		    (unsigned long long)r->nrec + 1, t->id);
+		return -1;
+	}
 	if (t->id != r->ntasks) {
 		seterr(r->err, "record %llu: task id %u out of order (expected %llu)",
 		    (unsigned long long)r->nrec + 1, t->id, (unsigned long long)r->ntasks);

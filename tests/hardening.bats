@@ -468,3 +468,18 @@ check_replay() {
 		[ "$stderr" = "graphcat: cut.kg: truncated graph stream (ends after section 1 of 2)" ]
 	done
 }
+
+@test "hardening: a task whose start plus duration overflows the clock is refused by the reader" {
+	"$ROOT/tests/tools/jsonl2kg" <<-'EOF2' | zstd -q -c > far.kg
+	{"r":"header","format":"kgraph","major":1,"minor":5,"producer":"t","unit":"ns"}
+	{"r":"str","id":0,"s":"k"}
+	{"r":"proc","id":0,"k":"stream","pid":0,"tid":7}
+	{"r":"task","id":0,"p":0,"k":"kern","n":0,"d":10,"od":20000,"ts":9223372036854770000,"it":1}
+	{"r":"end","tasks":1,"edges":0,"procs":1,"strs":1}
+	EOF2
+	run -1 --separate-stderr graphstat far.kg
+	[ "$stderr" = "graphstat: far.kg: record 4: task 0: start plus duration out of range" ]
+	run -1 --separate-stderr graphsim -o out.kg far.kg
+	[ "$stderr" = "graphsim: far.kg: record 4: task 0: start plus duration out of range" ]
+	[ ! -e out.kg ]
+}

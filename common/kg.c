@@ -1819,6 +1819,16 @@ dec_task(struct dec *d, uint32_t npairs, struct kg_task *restrict t)
 		    (unsigned long long)r->nrec + 1);
 		return -1;
 	}
+	if (t->mb < -1 || t->mb > KG_TAG_MAX || t->layer < -1 || t->layer > KG_TAG_MAX ||
+	    t->stage < -1 || t->stage > KG_TAG_MAX || t->gsize < -1 || t->gsize > KG_TAG_MAX ||
+	    t->iter < -1 || t->iter > KG_ITER_MAX) {
+		seterr(r->err, "record %llu: task %u: %s out of range",
+		    (unsigned long long)r->nrec + 1, t->id,
+		    t->mb < -1 || t->mb > KG_TAG_MAX ? "mb" : t->layer < -1 || t->layer > KG_TAG_MAX ?
+		    "ly" : t->stage < -1 || t->stage > KG_TAG_MAX ? "st" :
+		    t->gsize < -1 || t->gsize > KG_TAG_MAX ? "gs" : "it");
+		return -1;
+	}
 	/* a task must end on the clock: start plus duration an int64 */
 	if (t->ts > INT64_MAX - (t->odur > t->dur ? t->odur : t->dur)) {
 		seterr(r->err, "record %llu: task %u: start plus duration out of range",

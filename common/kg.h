@@ -38,6 +38,11 @@
 #define KG_ITERS_MAX (1u << 20)
 #define KG_TOOLS_MAX 1024u
 #define KG_RANKS_MAX (1u << 20)
+/* A task's structure tags (mb, ly, st) and group size (gs) are at most
+ * this, its iteration (it) at most KG_ITER_MAX, each at least -1: beyond,
+ * no real job, and tools that add one to them would overflow. */
+#define KG_TAG_MAX ((int64_t)1 << 24)
+#define KG_ITER_MAX ((int64_t)1 << 53)
 #define KG_COV_MAX 4096u
 /*
  * A zstd frame's records are used only once the frame ended and its

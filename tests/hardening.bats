@@ -483,3 +483,27 @@ check_replay() {
 	[ "$stderr" = "graphsim: far.kg: record 4: task 0: start plus duration out of range" ]
 	[ ! -e out.kg ]
 }
+
+@test "hardening: a task's tags and iteration beyond any job's are refused by the reader" {
+	local key
+	for key in '"mb":16777217' '"ly":9223372036854775807' '"st":-2' '"gs":16777217' '"it":9007199254740993'; do
+		"$ROOT/tests/tools/jsonl2kg" <<-EOF2 | zstd -q -c > tag.kg
+		{"r":"header","format":"kgraph","major":1,"minor":5,"producer":"t","unit":"ns"}
+		{"r":"str","id":0,"s":"k"}
+		{"r":"proc","id":0,"k":"stream","pid":0,"tid":7}
+		{"r":"task","id":0,"p":0,"k":"kern","n":0,"d":10,"ts":0,"it":1,$key}
+		{"r":"end","tasks":1,"edges":0,"procs":1,"strs":1}
+		EOF2
+		run -1 --separate-stderr graphstat tag.kg
+		[ "$stderr" = "graphstat: tag.kg: record 4: task 0: $(echo "$key" | cut -d'"' -f2) out of range" ]
+	done
+	# the bounds themselves read
+	"$ROOT/tests/tools/jsonl2kg" <<-'EOF2' | zstd -q -c > ok.kg
+	{"r":"header","format":"kgraph","major":1,"minor":5,"producer":"t","unit":"ns"}
+	{"r":"str","id":0,"s":"k"}
+	{"r":"proc","id":0,"k":"stream","pid":0,"tid":7}
+	{"r":"task","id":0,"p":0,"k":"kern","n":0,"d":10,"ts":0,"it":9007199254740992,"mb":16777216,"ly":-1,"st":0,"gs":16777216}
+	{"r":"end","tasks":1,"edges":0,"procs":1,"strs":1}
+	EOF2
+	run -0 --separate-stderr graphcat ok.kg
+}

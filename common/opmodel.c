@@ -620,6 +620,21 @@ next_line(char *b, size_t len, size_t *pos)
 }
 
 int
+om_load_path(struct om_model *m, const char *path, char *err, size_t errlen)
+{
+	FILE *fp = fopen(path, "rb");
+	int rc;
+
+	if (fp == NULL) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		return -1;
+	}
+	rc = om_load(m, fp, err, errlen);
+	fclose(fp);
+	return rc;
+}
+
+int
 om_load(struct om_model *m, FILE *fp, char *err, size_t errlen)
 {
 	size_t len, pos = 0, sumend;

@@ -111,6 +111,9 @@ void om_model_release(struct om_model *m);
  * truncated, corrupt (checksum), or XGBoost refusing the trees.
  */
 int om_load(struct om_model *m, FILE *fp, char *err, size_t errlen);
+/* om_load of the file at path; a file that does not open is -1 with
+ * strerror's reason in err. */
+int om_load_path(struct om_model *m, const char *path, char *err, size_t errlen);
 /*
  * Write m; a class's trees are given as XGBoost's own JSON bytes
  * (tree[c], ntree[c]; NULL for a class without trees). -1 on a write

@@ -272,15 +272,8 @@ static int
 load(const char *path, struct om_model *m)
 {
 	char err[256];
-	FILE *fp = fopen(path, "rb");
-	int rc;
+	int rc = om_load_path(m, path, err, sizeof(err));
 
-	if (fp == NULL) {
-		errmsg("%s: %s", path, strerror(errno));
-		return -1;
-	}
-	rc = om_load(m, fp, err, sizeof(err));
-	fclose(fp);
 	if (rc < 0)
 		errmsg("%s: %s", path, err);
 	return rc;

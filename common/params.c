@@ -146,3 +146,78 @@ layer_source(int64_t j, int64_t n, int64_t nn)
 		return 0;
 	return (2 * j * (n - 1) + (nn - 1)) / (2 * (nn - 1));
 }
+
+/* Up to max operands' dims from Input Dims text: numel and the first
+ * and last dimensions of each; the count of operands seen. */
+int
+dims_operands(const char *p, int64_t *numel, int64_t *first, int64_t *last, int max)
+{
+	int depth = 0, k = -1, num = 0, nd = 0;
+	int64_t v = 0;
+
+	for (; *p != '\0'; p++) {
+		if (*p == '[') {
+			if (++depth == 2 && ++k < max)
+				numel[k] = 1, first[k] = last[k] = 0, nd = 0;
+		} else if (*p >= '0' && *p <= '9') {
+			if (v < INT64_MAX / 16)
+				v = v * 10 + (*p - '0');
+			num = 1;
+		}
+		if ((*p == ',' || *p == ']') && num) {
+			if (depth == 2 && k >= 0 && k < max) {
+				numel[k] *= v, last[k] = v;
+				if (nd++ == 0)
+					first[k] = v;
+			}
+			v = 0, num = 0;
+		}
+		if (*p == ']')
+			depth--;
+	}
+	return k + 1 < max ? k + 1 : max;
+}
+
+/*
+ * Sizes of the element types in an Input type list ("[\"float\",
+ * \"c10::BFloat16\",\"Scalar\"]"), one per operand up to max: 0 for
+ * what is not a tensor's element type; the count of operands seen.
+ */
+int
+type_sizes(const char *p, int *sz, int max)
+{
+	int n = 0;
+
+	while (p != NULL && (p = strchr(p, '"')) != NULL) {
+		const char *q = strchr(p + 1, '"');
+		char name[32];
+		size_t len;
+
+		if (q == NULL)
+			break;
+		len = (size_t)(q - p - 1) < sizeof(name) - 1 ? (size_t)(q - p - 1) : sizeof(name) - 1;
+		memcpy(name, p + 1, len);
+		name[len] = '\0';
+		if (n < max) {
+			static const struct {
+				const char *name;
+				int size;
+			} ty[] = {
+				{ "float", 4 }, { "c10::BFloat16", 2 }, { "c10::Half", 2 },
+				{ "double", 8 }, { "long int", 8 }, { "int", 4 }, { "short int", 2 },
+				{ "bool", 1 }, { "unsigned char", 1 }, { "signed char", 1 },
+				{ "c10::Float8_e4m3fn", 1 }, { "c10::Float8_e5m2", 1 },
+				{ "Float", 4 }, { "BFloat16", 2 }, { "Half", 2 },
+			};
+			size_t i;
+
+			sz[n] = 0;
+			for (i = 0; i < sizeof(ty) / sizeof(ty[0]); i++)
+				if (strcmp(name, ty[i].name) == 0)
+					sz[n] = ty[i].size;
+		}
+		n++;
+		p = q + 1;
+	}
+	return n < max ? n : max;
+}

@@ -24,6 +24,14 @@ int64_t op_params(const char *op, const char *dims);
 int64_t op_params_n(const char *op, const char *dims, int *tensors, int64_t *largest);
 /* Bytes of an element of type name dt ("Float", "BFloat16"); 0 unknown. */
 int elem_size(const char *dt);
+/* Up to max operands of an Input Dims text: each one's elements and first
+ * and last dimensions (an empty list, [], counts one element); how many
+ * operands it has, at most max. */
+int dims_operands(const char *dims, int64_t *numel, int64_t *first, int64_t *last, int max);
+/* The element size of each operand of an Input type text (["float",
+ * "c10::BFloat16", "Scalar"]), up to max: 0 for what is not a tensor's
+ * element type; how many operands it has, at most max. */
+int type_sizes(const char *types, int *sz, int max);
 
 /*
  * Parameters of the operators a run of calls launches, fed one task at a

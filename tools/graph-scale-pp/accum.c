@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "params.h"
 #include "pp.h"
 #include "util.h"
 
@@ -46,57 +47,13 @@ cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The elements of each list of an Input Dims text, up to n lists; -1 for
- * a list that is not of integers. Returns the lists read. */
-static int
-dims_numel(const char *s, int64_t *out, int n)
-{
-	int k = 0;
-
-	if (s == NULL || *s != '[')
-		return 0;
-	s++;
-	while (*s == '[' && k < n) {
-		int64_t v = 1;
-		char *end;
-
-		s++;
-		while (*s != ']' && *s != '\0') {
-			long long x = strtoll(s, &end, 10);
-
-			if (end == s || x < 0) {
-				v = -1;
-				break;
-			}
-			v = x > 0 && v > INT64_MAX / x ? -1 : v * x;
-			s = *end == ',' ? end + 1 : end;
-		}
-		while (*s != ']' && *s != '\0')
-			s++;
-		if (*s != ']')
-			return k;
-		out[k++] = v;
-		s++;
-		if (*s == ',')
-			s++;
-	}
-	return k;
-}
-
 /* The size of the first type of an Input type text, 0 if unknown. */
 static int
 type_size(const char *s)
 {
-	static const struct { const char *n; int sz; } tab[] = {
-		{ "[\"float\"", 4 }, { "[\"double\"", 8 }, { "[\"c10::BFloat16\"", 2 },
-		{ "[\"c10::Half\"", 2 }, { NULL, 0 }
-	};
-	int i;
+	int sz[1];
 
-	for (i = 0; s != NULL && tab[i].n; i++)
-		if (strncmp(s, tab[i].n, strlen(tab[i].n)) == 0)
-			return tab[i].sz;
-	return 0;
+	return s != NULL && type_sizes(s, sz, 1) == 1 ? sz[0] : 0;
 }
 
 static const char *
@@ -134,7 +91,7 @@ accum_init(struct build *B)
 		return; /* nothing handed over: nothing to add */
 	for (i = 0; i < g->ntask; i++) {
 		const struct kg_task *t = &g->task[i];
-		int64_t n[2];
+		int64_t n[2], f[2], l[2];
 		int sz;
 
 		if (t->kind == KG_RT && t->name == launch && launch != KG_NONE) {
@@ -144,7 +101,8 @@ accum_init(struct build *B)
 		}
 		if (t->kind != KG_KERN || add == KG_NONE || t->op != add || t->dur < ACCUM_MIN_NS)
 			continue;
-		if (dims_numel(str_or(J, t->shapes), n, 2) < 2 || n[0] <= 0 || n[1] <= 0 ||
+		if (t->shapes == KG_NONE || dims_operands(kg_str(J->r, t->shapes), n, f, l, 2) < 2 ||
+		    n[0] <= 0 || n[1] <= 0 ||
 		    (sz = type_size(str_or(J, t->itypes))) == 0)
 			continue;
 		{
@@ -181,12 +139,12 @@ int
 accum_steal(const struct build *B, const struct kg_task *t)
 {
 	const struct job *J = B->J;
-	int64_t n[2];
+	int64_t n[2], f[2], l[2];
 
 	return t->kind == KG_CPU && t->phase == KG_PH_BWD &&
 	    (t->name == B->acc_detach || t->name == B->acc_detach2) && t->name != KG_NONE &&
-	    B->J->g->proc[t->proc].kind == KG_THREAD &&
-	    dims_numel(str_or(J, t->shapes), n, 2) == 1 && n[0] > 0 &&
+	    B->J->g->proc[t->proc].kind == KG_THREAD && t->shapes != KG_NONE &&
+	    dims_operands(kg_str(J->r, t->shapes), n, f, l, 2) == 1 && n[0] > 0 &&
 	    type_size(str_or(J, t->itypes)) > 0;
 }
 
@@ -194,7 +152,7 @@ uint32_t
 accum_make(struct build *B, struct kg_task *t, uint32_t u)
 {
 	const struct job *J = B->J;
-	int64_t n[1];
+	int64_t n[1], f[1], l[1];
 	int sz;
 	uint32_t h, k;
 	struct kg_task kt;
@@ -202,7 +160,7 @@ accum_make(struct build *B, struct kg_task *t, uint32_t u)
 	const char *ty;
 	char sh[96], tyb[96];
 
-	dims_numel(str_or(J, t->shapes), n, 1);
+	dims_operands(kg_str(J->r, t->shapes), n, f, l, 1);
 	ty = str_or(J, t->itypes);
 	sz = type_size(ty);
 	/* the call: aten::add_(grad, new grad, alpha) */

@@ -175,10 +175,11 @@ accum_make(struct build *B, struct kg_task *t, uint32_t u)
 			snprintf(sh, sizeof(sh), "[%.*s,%.*s,[]]", (int)(len - 2), d + 1,
 			    (int)(len - 2), d + 1);
 		}
-		snprintf(tyb, sizeof(tyb), "[\"%s\",\"%s\",\"Scalar\"]",
-		    sz == 4 ? "float" : sz == 8 ? "double" : sz == 2 && strstr(ty, "Half") ? "c10::Half" :
-		    "c10::BFloat16", sz == 4 ? "float" : sz == 8 ? "double" :
-		    sz == 2 && strstr(ty, "Half") ? "c10::Half" : "c10::BFloat16");
+		/* the gradient's type, as its detach said it: ["T"] */
+		const char *q = strchr(ty + 2, '"');
+		int tl = q != NULL && q - ty - 2 < 40 ? (int)(q - ty - 2) : 0;
+
+		snprintf(tyb, sizeof(tyb), "[\"%.*s\",\"%.*s\",\"Scalar\"]", tl, ty + 2, tl, ty + 2);
 	}
 	t->kind = KG_RT;
 	t->name = B->acc_call;

@@ -100,17 +100,12 @@ static void
 tp_memory(struct tp *c)
 {
 	const struct graph *g = c->g;
-	uint32_t *lau = xmalloc((g->ntask + 1) * sizeof(*lau));
 	double rho = (double)c->T / (double)c->o->n;
 	size_t i;
 
-	for (i = 0; i < g->ntask; i++)
-		lau[i] = KG_NONE;
-	for (i = 0; i < g->nedge; i++)
-		if (g->edge[i].kind == KG_E_LAUNCH && g->edge[i].dst < g->ntask)
-			lau[g->edge[i].dst] = g->edge[i].src;
-	for (i = 0; i < g->ntask; i++) {
-		uint32_t l = lau[i];
+	/* c->launcher: the traced launches (colls.c's host_maps) */
+	for (i = 0; i < g->ntask && i < c->nmap; i++) {
+		uint32_t l = c->launcher[i];
 
 		if (l != KG_NONE && l < g->ntask && c->t[i].shapes != g->task[i].shapes &&
 		    c->t[l].shapes == g->task[l].shapes && c->t[l].kind == KG_RT)
@@ -182,7 +177,6 @@ tp_memory(struct tp *c)
 		free(lo);
 		free(ln);
 	}
-	free(lau);
 }
 
 static int

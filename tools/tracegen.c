@@ -381,11 +381,24 @@ write_all(struct tg_job *J, const struct opts *o, const int *ranks, int nr)
 	if (nj <= 1) {
 		rc = worker(J, o->dir, ranks, nr, 0, 1, suffix, &json);
 	} else {
+		sigset_t block, old;
+
 		pids = xcalloc((size_t)nj, sizeof(*pids));
 		pipes = xcalloc((size_t)nj, sizeof(*pipes));
+		/*
+		 * The signals wait while a worker is started, until the parent
+		 * has it in sig_pids: one that came between fork and that
+		 * would leave the new worker writing on after the parent's
+		 * end.
+		 */
+		sigemptyset(&block);
+		for (i = 0; i < (int)(sizeof(sig_list) / sizeof(sig_list[0])); i++)
+			sigaddset(&block, sig_list[i]);
 		for (i = 0; i < nj; i++) {
+			sigprocmask(SIG_BLOCK, &block, &old);
 			if (pipe(pipes[i]) != 0 || (pids[i] = fork()) < 0) {
 				errmsg("cannot start a worker: %s", strerror(errno));
+				sigprocmask(SIG_SETMASK, &old, NULL);
 				rc = 1;
 				nj = i;
 				break;
@@ -395,6 +408,7 @@ write_all(struct tg_job *J, const struct opts *o, const int *ranks, int nr)
 				int r;
 
 				sig_npids = 0;
+				sigprocmask(SIG_SETMASK, &old, NULL);
 				close(pipes[i][0]);
 				r = worker(J, o->dir, ranks, nr, i, nj, suffix, &n);
 				if (write(pipes[i][1], &n, sizeof(n)) != (ssize_t)sizeof(n))
@@ -404,6 +418,7 @@ write_all(struct tg_job *J, const struct opts *o, const int *ranks, int nr)
 			close(pipes[i][1]);
 			sig_pids = pids;
 			sig_npids = i + 1;
+			sigprocmask(SIG_SETMASK, &old, NULL);
 		}
 		for (i = 0; i < nj; i++) {
 			uint64_t n = 0;

@@ -257,10 +257,35 @@ tp_group(struct tp *c, int64_t base)
 	return id;
 }
 
-/* A made collective of type coll moving bytes, after task g's start, on s. */
+/*
+ * The tensor-parallel group's own model, where its collectives tell it:
+ * t = c0 + alpha steps + bytes factor / beta, a fixed cost besides the
+ * shared model's latency per step (common/comm.h has none), fitted by
+ * least squares of the relative error over the group's collectives of
+ * every type. A group's collectives all run among T ranks, so a fixed
+ * cost and a latency per step are told apart only by types of another
+ * step count (an all-reduce's 2(T - 1) against a broadcast's or a
+ * gather's T - 1): without two step counts, or with a negative term,
+ * there is none (ok 0).
+ */
+struct tpm {
+	int ok;
+	double c0, alpha, gamma; /* ns, ns a step, ns a byte */
+	size_t n;
+};
+
+static double
+tpm_time(const struct tpm *m, int coll, int64_t n, uint64_t bytes)
+{
+	return m->c0 + m->alpha * comm_steps(coll, n) + m->gamma * (double)bytes *
+	    comm_factor(coll, n);
+}
+
+/* A made collective of type coll moving bytes, after task g's start, on s:
+ * timed by the group's own model where the job has one (tm), else by m. */
 static uint32_t
 made_task(struct tp *c, uint32_t s, uint32_t g, int coll, int64_t bytes,
-    const struct comm_model *m, uint32_t name, uint32_t *last)
+    const struct comm_model *m, const struct tpm *tm, uint32_t name, uint32_t *last)
 {
 	struct kg_task a;
 	int approx;
@@ -271,7 +296,10 @@ made_task(struct tp *c, uint32_t s, uint32_t g, int coll, int64_t bytes,
 	a.kind = KG_COLL;
 	a.name = name;
 	a.ts = c->t[g].ts + c->t[g].odur;
-	a.dur = comm_time(m, coll, c->o->n, (uint64_t)bytes, COMM_INTRA, &approx);
+	if (tm != NULL && tm->ok)
+		a.dur = llround(tpm_time(tm, coll, c->o->n, (uint64_t)bytes));
+	else
+		a.dur = comm_time(m, coll, c->o->n, (uint64_t)bytes, COMM_INTRA, &approx);
 	if (a.dur < 0)
 		a.dur = 0;
 	a.odur = a.dur;
@@ -307,7 +335,8 @@ made_task(struct tp *c, uint32_t s, uint32_t g, int coll, int64_t bytes,
  * come from m, for N ranks inside a node. name[] by type.
  */
 static size_t
-insert_colls(struct tp *c, const struct comm_model *m, const uint32_t *name)
+insert_colls(struct tp *c, const struct comm_model *m, const struct tpm *tm,
+    const uint32_t *name)
 {
 	size_t n0 = c->nt, i, j, made = 0, nmade = 0;
 	uint32_t *ord = xmalloc((n0 + 1) * sizeof(*ord));
@@ -342,7 +371,7 @@ insert_colls(struct tp *c, const struct comm_model *m, const uint32_t *name)
 			}
 			s = tp_stream(c, c->t[g].proc, mproc, mrank, &nmade);
 			a = made_task(c, s, prev != KG_NONE ? prev : g, KG_COLL_ALLGATHER,
-			    c->arbytes[g], m, name[KG_COLL_ALLGATHER], last);
+			    c->arbytes[g], m, tm, name[KG_COLL_ALLGATHER], last);
 			if (prev != KG_NONE)
 				add_edge(c, prev, a, KG_E_EVENT);
 			add_edge(c, a, g, KG_E_EVENT);
@@ -369,13 +398,13 @@ insert_colls(struct tp *c, const struct comm_model *m, const uint32_t *name)
 		}
 		s = tp_stream(c, c->t[g].proc, mproc, mrank, &nmade);
 		if (c->sp1) {
-			a = made_task(c, s, g, KG_COLL_REDUCESCATTER, c->arbytes[g], m,
+			a = made_task(c, s, g, KG_COLL_REDUCESCATTER, c->arbytes[g], m, tm,
 			    name[KG_COLL_REDUCESCATTER], last);
-			b = made_task(c, s, g, KG_COLL_ALLGATHER, c->arbytes[g], m,
+			b = made_task(c, s, g, KG_COLL_ALLGATHER, c->arbytes[g], m, tm,
 			    name[KG_COLL_ALLGATHER], last);
 			made += 2;
 		} else {
-			a = b = made_task(c, s, g, KG_COLL_ALLREDUCE, c->arbytes[g], m,
+			a = b = made_task(c, s, g, KG_COLL_ALLREDUCE, c->arbytes[g], m, tm,
 			    name[KG_COLL_ALLREDUCE], last);
 			made++;
 		}
@@ -388,30 +417,6 @@ insert_colls(struct tp *c, const struct comm_model *m, const uint32_t *name)
 	}
 	free(ord), free(mproc), free(mrank), free(last);
 	return made;
-}
-
-/*
- * The tensor-parallel group's own model, where its collectives tell it:
- * t = c0 + alpha steps + bytes factor / beta, a fixed cost besides the
- * shared model's latency per step (common/comm.h has none), fitted by
- * least squares of the relative error over the group's collectives of
- * every type. A group's collectives all run among T ranks, so a fixed
- * cost and a latency per step are told apart only by types of another
- * step count (an all-reduce's 2(T - 1) against a broadcast's or a
- * gather's T - 1): without two step counts, or with a negative term,
- * there is none (ok 0).
- */
-struct tpm {
-	int ok;
-	double c0, alpha, gamma; /* ns, ns a step, ns a byte */
-	size_t n;
-};
-
-static double
-tpm_time(const struct tpm *m, int coll, int64_t n, uint64_t bytes)
-{
-	return m->c0 + m->alpha * comm_steps(coll, n) + m->gamma * (double)bytes *
-	    comm_factor(coll, n);
 }
 
 /* Solve the 3 x 3 system a x = b; -1 when it is singular. */
@@ -880,8 +885,8 @@ collectives(struct tp *c, char *net, size_t netlen)
 		}
 		told = comm_time(mm, t->coll, g->size, t->bytes, lo, &a1);
 		tnew = comm_time(mm, ctype, size, bnew, ln, &a2);
-		if (tm.ok && size != g->size && lo == COMM_INTRA && ln == COMM_INTRA &&
-		    T > 1 && g->fwd && g->size == T) {
+		if (tm.ok && lo == COMM_INTRA && ln == COMM_INTRA && T > 1 && g->fwd &&
+		    g->size == T) {
 			/* the group's own model: a fixed cost, a latency a step */
 			told = llround(tpm_time(&tm, t->coll, g->size, t->bytes));
 			tnew = llround(tpm_time(&tm, ctype, size, bnew));
@@ -929,7 +934,7 @@ collectives(struct tp *c, char *net, size_t netlen)
 	else if (n < T)
 		nsplit = split_buckets(c, &k, &m, cap, bucket_link);
 	if (n > 1 && (T == 1 || (c->sp1 && !c->sp0)))
-		made += insert_colls(c, &m, name);
+		made += insert_colls(c, &m, &tm, name);
 	/* the tensor-parallel rendezvous of the collectives that went */
 	{
 		size_t w = 0;

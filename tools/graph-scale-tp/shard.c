@@ -289,19 +289,24 @@ split(const struct tp *c, int64_t v)
 
 /*
  * Sequence parallelism changed: a tensor of the norms' tokens (its last
- * size H, or 1 for their statistics) moves to the new count of tokens,
- * its first size scaled. 1 when it changed.
+ * size H, or 1 for a norm's statistics) moves to the new count of
+ * tokens, its first size scaled. 1 when it changed. A lookup's table
+ * (an embedding's, a position table of S x H when S is M) is a
+ * parameter, and the loss's per-token sizes of 1 are the whole
+ * sequence's: neither is one.
  */
 static int
-tok_tensor(const struct tp *c, const struct rs_dims *d, const struct rs_tensor *t)
+tok_tensor(const struct tp *c, const char *op, const struct rs_dims *d,
+    const struct rs_tensor *t)
 {
 	int64_t tok = 1, last;
 	int r;
 
-	if (t->rank < 2)
+	if (t->rank < 2 || strstr(op, "embedding") != NULL || strstr(op, "index_select") != NULL ||
+	    strstr(op, "gather") != NULL)
 		return 0;
 	last = d->v[t->at + (size_t)t->rank - 1];
-	if (last != c->H && last != 1)
+	if (last != c->H && (last != 1 || strstr(op, "norm") == NULL))
 		return 0;
 	for (r = 0; r < t->rank - 1; r++)
 		tok *= d->v[t->at + (size_t)r];
@@ -477,12 +482,22 @@ tp_shard(struct tp *c)
 			int hi = strstr(op, "scaled_dot_product") == NULL &&
 			    strstr(op, "_flash_attention") != NULL ? 2 : 1;
 
+			int64_t h0 = -1;
+
 			nt = rs_tensors(&d, tt, 16);
 			for (j = 0; j < nt && j < 16; j++) {
 				int64_t nv;
 
+				if (tt[j].rank == 3 && h0 > 0 && d.v[tt[j].at + 1] == h0) {
+					/* the log-sum-exp of each head's rows: [b,
+					 * heads, s] */
+					d.v[tt[j].at + 1] = split(c, h0);
+					continue;
+				}
 				if (tt[j].rank != 4)
 					continue;
+				if (h0 < 0)
+					h0 = d.v[tt[j].at + (size_t)hi];
 				nv = split(c, d.v[tt[j].at + (size_t)hi]);
 				if (nv < 0) {
 					rc = bad_split(c, k, d.v[tt[j].at + (size_t)hi]);
@@ -515,7 +530,7 @@ tp_shard(struct tp *c)
 				 * sequence shard, then the split sizes */
 				for (pass = 0; pass < 3; pass++) {
 					if (pass == 1) {
-						if ((c->sp0 || c->sp1) && tok_tensor(c, &d, &tt[j])) {
+						if ((c->sp0 || c->sp1) && tok_tensor(c, op, &d, &tt[j])) {
 							changed |= seq_shard(c, &d, &tt[j]);
 							break;
 						}

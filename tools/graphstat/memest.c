@@ -113,10 +113,24 @@ memest_task(struct memest *m, const struct kg_reader *r, const struct kg_task *t
 		m->sorted = 0;
 	}
 	if (t->kind == KG_COLL && t->gsize > 1) {
-		if (t->coll == KG_COLL_ALLGATHER && t->phase == KG_PH_FWD && t->gsize > k->gather_gs)
-			k->gather_gs = t->gsize;
-		if (t->coll == KG_COLL_REDUCESCATTER && t->phase == KG_PH_BWD && t->gsize > k->rs_gs)
-			k->rs_gs = t->gsize;
+		struct memgroup *g;
+		int i;
+
+		for (i = 0; i < k->ngrp && k->grp[i].pgr != t->pgr; i++)
+			;
+		if (i == k->ngrp && k->ngrp < MEM_GROUPS) {
+			k->ngrp++;
+			memset(&k->grp[i], 0, sizeof(k->grp[i]));
+			k->grp[i].pgr = t->pgr;
+		}
+		g = &k->grp[i < MEM_GROUPS ? i : MEM_GROUPS - 1];
+		if (t->coll == KG_COLL_ALLGATHER && t->phase == KG_PH_FWD && t->gsize > g->gather_gs)
+			g->gather_gs = t->gsize;
+		if (t->coll == KG_COLL_REDUCESCATTER && t->phase == KG_PH_BWD && t->gsize > g->rs_gs)
+			g->rs_gs = t->gsize;
+		if ((t->coll == KG_COLL_REDUCESCATTER || t->coll == KG_COLL_ALLREDUCE) &&
+		    t->phase == KG_PH_FWD)
+			g->fwd_reduce = 1;
 	}
 	if (!thread || t->iter < 0)
 		return;
@@ -281,10 +295,23 @@ memest_predict(struct memest *m, int64_t rank, int64_t it)
 	p.assumed_optim = !k->adam;
 	nparam = k->pc.sum;
 	p.shard = 1;
-	if (k->gather_gs > 1)
-		p.zero = 3, p.shard = k->gather_gs;
-	else if (k->rs_gs > 1)
-		p.zero = 2, p.shard = k->rs_gs;
+	{
+		int64_t gather_gs = 0, rs_gs = 0;
+		int j;
+
+		for (j = 0; j < k->ngrp; j++) {
+			if (k->grp[j].fwd_reduce)
+				continue;
+			if (k->grp[j].gather_gs > gather_gs)
+				gather_gs = k->grp[j].gather_gs;
+			if (k->grp[j].rs_gs > rs_gs)
+				rs_gs = k->grp[j].rs_gs;
+		}
+		if (gather_gs > 1)
+			p.zero = 3, p.shard = gather_gs;
+		else if (rs_gs > 1)
+			p.zero = 2, p.shard = rs_gs;
+	}
 	p.params = nparam * elem / (p.zero == 3 ? p.shard : 1);
 	/* Adam's two states; half-precision parameters are trained in
 	 * mixed precision (Megatron, DeepSpeed, Apex; the ZeRO paper's 12

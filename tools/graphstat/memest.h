@@ -77,6 +77,8 @@ struct memev_t {
 	int64_t mb, layer;
 };
 
+#define MEM_GROUPS 16
+
 struct memrank {
 	int64_t rank;
 	struct param_count pc;
@@ -95,7 +97,16 @@ struct memrank {
 	int64_t nlayers, last_layer;
 	int recompute;            /* forward operators in the backward: checkpointing */
 	int adam, optim_seen;
-	int64_t gather_gs, rs_gs; /* all-gather in the forward, reduce-scatter in the backward */
+	/* each process group's collectives (MEM_GROUPS, the rest as one):
+	 * an all-gather in the forward, a reduce-scatter in the backward
+	 * tell ZeRO/FSDP's sharding, unless the group reduces in the
+	 * forward too (tensor parallelism's, with sequence parallelism) */
+	struct memgroup {
+		uint32_t pgr;
+		int64_t gather_gs, rs_gs;
+		int fwd_reduce;
+	} grp[MEM_GROUPS];
+	int ngrp;
 	int elem;                 /* parameter element size seen, 0 unknown */
 };
 

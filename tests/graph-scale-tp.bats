@@ -11,7 +11,7 @@ mkstream() { # JSON lines on stdin -> a graph stream on stdout
 	"$ROOT/tests/tools/jsonl2kg" | zstd -q -c
 }
 
-USAGE='usage: graph-scale-tp [-qv] [-o FILE] [--sequence-parallel] [--model MODEL [--from MODEL]] [--gpus-per-node N] [--net GBPS,US] [--topology NAME|FILE] N [FILE ...]'
+USAGE='usage: graph-scale-tp [-qv] [-o FILE] [--sequence-parallel] [--model MODEL [--from MODEL]] [--gpus-per-node N] [--net GBPS,US] [--topology NAME|FILE] [--launch-us US] N [FILE ...]'
 
 # One rank, one stream, one forward layer of a model with hidden size 8,
 # 4 tokens and 2 heads, traced without tensor parallelism (T = 1): a
@@ -87,6 +87,10 @@ job_ms() { # the job rows' simulated iteration times
 	[ "${stderr_lines[0]}" = "graph-scale-tp: --from needs --model (the GPU to predict)" ]
 	run -2 --separate-stderr graph-scale-tp --bogus 2
 	[ "${stderr_lines[1]}" = "$USAGE" ]
+	for v in -1 x 1e7 '' nan; do
+		run -2 --separate-stderr graph-scale-tp --launch-us "$v" 2
+		[ "${stderr_lines[0]}" = "graph-scale-tp: invalid --launch-us '$v' (microseconds, 0 to 1000000)" ]
+	done
 }
 
 @test "graph-scale-tp: --version; a missing file, a bad model, /dev/full: exit 1, no output file" {
@@ -283,6 +287,31 @@ job_ms() { # the job rows' simulated iteration times
 	pm() { graphstat --json "$1" | jq -r '.predicted_memory | select(. != null) | .parameters' | head -1; }
 	[ "$(pm job.kg)" = "$(pm job--sequence-parallel.kg)" ]
 	[ "$(pm job.kg)" = "$(pm pred.kg)" ]
+}
+
+@test "graph-scale-tp: a job that launches no collective: a warning, or the host time --launch-us gives to each one made" {
+	# One rank, tp 1 -> 2: 9 all-reduces a micro-batch made (4 a layer
+	# and the output layer's), 2 micro-batches: 18. Without --launch-us
+	# they cost the host nothing and it says so; with --launch-us 50
+	# each adds 50 us after the launch before it: the rank's host gaps
+	# grow by 18 x 50 us = 0.9 ms in all.
+	tracegen --preset tiny --layers 2 --tp 1 --pp 1 --dp 1 --microbatches 2 \
+	    --iterations 1 --jobs 1 -d one
+	kineto2graph -q one/*.json.gz > one.kg
+	run -0 --separate-stderr graph-scale-tp 2 one.kg
+	[[ "$stderr" == *"graph-scale-tp: warning: one.kg: section 0: the job launches no collective, so the 18 made take no host time to launch: give one's with --launch-us (-v on a job of the same framework that has them prints it)"* ]]
+	graph-scale-tp -q 2 one.kg > none.kg
+	run -0 --separate-stderr graph-scale-tp --launch-us 50 2 one.kg
+	[[ "$stderr" != *"launches no collective"* ]]
+	graph-scale-tp -q --launch-us 50 2 one.kg > given.kg
+	gaps() { dump "$1" | jq -r 'select(.r == "edge" and .k == "thread") | .dl // 0' | awk '{ s += $1 } END { print s }'; }
+	[ $(( $(gaps given.kg) - $(gaps none.kg) )) -eq $((18 * 50000)) ]
+	# a job with collectives (here the data-parallel buckets) tells its
+	# own: --launch-us changes nothing
+	mkjob 2 1
+	graph-scale-tp -q 4 job.kg > own.kg
+	graph-scale-tp -q --launch-us 50 4 job.kg > own50.kg
+	cmp own.kg own50.kg
 }
 
 @test "graph-scale-tp: attention's log-sum-exp ([b, heads, s]) is split with its heads" {

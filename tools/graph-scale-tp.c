@@ -45,7 +45,7 @@
 
 static const char usage[] =
     "graph-scale-tp [-qv] [-o FILE] [--sequence-parallel] [--model MODEL [--from MODEL]] "
-    "[--gpus-per-node N] [--net GBPS,US] [--topology NAME|FILE] N [FILE ...]";
+    "[--gpus-per-node N] [--net GBPS,US] [--topology NAME|FILE] [--launch-us US] N [FILE ...]";
 
 static const char help[] =
     "Re-shard a graph's transformer for N tensor-parallel ranks.\n"
@@ -58,6 +58,8 @@ static const char help[] =
     "      --net GBPS,US        the network, for links the job never used\n"
     "      --topology NAME|FILE the links and gpus-per-node: a file, or built in:\n"
     "                           h100 (the default), a100, v100\n"
+    "      --launch-us US       host time of a collective's launch, for a job\n"
+    "                           that launches none\n"
     "  -q, --quiet              no warnings\n"
     "  -v, --verbose            print what was sharded, the groups and links\n"
     "  -h, --help               this help\n"
@@ -284,6 +286,7 @@ main(int argc, char **argv)
 		{ "gpus-per-node", required_argument, NULL, 'G' },
 		{ "net", required_argument, NULL, 'N' },
 		{ "topology", required_argument, NULL, 'T' },
+		{ "launch-us", required_argument, NULL, 'L' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -300,6 +303,7 @@ main(int argc, char **argv)
 	om_model_init(&o.to);
 	om_model_init(&o.src);
 	o.gpn = 8;
+	o.launch = -1;
 	while ((c = getopt_long(argc, argv, "o:qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
@@ -326,6 +330,19 @@ main(int argc, char **argv)
 			if (cli_links(c == 'N' ? COMM_INTER : -1, optarg, &o.given, usage) != 0)
 				return 1;
 			break;
+		case 'L': {
+			char *end;
+			double us;
+
+			errno = 0;
+			us = strtod(optarg, &end);
+			if (errno != 0 || end == optarg || *end != '\0' || !(us >= 0) || us > 1e6) {
+				errmsg("invalid --launch-us '%s' (microseconds, 0 to 1000000)", optarg);
+				usage_exit(usage);
+			}
+			o.launch = llround(us * 1e3);
+			break;
+		}
 		case 'q':
 			quiet = 1;
 			break;

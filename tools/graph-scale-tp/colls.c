@@ -157,7 +157,9 @@ add_edge(struct tp *c, uint32_t src, uint32_t dst, int kind)
 /*
  * Host time of collective launches: the calls around the one that
  * launched a collective (consecutive on its thread, under the same
- * operator: record_param_comms) and the gaps between them.
+ * operator: record_param_comms), the gaps between them and the gap
+ * before the first (the framework's time to reach the operator, which
+ * every operator it calls takes).
  */
 static void
 host_maps(struct tp *c)
@@ -180,6 +182,22 @@ host_maps(struct tp *c)
 	}
 }
 
+/* The median of n values (sorted in place): the lower middle one. */
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int64_t
+median_i64(int64_t *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_i64);
+	return v[(n - 1) / 2];
+}
+
 /* The launch's span: first and last calls; its time in *t. 0, or -1. */
 static int
 host_span(const struct tp *c, uint32_t coll, uint32_t *a, uint32_t *b, int64_t *t)
@@ -197,6 +215,8 @@ host_span(const struct tp *c, uint32_t coll, uint32_t *a, uint32_t *b, int64_t *
 		*t += c->t[x].dur;
 	}
 	*a = x;
+	if (c->tin[x] != KG_NONE)
+		*t += c->e[c->tin[x]].delay;
 	for (x = l; c->tout[x] != KG_NONE && c->t[c->e[c->tout[x]].dst].op == op;) {
 		*t += c->e[c->tout[x]].delay;
 		x = c->e[c->tout[x]].dst;
@@ -215,6 +235,8 @@ host_drop(struct tp *c, uint32_t coll)
 
 	if (host_span(c, coll, &a, &b, &t) < 0)
 		return;
+	if (c->tin[a] != KG_NONE)
+		c->e[c->tin[a]].delay = 0;
 	for (x = a;; x = c->e[c->tout[x]].dst) {
 		c->t[x].dur = 0;
 		if (x == b)
@@ -751,18 +773,26 @@ collectives(struct tp *c, char *net, size_t netlen)
 	colls_find(c, &k);
 	host_maps(c);
 	{
-		/* the mean launch of the job's collectives of a layer's size
-		 * (the tensor-parallel group's), else of all */
-		int64_t sum = 0, cnt = 0, t, sa = 0, ca = 0;
+		/* the median launch of the job's collectives of a layer's
+		 * size (the tensor-parallel group's), else of all: a launch
+		 * that waited (on the GPU, on a first call's setup) is not
+		 * what another costs */
+		int64_t *all = xmalloc((k.n + 1) * sizeof(*all)), *lay, t;
+		size_t ca = 0, cnt = 0;
 		uint32_t a, b;
 
+		lay = xmalloc((k.n + 1) * sizeof(*lay));
 		for (i = 0; i < k.n; i++)
 			if (host_span(c, k.id[i], &a, &b, &t) == 0) {
-				sa += t, ca++;
+				all[ca++] = t;
 				if ((int64_t)k.ct[i]->bytes == c->M * c->H * 2)
-					sum += t, cnt++;
+					lay[cnt++] = t;
 			}
-		c->hc = cnt > 0 ? sum / cnt : ca > 0 ? sa / ca : 0;
+		c->hc = cnt > 0 ? median_i64(lay, cnt) : ca > 0 ? median_i64(all, ca) : 0;
+		free(all), free(lay);
+		c->hc_given = 0;
+		if (ca == 0 && c->o->launch >= 0)
+			c->hc = c->o->launch, c->hc_given = 1;
 	}
 	used[KG_COLL_ALLREDUCE * COMM_NLINK + COMM_INTRA] = 1;
 	if (c->sp0 || c->sp1) {
@@ -933,8 +963,16 @@ collectives(struct tp *c, char *net, size_t netlen)
 		nmerged = merge_buckets(c, &k, &m, drop, cap, bucket_link);
 	else if (n < T)
 		nsplit = split_buckets(c, &k, &m, cap, bucket_link);
-	if (n > 1 && (T == 1 || (c->sp1 && !c->sp0)))
-		made += insert_colls(c, &m, &tm, name);
+	if (n > 1 && (T == 1 || (c->sp1 && !c->sp0))) {
+		size_t nm = insert_colls(c, &m, &tm, name);
+
+		made += nm;
+		if (nm > 0 && c->hc <= 0 && !c->hc_given)
+			warnmsg("%s: section %d: the job launches no collective, so the %zu made "
+			    "take no host time to launch: give one's with --launch-us (-v on a "
+			    "job of the same framework that has them prints it)", c->name,
+			    c->index, nm);
+	}
 	/* the tensor-parallel rendezvous of the collectives that went */
 	{
 		size_t w = 0;

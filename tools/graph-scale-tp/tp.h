@@ -22,6 +22,7 @@ struct opts {
 	struct comm_given given;
 	struct om_model to, src; /* --model, --from */
 	int have_to, have_src;
+	int64_t launch;          /* --launch-us, ns; -1 not given */
 };
 
 /* Where a GEMM's sizes are in its dims text: the role of each extent. */
@@ -56,6 +57,7 @@ struct tp {
 	uint32_t *tout;     /* by task: its outgoing thread edge (KG_NONE) */
 	uint32_t *tin;      /* by task: its incoming thread edge (KG_NONE) */
 	int64_t hc;         /* host time of a collective's launch, mean, ns */
+	int hc_given;       /* hc is --launch-us's: the job launches none */
 	size_t nhost;       /* launches added or taken away */
 	struct rs_strs xs;
 	size_t ngemm, nattn, nelt, nopt, nkept; /* counts, for -v */

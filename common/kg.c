@@ -375,131 +375,6 @@ kg_write_proc(struct kg_writer *w, const struct kg_proc *p)
 	return record_done(w);
 }
 
-int
-kg_write_task(struct kg_writer *w, const struct kg_task *t)
-{
-	msgpack_packer *pk = &w->pk;
-	int n = 8;
-
-	n += t->odur >= 0 && t->odur != t->dur;
-	n += t->corr >= 0;
-	n += t->op != KG_NONE;
-	n += t->shapes != KG_NONE;
-	n += t->itypes != KG_NONE;
-	n += t->bytes != 0;
-	n += t->coll != KG_COLL_NONE;
-	n += t->gsize >= 0;
-	n += t->pg != KG_NONE;
-	n += t->pgr != KG_NONE;
-	n += t->seq >= 0;
-	n += t->dtype != KG_NONE;
-	n += t->phase != KG_PH_NONE;
-	n += t->mb >= 0;
-	n += t->layer >= 0;
-	n += t->stage >= 0;
-	n += t->mpeak >= 0 ? 2 : 0;
-	n += t->mrpeak >= 0;
-	n += t->mpeak >= 0 && t->mexc >= 0;
-	msgpack_pack_map(pk, n);
-	pk_kv_str(pk, "r", "task");
-	pk_kv_i64(pk, "id", t->id);
-	pk_kv_i64(pk, "p", t->proc);
-	pk_kv_str(pk, "k", kg_task_kind_name[t->kind]);
-	pk_kv_i64(pk, "n", t->name);
-	pk_kv_i64(pk, "d", t->dur);
-	pk_kv_i64(pk, "ts", t->ts);
-	pk_kv_i64(pk, "it", t->iter);
-	if (t->odur >= 0 && t->odur != t->dur)
-		pk_kv_i64(pk, "od", t->odur);
-	if (t->corr >= 0)
-		pk_kv_i64(pk, "corr", t->corr);
-	if (t->op != KG_NONE)
-		pk_kv_i64(pk, "op", t->op);
-	if (t->shapes != KG_NONE)
-		pk_kv_i64(pk, "sh", t->shapes);
-	if (t->itypes != KG_NONE)
-		pk_kv_i64(pk, "ty", t->itypes);
-	if (t->bytes != 0) {
-		pk_cstr(pk, "by");
-		msgpack_pack_uint64(pk, t->bytes);
-	}
-	if (t->coll != KG_COLL_NONE)
-		pk_kv_str(pk, "coll", kg_coll_name[t->coll]);
-	if (t->gsize >= 0)
-		pk_kv_i64(pk, "gs", t->gsize);
-	if (t->pg != KG_NONE)
-		pk_kv_i64(pk, "pg", t->pg);
-	if (t->pgr != KG_NONE)
-		pk_kv_i64(pk, "pgr", t->pgr);
-	if (t->seq >= 0)
-		pk_kv_i64(pk, "seq", t->seq);
-	if (t->dtype != KG_NONE)
-		pk_kv_i64(pk, "dt", t->dtype);
-	if (t->phase != KG_PH_NONE)
-		pk_kv_str(pk, "ph", kg_phase_name[t->phase]);
-	if (t->mb >= 0)
-		pk_kv_i64(pk, "mb", t->mb);
-	if (t->layer >= 0)
-		pk_kv_i64(pk, "ly", t->layer);
-	if (t->stage >= 0)
-		pk_kv_i64(pk, "st", t->stage);
-	if (t->mpeak >= 0) {
-		pk_kv_i64(pk, "ma", t->mpeak);
-		pk_kv_i64(pk, "mn", t->mnet);
-		if (t->mexc >= 0)
-			pk_kv_i64(pk, "mx", t->mexc);
-	}
-	if (t->mrpeak >= 0)
-		pk_kv_i64(pk, "mr", t->mrpeak);
-	w->ntasks++;
-	return record_done(w);
-}
-
-int
-kg_write_edge(struct kg_writer *w, const struct kg_edge *e)
-{
-	msgpack_packer *pk = &w->pk;
-	int n = 4;
-
-	n += e->delay != 0;
-	n += e->how != KG_HOW_TRACE;
-	n += e->on != KG_NONE;
-	n += e->via != KG_NONE;
-	n += e->at != KG_NONE;
-	msgpack_pack_map(pk, n);
-	pk_kv_str(pk, "r", "edge");
-	pk_kv_i64(pk, "src", e->src);
-	pk_kv_i64(pk, "dst", e->dst);
-	pk_kv_str(pk, "k", kg_edge_kind_name[e->kind]);
-	if (e->delay != 0)
-		pk_kv_i64(pk, "dl", e->delay);
-	if (e->how != KG_HOW_TRACE)
-		pk_kv_str(pk, "how", kg_how_name[e->how]);
-	if (e->on != KG_NONE)
-		pk_kv_i64(pk, "on", e->on);
-	if (e->via != KG_NONE)
-		pk_kv_i64(pk, "via", e->via);
-	if (e->at != KG_NONE)
-		pk_kv_i64(pk, "at", e->at);
-	w->nedges++;
-	return record_done(w);
-}
-
-int
-kg_write_cov(struct kg_writer *w, const struct kg_cov *c)
-{
-	msgpack_packer *pk = &w->pk;
-	size_t i;
-
-	msgpack_pack_map(pk, 2);
-	pk_kv_str(pk, "r", "cov");
-	pk_cstr(pk, "c");
-	msgpack_pack_map(pk, c->n);
-	for (i = 0; i < c->n; i++)
-		pk_cstr(pk, c->name[i]), msgpack_pack_int64(pk, c->val[i]);
-	return record_done(w);
-}
-
 /* The bytes msgpack-c's msgpack_pack_int64 writes for d. */
 static size_t
 i64_len(int64_t d)
@@ -564,6 +439,198 @@ sbuf_room(struct kg_writer *w, size_t n)
 		w->sbuf.alloc = cap;
 	}
 	return (unsigned char *)w->sbuf.data + w->sbuf.size;
+}
+
+/* Write u as msgpack_pack_uint64 would. */
+static unsigned char *
+put_u64(unsigned char *p, uint64_t u)
+{
+	if (u < (UINT64_C(1) << 63))
+		return put_i64(p, (int64_t)u);
+	p[0] = 0xcf;
+	p[1] = (unsigned char)(u >> 56);
+	p[2] = (unsigned char)(u >> 48);
+	p[3] = (unsigned char)(u >> 40);
+	p[4] = (unsigned char)(u >> 32);
+	p[5] = (unsigned char)(u >> 24);
+	p[6] = (unsigned char)(u >> 16);
+	p[7] = (unsigned char)(u >> 8);
+	p[8] = (unsigned char)u;
+	return p + 9;
+}
+
+/* A key or a kind's name as msgpack_pack_str and its body write it: a
+ * fixstr under 32 bytes, else str8 (the names are all under 256). */
+static unsigned char *
+put_short(unsigned char *p, const char *s, size_t len)
+{
+	if (len < 32) {
+		*p++ = (unsigned char)(0xa0 | len);
+	} else {
+		*p++ = 0xd9;
+		*p++ = (unsigned char)len;
+	}
+	memcpy(p, s, len);
+	return p + len;
+}
+
+/* A map's head as msgpack_pack_map writes it, for n < 65536. */
+static unsigned char *
+put_map(unsigned char *p, unsigned n)
+{
+	if (n < 16) {
+		*p++ = (unsigned char)(0x80 | n);
+		return p;
+	}
+	p[0] = 0xde;
+	p[1] = (unsigned char)(n >> 8);
+	p[2] = (unsigned char)n;
+	return p + 3;
+}
+
+/*
+ * Tasks and edges, the bulk of a graph, are encoded straight into the
+ * buffer, byte for byte as msgpack-c's packer would (its callback per
+ * value took a fifth of a writing tool's time). A record is at most
+ * REC_MAX bytes: 30 pairs of a key under 6 bytes and a value of 9, or a
+ * kind's name (under 32 bytes; the tables are ours).
+ */
+#define REC_MAX 1024
+#define KEY(lit) (p = put_short(p, (lit), sizeof(lit) - 1))
+#define KV_I64(lit, v) (KEY(lit), p = put_i64(p, (v)))
+#define KV_NAME(lit, v) (KEY(lit), p = put_short(p, (v), strlen(v)))
+
+int
+kg_write_task(struct kg_writer *w, const struct kg_task *t)
+{
+	unsigned char *p;
+	unsigned n = 8;
+
+	if (w->failed)
+		return -1;
+	n += t->odur >= 0 && t->odur != t->dur;
+	n += t->corr >= 0;
+	n += t->op != KG_NONE;
+	n += t->shapes != KG_NONE;
+	n += t->itypes != KG_NONE;
+	n += t->bytes != 0;
+	n += t->coll != KG_COLL_NONE;
+	n += t->gsize >= 0;
+	n += t->pg != KG_NONE;
+	n += t->pgr != KG_NONE;
+	n += t->seq >= 0;
+	n += t->dtype != KG_NONE;
+	n += t->phase != KG_PH_NONE;
+	n += t->mb >= 0;
+	n += t->layer >= 0;
+	n += t->stage >= 0;
+	n += t->mpeak >= 0 ? 2 : 0;
+	n += t->mrpeak >= 0;
+	n += t->mpeak >= 0 && t->mexc >= 0;
+	p = sbuf_room(w, REC_MAX);
+	p = put_map(p, n);
+	KV_NAME("r", "task");
+	KV_I64("id", t->id);
+	KV_I64("p", t->proc);
+	KV_NAME("k", kg_task_kind_name[t->kind]);
+	KV_I64("n", t->name);
+	KV_I64("d", t->dur);
+	KV_I64("ts", t->ts);
+	KV_I64("it", t->iter);
+	if (t->odur >= 0 && t->odur != t->dur)
+		KV_I64("od", t->odur);
+	if (t->corr >= 0)
+		KV_I64("corr", t->corr);
+	if (t->op != KG_NONE)
+		KV_I64("op", t->op);
+	if (t->shapes != KG_NONE)
+		KV_I64("sh", t->shapes);
+	if (t->itypes != KG_NONE)
+		KV_I64("ty", t->itypes);
+	if (t->bytes != 0) {
+		KEY("by");
+		p = put_u64(p, t->bytes);
+	}
+	if (t->coll != KG_COLL_NONE)
+		KV_NAME("coll", kg_coll_name[t->coll]);
+	if (t->gsize >= 0)
+		KV_I64("gs", t->gsize);
+	if (t->pg != KG_NONE)
+		KV_I64("pg", t->pg);
+	if (t->pgr != KG_NONE)
+		KV_I64("pgr", t->pgr);
+	if (t->seq >= 0)
+		KV_I64("seq", t->seq);
+	if (t->dtype != KG_NONE)
+		KV_I64("dt", t->dtype);
+	if (t->phase != KG_PH_NONE)
+		KV_NAME("ph", kg_phase_name[t->phase]);
+	if (t->mb >= 0)
+		KV_I64("mb", t->mb);
+	if (t->layer >= 0)
+		KV_I64("ly", t->layer);
+	if (t->stage >= 0)
+		KV_I64("st", t->stage);
+	if (t->mpeak >= 0) {
+		KV_I64("ma", t->mpeak);
+		KV_I64("mn", t->mnet);
+		if (t->mexc >= 0)
+			KV_I64("mx", t->mexc);
+	}
+	if (t->mrpeak >= 0)
+		KV_I64("mr", t->mrpeak);
+	w->sbuf.size = (size_t)((char *)p - w->sbuf.data);
+	w->ntasks++;
+	return record_done(w);
+}
+
+int
+kg_write_edge(struct kg_writer *w, const struct kg_edge *e)
+{
+	unsigned char *p;
+	unsigned n = 4;
+
+	if (w->failed)
+		return -1;
+	n += e->delay != 0;
+	n += e->how != KG_HOW_TRACE;
+	n += e->on != KG_NONE;
+	n += e->via != KG_NONE;
+	n += e->at != KG_NONE;
+	p = sbuf_room(w, REC_MAX);
+	p = put_map(p, n);
+	KV_NAME("r", "edge");
+	KV_I64("src", e->src);
+	KV_I64("dst", e->dst);
+	KV_NAME("k", kg_edge_kind_name[e->kind]);
+	if (e->delay != 0)
+		KV_I64("dl", e->delay);
+	if (e->how != KG_HOW_TRACE)
+		KV_NAME("how", kg_how_name[e->how]);
+	if (e->on != KG_NONE)
+		KV_I64("on", e->on);
+	if (e->via != KG_NONE)
+		KV_I64("via", e->via);
+	if (e->at != KG_NONE)
+		KV_I64("at", e->at);
+	w->sbuf.size = (size_t)((char *)p - w->sbuf.data);
+	w->nedges++;
+	return record_done(w);
+}
+
+int
+kg_write_cov(struct kg_writer *w, const struct kg_cov *c)
+{
+	msgpack_packer *pk = &w->pk;
+	size_t i;
+
+	msgpack_pack_map(pk, 2);
+	pk_kv_str(pk, "r", "cov");
+	pk_cstr(pk, "c");
+	msgpack_pack_map(pk, c->n);
+	for (i = 0; i < c->n; i++)
+		pk_cstr(pk, c->name[i]), msgpack_pack_int64(pk, c->val[i]);
+	return record_done(w);
 }
 
 #define SIM_PIECE (1 << 20) /* a large sim record is compressed a piece at a time */

@@ -405,7 +405,7 @@ main(int argc, char **argv)
 	argv += optind;
 	if (o.mode == M_MERGE)
 		return merge_run(argv, argc, o.output, verbose);
-	if (o.mode == M_DROP && gout_open(&g, o.output, 3) < 0)
+	if (o.mode == M_DROP && gout_open(&g, o.output, KG_LEVEL) < 0)
 		return 1;
 	/* --check and --summary look at every input; --drop stops at the
 	 * first failure, since its output is no longer whole. */

@@ -484,7 +484,7 @@ run_all(const struct opts *o, int argc, char **argv, const char *path, struct gr
 	struct gout g;
 	int i, rc = 0;
 
-	if (gout_open(&g, path, 1) < 0)
+	if (gout_open(&g, path, KG_LEVEL) < 0)
 		return 1;
 	if (argc == 0)
 		rc = process(o, NULL, &g, gs);

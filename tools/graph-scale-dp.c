@@ -712,7 +712,7 @@ made_section(const struct opts *o, struct section *s, const struct gin *in, int 
 		goto out;
 	}
 	/* the section as read */
-	if (kg_writer_init(&w, f1, 1) < 0 || kg_write_header(&w, &s->h) < 0)
+	if (kg_writer_init(&w, f1, KG_LEVEL) < 0 || kg_write_header(&w, &s->h) < 0)
 		goto werr;
 	for (i = 0; i < s->rec.n; i++) {
 		size_t len;
@@ -733,7 +733,7 @@ made_section(const struct opts *o, struct section *s, const struct gin *in, int 
 	}
 	kg_rec_init(&mi.rec);
 	graph_init(&gr);
-	if (kg_writer_init(&w, f2, 1) < 0) {
+	if (kg_writer_init(&w, f2, KG_LEVEL) < 0) {
 		graph_release(&gr);
 		kg_rec_release(&mi.rec);
 		kg_reader_release(&mi.r);
@@ -894,7 +894,7 @@ main(int argc, char **argv)
 	}
 	argc--;
 	argv++;
-	if (gout_open(&g, output, 3) < 0)
+	if (gout_open(&g, output, KG_LEVEL) < 0)
 		return 1;
 	if (argc == 0)
 		rc = process(&o, NULL, &g);

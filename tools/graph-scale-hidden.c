@@ -496,7 +496,7 @@ main(int argc, char **argv)
 		}
 		o.have_src = 1;
 	}
-	if (gout_open(&g, output, 3) < 0) {
+	if (gout_open(&g, output, KG_LEVEL) < 0) {
 		rc = 1;
 	} else {
 		if (argc == 0)

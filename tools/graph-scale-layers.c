@@ -195,7 +195,7 @@ main(int argc, char **argv)
 	}
 	argc--;
 	argv++;
-	if (gout_open(&g, output, 3) < 0)
+	if (gout_open(&g, output, KG_LEVEL) < 0)
 		return 1;
 	if (argc == 0)
 		rc = process(&o, NULL, &g);

@@ -922,7 +922,7 @@ main(int argc, char **argv)
 	}
 	argc -= optind;
 	argv += optind;
-	if (gout_open(&g, output, 1) < 0)
+	if (gout_open(&g, output, KG_LEVEL) < 0)
 		return 1;
 	memset(&s, 0, sizeof(s));
 	if (argc == 0)

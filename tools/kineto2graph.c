@@ -25,7 +25,7 @@ static const char help[] =
     "      --iteration N|all  keep ProfilerStep#N only, or every iteration (default)\n"
     "      --rank R           the rank, for traces that do not record one\n"
     "      --layer-ops REGEX  find layers among the forward ops REGEX matches\n"
-    "      --level N          zstd level, 1 to 19 (default 3)\n"
+    "      --level N          zstd level, 1 to 19 (default 1)\n"
     "  -v, --verbose          print dependency coverage counts on stderr\n"
     "  -q, --quiet            no warnings\n"
     "  -h, --help             this help\n"
@@ -156,7 +156,7 @@ main(int argc, char **argv)
 	o.b.all_iters = 1;
 	o.b.rank = -1;
 	o.b.producer = "kineto2graph " KG_VERSION;
-	o.level = 3;
+	o.level = KG_LEVEL;
 	while ((c = getopt_long(argc, argv, "o:vqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':

@@ -896,7 +896,7 @@ merge_run(char **paths, int n, const char *output, int verbose)
 				    (unsigned long long)ord[i]->matched, (long long)ord[i]->clk);
 			free(ord);
 		}
-		if (gout_open(&g, output, 3) < 0) {
+		if (gout_open(&g, output, KG_LEVEL) < 0) {
 			rc = 1;
 		} else {
 			kg_writer_run(&g.w, 1); /* one job section: a cut is seen */

@@ -228,7 +228,7 @@ read_trace(struct calls *cs, const char *path, char *b, size_t len, const struct
 		goto out;
 	}
 	fclose(in);
-	if (kg_writer_init(&w, mem, 1) < 0) {
+	if (kg_writer_init(&w, mem, KG_LEVEL) < 0) {
 		errmsg("%s: %s", path, w.err);
 		fclose(mem);
 		goto out;

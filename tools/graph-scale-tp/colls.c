@@ -945,7 +945,13 @@ collectives(struct tp *c, char *net, size_t netlen)
 			    " (give it with --net GBPS,US)" : "");
 			goto out;
 		}
-		t->dur = llround((double)t->dur * (double)tnew / (double)told);
+		/* on its own link, its traced time scaled by the model; moved
+		 * to another (a data-parallel group now across nodes), the
+		 * new link's time: the traced one tells the old link */
+		if (ln == lo)
+			t->dur = llround((double)t->dur * (double)tnew / (double)told);
+		else
+			t->dur = tnew;
 		t->bytes = bnew;
 		t->coll = ctype;
 		if (T > 1 && g->fwd && g->size == T) {

@@ -399,32 +399,58 @@ job_ms() { # the job rows' simulated iteration times
 
 @test "graph-scale-tp: at a higher degree the gradient buckets are merged up to the largest traced" {
 	# One rank without tensor parallelism, data-parallel group [0, 1]:
-	# backward all-reduces of 4, 4 and 2 MiB (the bucket size is taken to
-	# be the largest, 4 MiB). At tp 2 each holds half: 2, 2 and 1 MiB;
-	# the first two fill a bucket (4 MiB), the third would overflow it
-	# and stays: the first takes no time, the second carries 4 MiB.
+	# a norm without weights and a GEMM (4 x 8 x 24: its 192 weights
+	# split 2 ways, so a rank keeps half its parameters), then backward
+	# all-reduces of 4, 4 and 2 MiB (the bucket size is taken to be the
+	# largest, 4 MiB). At tp 2 each holds half: 2, 2 and 1 MiB; the
+	# first two fill a bucket (4 MiB), the third would overflow it and
+	# stays: the first takes no time, the second carries 4 MiB.
 	{
 		echo '{"r":"header","format":"kgraph","major":1,"minor":4,"producer":"t","unit":"ns","rank":0,"world":2}'
 		echo '{"r":"str","id":0,"s":"aten::native_layer_norm"}'
-		echo '{"r":"str","id":1,"s":"[[4,1,8],[],[8],[8],[]]"}'
+		echo '{"r":"str","id":1,"s":"[[4,1,8],[],[],[],[]]"}'
 		echo '{"r":"str","id":2,"s":"k"}'
 		echo '{"r":"str","id":3,"s":"[0, 1]"}'
+		echo '{"r":"str","id":4,"s":"aten::mm"}'
+		echo '{"r":"str","id":5,"s":"[[4,8],[8,24]]"}'
 		echo '{"r":"proc","id":0,"k":"stream","pid":0,"tid":7}'
 		echo '{"r":"proc","id":1,"k":"stream","pid":0,"tid":17}'
 		echo '{"r":"task","id":0,"p":0,"k":"kern","n":2,"d":1000,"ts":0,"it":1,"op":0,"sh":1,"ph":"fwd"}'
-		n=1
+		echo '{"r":"task","id":1,"p":0,"k":"kern","n":2,"d":1000,"ts":2000,"it":1,"op":4,"sh":5,"ph":"fwd"}'
+		n=2
 		for by in 4194304 4194304 2097152; do
 			echo "{\"r\":\"task\",\"id\":$n,\"p\":1,\"k\":\"coll\",\"n\":2,\"d\":$((10000 + by / 200)),\"ts\":$((n * 100000)),\"it\":1,\"coll\":\"allreduce\",\"by\":$by,\"gs\":2,\"pgr\":3,\"ph\":\"bwd\"}"
 			n=$((n + 1))
 		done
-		echo '{"r":"edge","src":1,"dst":2,"k":"stream"}'
+		echo '{"r":"edge","src":0,"dst":1,"k":"stream"}'
 		echo '{"r":"edge","src":2,"dst":3,"k":"stream"}'
-		echo '{"r":"end","tasks":4,"edges":2,"procs":2,"strs":4}'
+		echo '{"r":"edge","src":3,"dst":4,"k":"stream"}'
+		echo '{"r":"end","tasks":5,"edges":3,"procs":2,"strs":6}'
 	} | "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > g.kg
 	run -0 --separate-stderr graph-scale-tp -v 2 g.kg
+	[[ "$stderr" == *"optimizer tasks scaled (a rank's parameters x0.5000)"* ]]
 	[[ "$stderr" == *"1 gradient buckets merged into others, 0 made by splitting"* ]]
 	graph-scale-tp -q 2 g.kg > two.kg
 	[ "$(graphcat -r two.kg | jq -r 'select(.r == "task" and .k == "coll") | "\(.by) \(.d == 0)"' | tr '\n' ' ')" = "2097152 true 4194304 false 1048576 false " ]
+}
+
+@test "graph-scale-tp: a rank's parameters at the new degree are counted, not T / N: norms, row-parallel biases and the position table stay whole" {
+	# tracegen's tiny preset, 2 layers (hidden 256, MLP 1024, 128
+	# tokens, vocabulary 1024): from tp 1 to 2 the GEMMs' weights, the
+	# column-parallel biases and the vocabulary's table (1024 x 256)
+	# halve; the 5 norms (256 weights and 256 biases each) and the
+	# position table (128 x 256) do not, so a rank keeps a little more
+	# than half (0.508); the data-parallel buckets and the optimizer's
+	# work follow it.
+	mkjob 2 1
+	run -0 --separate-stderr graph-scale-tp -v 2 job.kg
+	r=$(sed -n "s/.*a rank's parameters x\([0-9.]*\)).*/\1/p" <<< "$stderr")
+	awk -v r="$r" 'BEGIN { exit !(r > 0.5 && r < 0.6) }'
+	# and back: the same count, the other way
+	graph-scale-tp -q 2 job.kg > two.kg
+	run -0 --separate-stderr graph-scale-tp -v 1 two.kg
+	r2=$(sed -n "s/.*a rank's parameters x\([0-9.]*\)).*/\1/p" <<< "$stderr")
+	awk -v a="$r" -v b="$r2" 'BEGIN { p = a * b; exit !(p > 0.999 && p < 1.001) }'
 }
 
 @test "graph-scale-tp: tp 4 -> 2 with sequence parallelism on a data-parallel job: buckets split, gathers made, a graph that replays" {

@@ -78,17 +78,6 @@ ctx_release(struct tp *c)
 	rs_strs_release(&c->xs);
 }
 
-/* A string of the section, or one the tool added. */
-static const char *
-text_of(const struct tp *c, uint32_t id)
-{
-	if (id == KG_NONE)
-		return NULL;
-	if (id < c->g->nstr)
-		return kg_str(c->r, id);
-	return id - c->xs.base < c->xs.in.n ? c->xs.in.str[id - c->xs.base] : NULL;
-}
-
 /*
  * What the memory estimate reads (graphstat(1), DEVICE MEMORY): a launch
  * call says its operator's shapes, so a kernel's new shapes go to the
@@ -96,13 +85,13 @@ text_of(const struct tp *c, uint32_t id)
  * and the allocator's net bytes and excursion of a layer's tasks follow
  * its forward launches' first operands, new against old (split
  * activations and weights' shares beside the residual stream, which
- * stays), the optimizer's the parameters a rank keeps (T/N).
+ * stays), the optimizer's the parameters a rank keeps (c->rho).
  */
 static void
 tp_memory(struct tp *c)
 {
 	const struct graph *g = c->g;
-	double rho = (double)c->T / (double)c->o->n;
+	double rho = c->rho;
 	size_t i;
 
 	/* c->launcher: the traced launches (colls.c's host_maps) */
@@ -159,8 +148,8 @@ tp_memory(struct tp *c)
 			if (t->kind != KG_RT || t->layer < 0 || t->phase != KG_PH_FWD ||
 			    t->shapes == KG_NONE)
 				continue;
-			lo[t->layer] += (double)rs_first_numel(text_of(c, g->task[i].shapes));
-			ln[t->layer] += (double)rs_first_numel(text_of(c, t->shapes));
+			lo[t->layer] += (double)rs_first_numel(tp_text(c, g->task[i].shapes));
+			ln[t->layer] += (double)rs_first_numel(tp_text(c, t->shapes));
 		}
 		for (i = 0; i < g->ntask; i++) {
 			struct kg_task *t = &c->t[i];

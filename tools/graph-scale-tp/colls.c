@@ -747,7 +747,7 @@ collectives(struct tp *c, char *net, size_t netlen)
 	char assumed[COMM_NLINK] = { 0 };
 	char amsg[COMM_NLINK][192];
 	int64_t n = c->o->n, T = c->T;
-	double rho = (double)T / (double)n;
+	double rho = c->rho;
 	uint8_t *drop = NULL;
 	size_t i, made = 0, nshape = 0;
 	uint32_t name[KG_NCOLL] = { 0 };
@@ -990,11 +990,13 @@ collectives(struct tp *c, char *net, size_t netlen)
 	}
 	if (c->o->verbose)
 		fprintf(stderr, "%s: %s: section %d: %zu GEMMs, %zu attention calls, %zu other "
-		    "kernels sharded, %zu optimizer tasks scaled, %zu kernels with shapes kept; "
+		    "kernels sharded, %zu optimizer tasks scaled (a rank's parameters x%.4f), %zu "
+		    "kernels with shapes kept; "
 		    "%zu collectives made; %zu re-timed by the %s link's shape (their fit has "
 		    "no bandwidth term); %zu gradient buckets merged into others, %zu made by "
 		    "splitting; %zu launches on the host added or taken away (%.1f us each)\n",
-		    progname, c->name, c->index, c->ngemm, c->nattn, c->nelt, c->nopt, c->nkept,
+		    progname, c->name, c->index, c->ngemm, c->nattn, c->nelt, c->nopt, c->rho,
+		    c->nkept,
 		    made, nshape,
 		    c->o->given.set[COMM_INTRA] ? "given" : "built-in " COMM_TOPOLOGY_DEFAULT,
 		    nmerged, nsplit, c->nhost, (double)c->hc / 1e3);

@@ -28,6 +28,7 @@
 
 #include "cli.h"
 #include "kg.h"
+#include "params.h"
 #include "tp.h"
 #include "util.h"
 
@@ -390,6 +391,78 @@ bad_split(const struct tp *c, const struct kg_task *k, int64_t v)
 	return 1;
 }
 
+const char *
+tp_text(const struct tp *c, uint32_t id)
+{
+	if (id == KG_NONE)
+		return NULL;
+	if (id < c->g->nstr)
+		return kg_str(c->r, id);
+	return id - c->xs.base < c->xs.in.n ? c->xs.in.str[id - c->xs.base] : NULL;
+}
+
+/* A lookup's table (an embedding's, a position table), as kept by
+ * index_select, embedding or gather outside the layers: its elements. */
+static int64_t
+table_of(const char *op, const char *dims)
+{
+	int64_t numel[2], first[2], last[2];
+
+	if (strcmp(op, "aten::index_select") != 0 && strcmp(op, "aten::embedding") != 0 &&
+	    strcmp(op, "aten::gather") != 0)
+		return 0;
+	if (dims_operands(dims, numel, first, last, 2) < 1 || first[0] * last[0] != numel[0])
+		return 0;
+	return numel[0];
+}
+
+/*
+ * A rank's parameters at the new degree over those as traced: the
+ * weights and biases of the forward kernels of each processor's first
+ * micro-batch (common/params), and the lookup tables, counted before and
+ * after sharding. Not T / N: the norms, the row-parallel biases and a
+ * position table are not split. T / N where no kernel has shapes.
+ */
+static double
+rank_params(const struct tp *c, const uint32_t *ord)
+{
+	struct param_count a, b;
+	uint32_t proc = KG_NONE;
+	int64_t it = INT64_MIN, mb = INT64_MIN, ta = 0, tb = 0;
+	size_t i;
+
+	param_count_init(&a);
+	param_count_init(&b);
+	a.tied = b.tied = 0;
+	for (i = 0; i < c->nt; i++) {
+		const struct kg_task *k = &c->t[ord[i]], *o = &c->g->task[ord[i]];
+		const char *op, *da, *db;
+
+		if (k->kind != KG_KERN || k->phase != KG_PH_FWD || k->op == KG_NONE ||
+		    k->shapes == KG_NONE)
+			continue;
+		if (k->proc != proc)
+			proc = k->proc, it = k->iter, mb = INT64_MIN;
+		if (mb == INT64_MIN && k->mb >= 0)
+			mb = k->mb;
+		/* a kernel of no micro-batch goes with the first */
+		if (k->iter != it || (k->mb >= 0 && k->mb != mb))
+			continue;
+		op = tp_text(c, k->op);
+		da = tp_text(c, o->shapes);
+		db = tp_text(c, k->shapes);
+		if (op == NULL || da == NULL || db == NULL)
+			continue;
+		param_count_text(&a, o->op, o->shapes, op, da);
+		param_count_text(&b, k->op, k->shapes, op, db);
+		if (k->layer < 0)
+			ta += table_of(op, da), tb += table_of(op, db);
+	}
+	if (a.sum + ta <= 0 || b.sum + tb <= 0)
+		return (double)c->T / (double)c->o->n;
+	return (double)(b.sum + tb) / (double)(a.sum + ta);
+}
+
 int
 tp_shard(struct tp *c)
 {
@@ -400,7 +473,7 @@ tp_shard(struct tp *c)
 	size_t i;
 	int after = 0, rc = 1, nrv = 0;
 	int64_t rv[4]; /* the split sizes of the region the stream is in */
-	double lastf = 1, rho = (double)c->T / (double)c->o->n;
+	double lastf = 1;
 
 	rs_dims_init(&d);
 	c->arafter = xcalloc(c->nt + 1, 1);
@@ -422,13 +495,8 @@ tp_shard(struct tp *c)
 			proc = k->proc, after = 0, lastf = 1, nrv = 0;
 		if (k->kind == KG_COLL || k->kind == KG_CPU || k->kind == KG_RT)
 			continue;
-		if (k->phase == KG_PH_OPT) {
-			/* the optimizer's work follows the parameters a rank keeps */
-			k->dur = llround((double)k->dur * rho);
-			k->bytes = (uint64_t)llround((double)k->bytes * rho);
-			c->nopt++;
-			continue;
-		}
+		if (k->phase == KG_PH_OPT)
+			continue; /* below, once the parameters are counted */
 		if (k->kind != KG_KERN || (k->phase != KG_PH_FWD && k->phase != KG_PH_BWD))
 			continue;
 		op = k->op != KG_NONE ? kg_str(c->r, k->op) : "";
@@ -568,6 +636,18 @@ tp_shard(struct tp *c)
 		k->dur = llround((double)k->dur * f);
 		k->shapes = rs_strs_id(&c->xs, nd);
 		free(nd);
+	}
+	/* the optimizer's work follows the parameters a rank keeps */
+	c->rho = rank_params(c, ord);
+	for (i = 0; i < c->nt; i++) {
+		struct kg_task *k = &c->t[i];
+
+		if (k->phase != KG_PH_OPT || k->kind == KG_COLL || k->kind == KG_CPU ||
+		    k->kind == KG_RT)
+			continue;
+		k->dur = llround((double)k->dur * c->rho);
+		k->bytes = (uint64_t)llround((double)k->bytes * c->rho);
+		c->nopt++;
 	}
 	rc = 0;
 out:

@@ -62,12 +62,15 @@ struct tp {
 	struct rs_strs xs;
 	size_t ngemm, nattn, nelt, nopt, nkept; /* counts, for -v */
 	int how[8];         /* factors found by each rs_factor way */
+	double rho;         /* a rank's parameters, new over old (tp_shard) */
 };
 
 /* Find H, M, heads and the sharded sizes; 0, or 1 after a message. */
 int tp_sizes(struct tp *c);
 /* Shard the GPU work's shapes and re-time it for c->o->n ranks; 0, or 1. */
 int tp_shard(struct tp *c);
+/* A string of the section, or one the tool added; NULL for KG_NONE. */
+const char *tp_text(const struct tp *c, uint32_t id);
 /* Is op a GEMM's name? */
 int tp_is_gemm(const char *op);
 

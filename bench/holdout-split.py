@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""bench/holdout-split.py KERNELS.jsonl MM_SWEEP.json.gz OUTDIR: a held-out
+split of a GPU's kernel sweep (../shared/gpu/kernels/GPU) for
+bench/opmodel-accuracy. Every fifth measurement line is held out; a
+GEMM held out is held out of the profiler trace too (its aten::mm call,
+told by its dims and strides), so that the model fitted on the rest has
+seen neither its event-pair timing nor its kernel. Writes
+OUTDIR/train.jsonl, OUTDIR/test.jsonl, OUTDIR/train.json.gz (the trace
+less the held-out calls) and OUTDIR/test.json.gz (the trace with the
+held-out aten::mm calls as its only operators: their kernels' true GPU
+durations)."""
+import gzip
+import json
+import sys
+
+
+def layout_of(dims, strides):
+    """nt/nn/tn of an aten::mm call as record.py made it: A (m x k) is
+    'n' when its last stride is 1, B (k x n) likewise."""
+    (m, k), (_, n) = dims[0], dims[1]
+    a = "n" if strides[0][1] == 1 else "t"
+    b = "n" if strides[1][1] == 1 else "t"
+    return (m, n, k, a + b)
+
+
+def main():
+    kern, trace, out = sys.argv[1:4]
+    held = set()
+    with open(kern) as f, open(out + "/train.jsonl", "w") as tr, \
+            open(out + "/test.jsonl", "w") as te:
+        for no, line in enumerate(f, 1):
+            if no == 1:
+                tr.write(line)
+                te.write(line)
+                continue
+            if no % 5 == 0:
+                te.write(line)
+                r = json.loads(line)
+                if r.get("op") == "mm":
+                    held.add((r["m"], r["n"], r["k"], r["layout"]))
+            else:
+                tr.write(line)
+    with gzip.open(trace, "rt") as f:
+        t = json.load(f)
+    keep_train, keep_test = [], []
+    found = 0
+    for e in t["traceEvents"]:
+        args = e.get("args") or {}
+        if e.get("cat") == "cpu_op" and e.get("name") == "aten::mm" and "Input Dims" in args:
+            out_of = layout_of(args["Input Dims"], args["Input Strides"]) in held
+            found += out_of
+            (keep_test if out_of else keep_train).append(e)
+        elif e.get("cat") == "cpu_op":
+            keep_train.append(e)  # the inputs' randn: not GEMMs, not tested
+        else:
+            keep_train.append(e)
+            keep_test.append(e)
+    for name, evs in (("train", keep_train), ("test", keep_test)):
+        t2 = dict(t)
+        t2["traceEvents"] = evs
+        with gzip.open(out + "/" + name + ".json.gz", "wt") as f:
+            json.dump(t2, f)
+    print("held out: %d GEMM shapes, %d of them found in the trace" % (len(held), found),
+          file=sys.stderr)
+
+
+main()

@@ -108,11 +108,11 @@ fit() { # a model of the fixture trace into m.om
 	# the kernels follow the roofline exactly: no error
 	[ "${lines[2]}" = "gemm           12    73.5      12      0.00     0.00" ]
 	run -0 --separate-stderr opmodel check --csv m.om "$OM/mm.json"
-	[ "${lines[0]}" = "class,kernel,traced_us,predicted_us,how,op" ]
+	[ "${lines[0]}" = "class,kernel,traced_us,predicted_us,how,op,dims" ]
 	# 12 GEMMs and a memcpy
 	[ "${#lines[@]}" -eq 14 ]
 	# 2 * 2048^3 / 2^27 = 128 us
-	printf '%s\n' "${lines[@]}" | grep -qx 'gemm,"gemm_kernel_11",128.000,128.000,roofline,"aten::mm"'
+	printf '%s\n' "${lines[@]}" | grep -Fqx 'gemm,"gemm_kernel_11",128.000,128.000,roofline,"aten::mm","[[2048,2048],[2048,2048]]"'
 }
 
 @test "opmodel: a trace without record_shapes says so and how to record one" {
@@ -177,7 +177,7 @@ fit() { # a model of the fixture trace into m.om
 @test "opmodel: | head prints nothing on stderr" {
 	fit
 	run -0 --separate-stderr bash -c "opmodel check --csv m.om '$OM/mm.json' | head -1"
-	[ "$output" = "class,kernel,traced_us,predicted_us,how,op" ]
+	[ "$output" = "class,kernel,traced_us,predicted_us,how,op,dims" ]
 	[ -z "$stderr" ]
 }
 

@@ -46,7 +46,7 @@ static const char help[] =
     "      --target T       fit: trees on log(time / roofline time) (ratio, the\n"
     "                       default) or on log(time) (time)\n"
     "      --csv            check: one row per call: class,kernel,traced_us,\n"
-    "                       predicted_us,how,op\n"
+    "                       predicted_us,how,op,dims\n"
     "  -q, --quiet          no warnings\n"
     "  -h, --help           this help\n"
     "      --version        the version\n"
@@ -244,7 +244,7 @@ cmd_check(const struct opts *o, int argc, char **argv)
 		goto out;
 	rc = 1;
 	if (o->csv)
-		printf("class,kernel,traced_us,predicted_us,how,op\n");
+		printf("class,kernel,traced_us,predicted_us,how,op,dims\n");
 	for (i = 0; i < cs.n; i++) {
 		const struct mcall *x = &cs.c[i];
 		struct cstat *s = &st[x->d.cls];
@@ -260,6 +260,9 @@ cmd_check(const struct opts *o, int argc, char **argv)
 			printf(",%s,", via == OM_TREES ? "trees" : via == OM_ROOFLINE ? "roofline" :
 			    "none");
 			csv_str(x->op);
+			putchar(',');
+			if (x->dims != NULL)
+				csv_str(x->dims);
 			putchar('\n');
 		}
 		if (x->us < min_us)

@@ -386,6 +386,18 @@ i64_len(int64_t d)
 	return d < (1LL << 16) ? (d < (1 << 8) ? 2 : 3) : (d < (1LL << 32) ? 5 : 9);
 }
 
+/* A tag byte and u in 8 bytes, big-endian: MessagePack's 64-bit forms. */
+static unsigned char *
+put_be64(unsigned char *p, unsigned char tag, uint64_t u)
+{
+	int i;
+
+	p[0] = tag;
+	for (i = 0; i < 8; i++)
+		p[1 + i] = (unsigned char)(u >> (56 - 8 * i));
+	return p + 9;
+}
+
 /* Write d at p as msgpack_pack_int64 would; returns the end. */
 static unsigned char *
 put_i64(unsigned char *p, int64_t d)
@@ -413,16 +425,7 @@ put_i64(unsigned char *p, int64_t d)
 		p[4] = (unsigned char)u;
 		return p + 5;
 	default:
-		p[0] = d < 0 ? 0xd3 : 0xcf;
-		p[1] = (unsigned char)(u >> 56);
-		p[2] = (unsigned char)(u >> 48);
-		p[3] = (unsigned char)(u >> 40);
-		p[4] = (unsigned char)(u >> 32);
-		p[5] = (unsigned char)(u >> 24);
-		p[6] = (unsigned char)(u >> 16);
-		p[7] = (unsigned char)(u >> 8);
-		p[8] = (unsigned char)u;
-		return p + 9;
+		return put_be64(p, d < 0 ? 0xd3 : 0xcf, u);
 	}
 }
 
@@ -447,16 +450,7 @@ put_u64(unsigned char *p, uint64_t u)
 {
 	if (u < (UINT64_C(1) << 63))
 		return put_i64(p, (int64_t)u);
-	p[0] = 0xcf;
-	p[1] = (unsigned char)(u >> 56);
-	p[2] = (unsigned char)(u >> 48);
-	p[3] = (unsigned char)(u >> 40);
-	p[4] = (unsigned char)(u >> 32);
-	p[5] = (unsigned char)(u >> 24);
-	p[6] = (unsigned char)(u >> 16);
-	p[7] = (unsigned char)(u >> 8);
-	p[8] = (unsigned char)u;
-	return p + 9;
+	return put_be64(p, 0xcf, u);
 }
 
 /* A key or a kind's name as msgpack_pack_str and its body write it: a

@@ -243,8 +243,14 @@ pk_cstr(msgpack_packer *pk, const char *s)
 void
 kg_writer_run(struct kg_writer *w, uint64_t n)
 {
+	kg_writer_run_at(w, n, 0);
+}
+
+void
+kg_writer_run_at(struct kg_writer *w, uint64_t n, uint64_t k)
+{
 	w->run_n = n;
-	w->run_k = 0;
+	w->run_k = k < n ? k : 0;
 }
 
 void

@@ -204,6 +204,10 @@ int kg_write_header(struct kg_writer *w, const struct kg_header *h);
  * the count when it writes the first header says nothing.
  */
 void kg_writer_run(struct kg_writer *w, uint64_t n);
+/* The same, the next header being section k of the n (k < n): for a
+ * worker that writes one section of a run that others write the rest
+ * of (kineto2graph --jobs). */
+void kg_writer_run_at(struct kg_writer *w, uint64_t n, uint64_t k);
 /*
  * For a filter that writes one section for each it reads: the next
  * header written says the place that h, just read, said (nothing if it

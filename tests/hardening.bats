@@ -232,6 +232,31 @@ workers_gone() {
 	killed_leaves_nothing INT kineto2graph
 }
 
+@test "hardening: kineto2graph -j 2 -o on SIGINT removes its temporary file and ends its workers" {
+	# two workers, each blocked reading a FIFO nobody writes
+	mkfifo a.fifo b.fifo
+	env --default-signal=INT,TERM,HUP kineto2graph -j 2 -o out.kg a.fifo b.fifo 2> err.txt &
+	local pid=$! i st=0 wa wb
+	exec {wa}> a.fifo {wb}> b.fifo
+	for i in $(seq 200); do
+		compgen -G 'out.kg.tmp*' > /dev/null && break
+		sleep 0.05
+	done
+	compgen -G 'out.kg.tmp*' > /dev/null
+	[ "$(pgrep -f 'kineto2graph -j 2 -o out.kg a.fifo' | wc -l)" -eq 3 ]
+	kill -s INT "$pid"
+	wait "$pid" || st=$?
+	exec {wa}>&- {wb}>&-
+	[ "$st" -eq $((128 + $(kill -l INT))) ]
+	for i in $(seq 200); do
+		pgrep -f 'kineto2graph -j 2 -o out.kg a.fifo' > /dev/null || break
+		sleep 0.05
+	done
+	! pgrep -f 'kineto2graph -j 2 -o out.kg a.fifo'
+	! compgen -G 'out.kg.tmp*'
+	[ ! -e out.kg ]
+}
+
 @test "hardening: graphsim -o on SIGTERM removes its temporary file" {
 	killed_leaves_nothing TERM graphsim
 }

@@ -7,7 +7,7 @@
 
 load helpers
 
-USAGE='usage: kineto2graph [-qv] [-o FILE] [--iteration N|all] [--rank R] [--layer-ops REGEX] [--level N] [FILE ...]'
+USAGE='usage: kineto2graph [-qv] [-o FILE] [--iteration N|all] [--rank R] [--layer-ops REGEX] [--level N] [-j N] [FILE ...]'
 TRY="Try 'kineto2graph --help' for more information."
 
 # Fail unless $1 (actual) equals $2 (expected), showing both.
@@ -88,7 +88,7 @@ ev() {
 	same "${lines[0]}" "$USAGE"
 	same "$stderr" ""
 	local o
-	for o in --output --iteration --rank --level --verbose --quiet --help --version; do
+	for o in --output --iteration --rank --level --jobs --verbose --quiet --help --version; do
 		[[ $output == *"$o"* ]] || { echo "--help lacks $o"; return 1; }
 	done
 	local help=$output
@@ -173,6 +173,46 @@ ev() {
 		same "${stderr_lines[0]}" "kineto2graph: invalid level '$v' (1 to 19)"
 		same "${stderr_lines[1]}" "$USAGE"
 	done
+}
+
+@test "kineto2graph: a bad --jobs value exits 2 naming it" {
+	small_trace
+	local v
+	for v in '' x 0 65 -1 2x; do
+		run -2 --separate-stderr k2g -j "$v" in.json
+		same "${stderr_lines[0]}" "kineto2graph: invalid --jobs '$v' (1 to 64)"
+		same "${stderr_lines[1]}" "$USAGE"
+	done
+}
+
+@test "kineto2graph: -j N writes the stream and the messages one process writes, byte for byte, and stops where it stops" {
+	# tracegen's tiny preset, 4 ranks: the four sections from 1, 2, 3
+	# and 4 workers are the same file, and -v's coverage lines come in
+	# the files' order
+	tracegen --preset tiny --tp 2 --pp 1 --dp 2 --iterations 1 --jobs 1 -d job
+	local j
+	kineto2graph -v -j 1 -o one.kg job/*.json.gz 2> one.err
+	for j in 2 3 4; do
+		kineto2graph -v -j "$j" -o "j$j.kg" job/*.json.gz 2> "j$j.err"
+		cmp one.kg "j$j.kg"
+		cmp one.err "j$j.err"
+	done
+	[ "$(grep -c coverage: one.err)" -eq 4 ]
+	# a bad third file: the same message and exit, no output file, the
+	# fourth file's coverage never told
+	printf '{"traceEvents": [' > bad.json
+	run -1 --separate-stderr kineto2graph -v -j 1 -o bad1.kg job/rank-0.json.gz job/rank-1.json.gz bad.json job/rank-2.json.gz
+	local want=$stderr
+	[[ $want == *"kineto2graph: bad.json: byte "*": truncated JSON (ends inside a value)" ]]
+	for j in 2 3; do
+		run -1 --separate-stderr kineto2graph -v -j "$j" -o "bad$j.kg" job/rank-0.json.gz job/rank-1.json.gz bad.json job/rank-2.json.gz
+		same "$stderr" "$want"
+		[ ! -e "bad$j.kg" ]
+	done
+	[ ! -e bad1.kg ]
+	# standard input among the files: one process reads it, once
+	run -0 --separate-stderr bash -c "zcat job/rank-1.json.gz | kineto2graph -q -j 2 job/rank-0.json.gz - | graphcat | grep -c '\"r\":\"end\"'"
+	[ "$output" = 2 ]
 }
 
 @test "kineto2graph: --rank names one trace, so two files exit 2" {

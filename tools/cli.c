@@ -87,14 +87,19 @@ open_input(const char *path)
  * those signals blocked, so the handler sees whole paths.
  */
 #define MAXTMP 16
+#define MAXKIDS 64
 static const int tmp_sigs[] = { SIGINT, SIGTERM, SIGHUP };
 static char *volatile tmps[MAXTMP];
+static volatile pid_t kids[MAXKIDS]; /* workers, ended with the program */
 
 static void
 on_signal(int sig)
 {
 	int i;
 
+	for (i = 0; i < MAXKIDS; i++)
+		if (kids[i] > 0)
+			kill(kids[i], SIGKILL);
 	for (i = 0; i < MAXTMP; i++)
 		if (tmps[i] != NULL)
 			unlink(tmps[i]);
@@ -114,28 +119,37 @@ block_sigs(int how, sigset_t *old)
 	sigprocmask(how, how == SIG_BLOCK ? &set : old, how == SIG_BLOCK ? old : NULL);
 }
 
+/* The handler, once: a signal the program was started ignoring stays so. */
+static void
+tmp_install(void)
+{
+	static int installed;
+	size_t i;
+
+	if (installed)
+		return;
+	for (i = 0; i < sizeof(tmp_sigs) / sizeof(tmp_sigs[0]); i++) {
+		struct sigaction sa, prev;
+
+		if (sigaction(tmp_sigs[i], NULL, &prev) == 0 && prev.sa_handler == SIG_IGN)
+			continue;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(tmp_sigs[i], &sa, NULL);
+	}
+	installed = 1;
+}
+
 /* mkstemp(path), the file registered for removal on a signal. */
 static int
 tmp_create(char *path)
 {
-	static int installed;
 	sigset_t old;
 	size_t i;
 	int fd;
 
-	if (!installed) {
-		for (i = 0; i < sizeof(tmp_sigs) / sizeof(tmp_sigs[0]); i++) {
-			struct sigaction sa, prev;
-
-			if (sigaction(tmp_sigs[i], NULL, &prev) == 0 && prev.sa_handler == SIG_IGN)
-				continue;
-			memset(&sa, 0, sizeof(sa));
-			sa.sa_handler = on_signal;
-			sigemptyset(&sa.sa_mask);
-			sigaction(tmp_sigs[i], &sa, NULL);
-		}
-		installed = 1;
-	}
+	tmp_install();
 	block_sigs(SIG_BLOCK, &old);
 	fd = mkstemp(path);
 	if (fd >= 0)
@@ -146,6 +160,52 @@ tmp_create(char *path)
 			}
 	block_sigs(SIG_SETMASK, &old);
 	return fd;
+}
+
+pid_t
+cli_fork(void)
+{
+	sigset_t old;
+	pid_t pid;
+	size_t i;
+
+	tmp_install();
+	block_sigs(SIG_BLOCK, &old);
+	pid = fork();
+	if (pid == 0) {
+		/* the parent's temporary files and workers are not the
+		 * child's to remove or end */
+		for (i = 0; i < MAXTMP; i++)
+			tmps[i] = NULL;
+		for (i = 0; i < MAXKIDS; i++)
+			kids[i] = 0;
+		for (i = 0; i < sizeof(tmp_sigs) / sizeof(tmp_sigs[0]); i++) {
+			struct sigaction prev;
+
+			if (sigaction(tmp_sigs[i], NULL, &prev) == 0 && prev.sa_handler == on_signal)
+				signal(tmp_sigs[i], SIG_DFL);
+		}
+	} else if (pid > 0) {
+		for (i = 0; i < MAXKIDS && kids[i] > 0; i++)
+			;
+		if (i < MAXKIDS)
+			kids[i] = pid;
+	}
+	block_sigs(SIG_SETMASK, &old);
+	return pid;
+}
+
+void
+cli_reaped(pid_t pid)
+{
+	sigset_t old;
+	size_t i;
+
+	block_sigs(SIG_BLOCK, &old);
+	for (i = 0; i < MAXKIDS; i++)
+		if (kids[i] == pid)
+			kids[i] = 0;
+	block_sigs(SIG_SETMASK, &old);
 }
 
 /* Forget path (renamed or removed). */

@@ -9,6 +9,7 @@
 #define KG_CLI_H
 
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "comm.h"
 #include "kg.h"
@@ -47,6 +48,15 @@ struct out {
 	const char *path; /* NULL: stdout */
 	char *tmp;
 };
+/*
+ * fork(2) for a worker: the child does not remove the parent's temporary
+ * files nor end its workers, and takes the signals' default actions; the
+ * parent ends the child (SIGKILL) if a signal ends the parent before
+ * cli_reaped(pid) says the child is gone.
+ */
+pid_t cli_fork(void);
+void cli_reaped(pid_t pid);
+
 int out_open(struct out *o, const char *path, int binary);
 int out_commit(struct out *o);
 void out_abort(struct out *o);

@@ -5,9 +5,13 @@
  * read whole (streaming, events kept compactly), its graph built and
  * written, and its memory released before the next file.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "k2g.h"
@@ -16,7 +20,7 @@
 
 static const char usage[] =
     "kineto2graph [-qv] [-o FILE] [--iteration N|all] [--rank R] [--layer-ops REGEX] "
-    "[--level N] [FILE ...]";
+    "[--level N] [-j N] [FILE ...]";
 
 static const char help[] =
     "Convert PyTorch profiler (Kineto) traces, plain or gzip, into a graph stream.\n"
@@ -26,6 +30,7 @@ static const char help[] =
     "      --rank R           the rank, for traces that do not record one\n"
     "      --layer-ops REGEX  find layers among the forward ops REGEX matches\n"
     "      --level N          zstd level, 1 to 19 (default 1)\n"
+    "  -j, --jobs N           convert up to N files at once (default: the CPUs)\n"
     "  -v, --verbose          print dependency coverage counts on stderr\n"
     "  -q, --quiet            no warnings\n"
     "  -h, --help             this help\n"
@@ -38,6 +43,7 @@ struct opts {
 	int verbose;
 	struct build_opts b;
 	int level;
+	int jobs;       /* inputs converted at once */
 };
 
 static void
@@ -114,16 +120,193 @@ out:
 	return rc;
 }
 
+/*
+ * Several inputs at once (--jobs): worker w of nj converts inputs w,
+ * w + nj, ... in turn, each into a section of its own in memory (the
+ * header saying its place in the run) with what it says on standard
+ * error beside it, and sends both down its pipe: a struct msg, then the
+ * messages' bytes, then the section's. The parent reads them in input
+ * order, worker by worker, tells the messages and writes the section's
+ * compressed frames as they are: the output is the same file a single
+ * process writes (sections begin frames of their own), and so is what
+ * it says. An input that fails stops the run where a single process
+ * would have stopped.
+ */
+struct msg {
+	int32_t rc;
+	uint64_t nerr, nsec;
+};
+
+static int
+write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n > 0) {
+		ssize_t k = write(fd, c, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		c += k, n -= (size_t)k;
+	}
+	return 0;
+}
+
+static int
+read_all(int fd, void *p, size_t n)
+{
+	char *c = p;
+
+	while (n > 0) {
+		ssize_t k = read(fd, c, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		c += k, n -= (size_t)k;
+	}
+	return 0;
+}
+
+static void
+worker(const struct opts *o, int argc, char **argv, int w, int nj, int fd, const char *oname)
+{
+	int i;
+
+	for (i = w; i < argc; i += nj) {
+		char *err = NULL, *sec = NULL;
+		size_t nerr = 0, nsec = 0;
+		FILE *fe = open_memstream(&err, &nerr), *fs = open_memstream(&sec, &nsec);
+		FILE *save = stderr;
+		struct gout g;
+		struct msg m;
+
+		if (fe == NULL || fs == NULL)
+			_exit(3);
+		memset(&g, 0, sizeof(g));
+		g.name = oname;
+		if (kg_writer_init(&g.w, fs, o->level) < 0)
+			_exit(3);
+		kg_writer_run_at(&g.w, (uint64_t)argc, (uint64_t)i);
+		stderr = fe;
+		m.rc = convert(o, argv[i], &g);
+		if (m.rc == 0 && kg_writer_finish(&g.w) < 0) {
+			errmsg("%s: %s", oname, g.w.err);
+			m.rc = 1;
+		}
+		stderr = save;
+		kg_writer_release(&g.w);
+		if (fclose(fe) != 0 || fclose(fs) != 0)
+			_exit(3);
+		m.nerr = nerr, m.nsec = m.rc == 0 ? nsec : 0;
+		if (write_all(fd, &m, sizeof(m)) < 0 || write_all(fd, err, nerr) < 0 ||
+		    write_all(fd, sec, m.nsec) < 0)
+			_exit(3);
+		free(err), free(sec);
+		if (m.rc != 0)
+			break;
+	}
+	_exit(0);
+}
+
+static int
+run_jobs(const struct opts *o, int argc, char **argv, int nj, struct gout *g)
+{
+	pid_t *pid = xcalloc((size_t)nj, sizeof(*pid));
+	int *fd = xcalloc((size_t)nj, sizeof(*fd));
+	int i, w, rc = 0, started = 0;
+
+	fflush(NULL);
+	for (w = 0; w < nj; w++) {
+		int p[2];
+
+		if (pipe(p) != 0 || (pid[w] = cli_fork()) < 0) {
+			errmsg("cannot start a worker: %s", strerror(errno));
+			rc = 1;
+			break;
+		}
+		if (pid[w] == 0) {
+			int k;
+
+			close(p[0]);
+			for (k = 0; k < w; k++)
+				close(fd[k]);
+			worker(o, argc, argv, w, nj, p[1], g->name);
+		}
+		close(p[1]);
+		fd[w] = p[0];
+		started++;
+	}
+	for (i = 0; i < argc && rc == 0; i++) {
+		struct msg m;
+		char *buf;
+
+		w = i % nj;
+		if (w >= started || read_all(fd[w], &m, sizeof(m)) < 0) {
+			errmsg("%s: the worker converting it ended without a word",
+			    input_name(argv[i]));
+			rc = 1;
+			break;
+		}
+		buf = xmalloc(m.nerr + m.nsec + 1);
+		if (read_all(fd[w], buf, m.nerr + m.nsec) < 0) {
+			errmsg("%s: the worker converting it ended before its graph",
+			    input_name(argv[i]));
+			free(buf);
+			rc = 1;
+			break;
+		}
+		fwrite(buf, 1, m.nerr, stderr);
+		fflush(stderr);
+		if (m.rc != 0)
+			rc = 1;
+		else if (kg_write_frames(&g->w, buf + m.nerr, m.nsec) < 0) {
+			errmsg("%s: %s", g->name, g->w.err);
+			rc = 1;
+		}
+		free(buf);
+	}
+	for (w = 0; w < started; w++) {
+		int st;
+
+		close(fd[w]);
+		if (rc != 0)
+			kill(pid[w], SIGKILL);
+		while (waitpid(pid[w], &st, 0) < 0 && errno == EINTR)
+			;
+		cli_reaped(pid[w]);
+		if (rc == 0 && (!WIFEXITED(st) || WEXITSTATUS(st) != 0)) {
+			errmsg("a worker %s %d", WIFSIGNALED(st) ? "ended by signal" : "exited with",
+			    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+			rc = 1;
+		}
+	}
+	free(pid), free(fd);
+	return rc;
+}
+
 static int
 run(struct opts *o, int argc, char **argv)
 {
 	struct gout g;
-	int i, rc = 0;
+	int i, rc = 0, nj = o->jobs;
 
 	if (gout_open(&g, o->output, o->level) < 0)
 		return 1;
 	/* one section an input: the headers say how many */
 	kg_writer_run(&g.w, argc > 0 ? (uint64_t)argc : 1);
+	if (nj > argc)
+		nj = argc;
+	for (i = 0; i < argc; i++)
+		if (strcmp(argv[i], "-") == 0)
+			nj = 1; /* standard input is read once, here */
+	if (nj > 1) {
+		rc = run_jobs(o, argc, argv, nj, &g);
+		return gout_close(&g, rc, o->b.producer);
+	}
 	if (argc == 0)
 		rc = convert(o, NULL, &g);
 	for (i = 0; i < argc && rc == 0; i++)
@@ -140,6 +323,7 @@ main(int argc, char **argv)
 		{ "rank", required_argument, NULL, 'R' },
 		{ "layer-ops", required_argument, NULL, 'Y' },
 		{ "level", required_argument, NULL, 'L' },
+		{ "jobs", required_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -157,7 +341,12 @@ main(int argc, char **argv)
 	o.b.rank = -1;
 	o.b.producer = "kineto2graph " KG_VERSION;
 	o.level = KG_LEVEL;
-	while ((c = getopt_long(argc, argv, "o:vqh", longopts, NULL)) != -1) {
+	{
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		o.jobs = n > 0 ? (n < 64 ? (int)n : 64) : 1;
+	}
+	while ((c = getopt_long(argc, argv, "o:j:vqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			o.output = optarg;
@@ -198,6 +387,13 @@ main(int argc, char **argv)
 				usage_exit(usage);
 			}
 			o.level = (int)v;
+			break;
+		case 'j':
+			if (parse_i64(optarg, 1, 64, &v) < 0) {
+				errmsg("invalid --jobs '%s' (1 to 64)", optarg);
+				usage_exit(usage);
+			}
+			o.jobs = (int)v;
 			break;
 		case 'v':
 			o.verbose = 1;

@@ -102,6 +102,20 @@ pred_csv() {
 	grep -qx "    missing: operator shapes (record_shapes): parameters and optimizer state not counted, the estimate is the step's allocations alone" <<< "$output"
 }
 
+@test "graphstat: allocator events past what a GPU holds are not used, and their sums never overflow" {
+	# memory.jsonl with aten::b's net at 2^62 bytes (a fuzzed stream's,
+	# fuzz/crashes/simstat/memory-overflow: the sums overflowed int64):
+	# the events are not used, it says so, and the estimate is the
+	# shapes' (144 parameters of 4 bytes, Adam's state, the linear's
+	# kept input of 32 elements)
+	sed 's/"ma":5500,"mn":500,"mx":500/"ma":5500,"mn":4611686018427387904,"mx":4611686018427387904/' \
+	    "$FIX/stat/memory.jsonl" | mkstream > big.kg
+	run -0 --separate-stderr graphstat big.kg
+	grep -qx "    rank 0, iteration 1: 1 allocator events past what a GPU holds (a task's bytes past 2^39, or more than 2^22 events in an iteration): not used" <<< "$output"
+	run -0 graphstat --json big.kg
+	jq -e '.predicted_memory.from == "shapes"' <<< "$output"
+}
+
 @test "graphstat: micro-batches after the first do not allocate their gradients again" {
 	# memory_mb.jsonl: three micro-batches, each +1000 forward (excursion
 	# 1000), -600 backward (excursion 200): each leaves 400 (its

@@ -561,6 +561,15 @@ pred_text(const struct kg_reader *r, const struct row *m, size_t n, int job)
 			    p->unbalanced ? "the step ends away from its start; " : "",
 			    (long long)p->early_frees);
 	}
+	for (i = 0; i < n; i++) {
+		const struct mempred *p = &m[i].pred;
+
+		if (m[i].rank != JOB && p->absurd > 0)
+			printf("    rank %lld, iteration %lld: %lld allocator events past what a GPU"
+			    " holds (a task's bytes past 2^39, or more than 2^22 events in an"
+			    " iteration): not used\n", (long long)m[i].rank, (long long)m[i].iter,
+			    (long long)p->absurd);
+	}
 	if (m[0].pred.how == MP_ALLOC && m[0].pred.params == 0)
 		printf("    missing: operator shapes (record_shapes): parameters and optimizer state"
 		    " not counted, the estimate is the step's allocations alone\n");

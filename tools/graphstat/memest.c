@@ -99,7 +99,10 @@ memest_task(struct memest *m, const struct kg_reader *r, const struct kg_task *t
 {
 	struct memrank *k = rank_of(m, rank);
 
-	if (t->mpeak >= 0 && t->iter >= 0) {
+	if (t->mpeak >= 0 && t->iter >= 0 && (t->mnet > MEM_TASK_MAX || t->mnet < -MEM_TASK_MAX ||
+	    t->mexc > MEM_TASK_MAX)) {
+		k->absurd++;
+	} else if (t->mpeak >= 0 && t->iter >= 0) {
 		struct memev_t e;
 
 		e.rank = rank, e.it = t->iter, e.key = t->ts;
@@ -327,7 +330,18 @@ memest_predict(struct memest *m, int64_t rank, int64_t it)
 		else
 			hi = mid;
 	}
-	if (lo < m->nev && m->ev[lo].rank == rank && m->ev[lo].it == it) {
+	p.absurd = k->absurd;
+	{
+		size_t end;
+
+		for (end = lo; end < m->nev && m->ev[end].rank == rank && m->ev[end].it == it; end++)
+			;
+		if (end - lo > MEM_EVENTS_MAX) {
+			p.absurd += (int64_t)(end - lo);
+			hi = lo = m->nev; /* not used: from the shapes */
+		}
+	}
+	if (k->absurd == 0 && lo < m->nev && m->ev[lo].rank == rank && m->ev[lo].it == it) {
 		int64_t peak = 0;
 
 		/* by micro-batch: tasks left, net bytes, given back; by

@@ -65,6 +65,8 @@ struct mempred {
 	int64_t unbalanced;       /* iterations whose events do not net to 0 */
 	int64_t early_frees;      /* bytes freed below the iteration's start */
 	int noisy;                /* unbalanced, or early frees past a hundredth of the peak */
+	int64_t absurd;           /* allocator events not used: a task's bytes past
+	                             MEM_TASK_MAX, or more than MEM_EVENTS_MAX of them */
 	int phase;                /* where the peak was: the task's tags */
 	int64_t mb, layer;
 	uint32_t name;
@@ -78,6 +80,15 @@ struct memev_t {
 };
 
 #define MEM_GROUPS 16
+
+/*
+ * Allocator events past what any GPU holds are not a step's: a task's
+ * net or excursion past 2^39 bytes (512 GiB), or more than 2^22 events in
+ * a rank's iteration, and the estimate does without them (from the
+ * shapes). Within both, the sums cannot overflow (2^61 at most).
+ */
+#define MEM_TASK_MAX (INT64_C(1) << 39)
+#define MEM_EVENTS_MAX ((size_t)1 << 22)
 
 struct memrank {
 	int64_t rank;
@@ -96,6 +107,7 @@ struct memrank {
 	int64_t layer_in;         /* the layers' inputs */
 	int64_t nlayers, last_layer;
 	int recompute;            /* forward operators in the backward: checkpointing */
+	int64_t absurd;           /* allocator events past MEM_TASK_MAX, not kept */
 	int adam, optim_seen;
 	/* each process group's collectives (MEM_GROUPS, the rest as one):
 	 * an all-gather in the forward, a reduce-scatter in the backward

@@ -43,11 +43,18 @@ op_params_n(const char *op, const char *dims, int *tensors, int64_t *largest)
 			else if (depth > 2 && k >= 0 && k < 8)
 				bad[k] = 1;
 		} else if (*p >= '0' && *p <= '9') {
-			v = v * 10 + (*p - '0'), num = 1;
+			if (v <= PARAMS_NUMEL_MAX)
+				v = v * 10 + (*p - '0');
+			num = 1;
 		}
 		if ((*p == ',' || *p == ']') && num) {
-			if (depth == 2 && k >= 0 && k < 8)
-				numel[k] *= v, last[k] = v, ndim[k]++;
+			if (depth == 2 && k >= 0 && k < 8) {
+				if (v > PARAMS_NUMEL_MAX || (v > 0 && numel[k] > PARAMS_NUMEL_MAX / v))
+					bad[k] = 1, numel[k] = 0;
+				else
+					numel[k] *= v;
+				last[k] = v, ndim[k]++;
+			}
 			v = 0, num = 0;
 		}
 		if (*p == ']')
@@ -131,7 +138,7 @@ param_count_text(struct param_count *pc, uint32_t opid, uint32_t shid, const cha
 			if (k < pc->ntable)
 				p -= big, n--;
 		}
-		pc->sum += p;
+		pc->sum = params_add(pc->sum, p);
 		pc->tensors += n;
 	}
 	pc->op = opid, pc->sh = shid;
@@ -160,13 +167,18 @@ dims_operands(const char *p, int64_t *numel, int64_t *first, int64_t *last, int 
 			if (++depth == 2 && ++k < max)
 				numel[k] = 1, first[k] = last[k] = 0, nd = 0;
 		} else if (*p >= '0' && *p <= '9') {
-			if (v < INT64_MAX / 16)
+			if (v <= PARAMS_NUMEL_MAX)
 				v = v * 10 + (*p - '0');
 			num = 1;
 		}
 		if ((*p == ',' || *p == ']') && num) {
 			if (depth == 2 && k >= 0 && k < max) {
-				numel[k] *= v, last[k] = v;
+				/* past PARAMS_NUMEL_MAX: no tensor, 0 elements */
+				if (v > PARAMS_NUMEL_MAX || (v > 0 && numel[k] > PARAMS_NUMEL_MAX / v))
+					numel[k] = 0, v = 0;
+				else
+					numel[k] *= v;
+				last[k] = v;
 				if (nd++ == 0)
 					first[k] = v;
 			}

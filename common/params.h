@@ -12,6 +12,33 @@
 #include "kg.h"
 
 /*
+ * What a shape can say: a tensor of more than PARAMS_NUMEL_MAX elements
+ * (2^44, sixteen trillion) is not one a GPU holds, and counts 0 (its
+ * dims text is taken as unreadable); counts built from shapes stop at
+ * PARAMS_SUM_MAX (2^52), so that their products with element sizes and
+ * their sums stay far inside int64 whatever a stream's strings say.
+ */
+#define PARAMS_NUMEL_MAX (INT64_C(1) << 44)
+#define PARAMS_SUM_MAX (INT64_C(1) << 52)
+
+/* a + b for counts of 0 or more, at most PARAMS_SUM_MAX */
+static inline int64_t
+params_add(int64_t a, int64_t b)
+{
+	if (b < 0)
+		b = 0;
+	return a > PARAMS_SUM_MAX - b ? PARAMS_SUM_MAX : a + b;
+}
+
+/* Is a tensor of numel elements, first and last dimensions, two
+ * dimensional ([first, last]), or made of first rows of last? */
+static inline int
+params_rows(int64_t numel, int64_t first, int64_t last)
+{
+	return last > 0 && numel % last == 0 && numel / last == first;
+}
+
+/*
  * Parameters an operator holds, from its name and its Input Dims text
  * ("[[4096,1024],[1024,1536]]"): aten::mm's second operand, addmm's
  * third and first (a bias), linear's second and third, layer_norm's

@@ -116,6 +116,17 @@ pred_csv() {
 	jq -e '.predicted_memory.from == "shapes"' <<< "$output"
 }
 
+@test "graphstat: shapes past what a GPU holds count nothing, and no count overflows" {
+	# memory.jsonl's linear with dims of 10^23 and 10^13 x 10^8
+	# elements: no tensor (past 2^44 elements), so the bias alone (16
+	# parameters, 64 bytes); under
+	# the sanitizers, no overflow (the dims parsers multiplied them)
+	sed 's/"\[\[4,8\],\[16,8\],\[16\]\]"/"[[99999999999999999999999,9],[9999999999999,99999999],[16]]"/' \
+	    "$FIX/stat/memory.jsonl" | mkstream > huge.kg
+	run -0 --separate-stderr graphstat --json huge.kg
+	jq -e '.predicted_memory.parameters == 64' <<< "$output"
+}
+
 @test "graphstat: micro-batches after the first do not allocate their gradients again" {
 	# memory_mb.jsonl: three micro-batches, each +1000 forward (excursion
 	# 1000), -600 backward (excursion 200): each leaves 400 (its

@@ -411,7 +411,7 @@ table_of(const char *op, const char *dims)
 	if (strcmp(op, "aten::index_select") != 0 && strcmp(op, "aten::embedding") != 0 &&
 	    strcmp(op, "aten::gather") != 0)
 		return 0;
-	if (dims_operands(dims, numel, first, last, 2) < 1 || first[0] * last[0] != numel[0])
+	if (dims_operands(dims, numel, first, last, 2) < 1 || !params_rows(numel[0], first[0], last[0]))
 		return 0;
 	return numel[0];
 }

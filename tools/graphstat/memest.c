@@ -200,11 +200,11 @@ memest_task(struct memest *m, const struct kg_reader *r, const struct kg_task *t
 		 * to gather or index_select): its table is a parameter, and an
 		 * LM head as large later is the largest such one (tied; a
 		 * position table may be as large as a layer's weight) */
-		if (t->layer < 0 && n >= 1 && first[0] * last[0] == numel[0] &&
+		if (t->layer < 0 && n >= 1 && params_rows(numel[0], first[0], last[0]) &&
 		    (strcmp(op, "aten::gather") == 0 || strcmp(op, "aten::index_select") == 0)) {
 			if (k->pc.ntable == 0 || numel[0] > k->pc.table[0])
 				k->pc.table[0] = numel[0], k->pc.ntable = 1;
-			k->pc.sum += numel[0];
+			k->pc.sum = params_add(k->pc.sum, numel[0]);
 			k->pc.tensors++;
 			if (numel[0] > k->elem_big && sz[0] > 0)
 				k->elem = sz[0], k->elem_big = numel[0];
@@ -224,14 +224,15 @@ memest_task(struct memest *m, const struct kg_reader *r, const struct kg_task *t
 		{
 			int64_t b = kept(k, op, numel, sz, n);
 
-			k->act_shapes += b;
+			k->act_shapes = params_add(k->act_shapes, b);
 			/* a layer's input: the first operand of its first
 			 * operator that keeps one */
 			if (t->layer >= 0 && b > 0) {
-				k->act_layers += b;
+				k->act_layers = params_add(k->act_layers, b);
 				if (t->layer != k->last_layer) {
 					k->last_layer = t->layer;
-					k->layer_in += numel[0] * (sz[0] > 0 ? sz[0] : 2);
+					k->layer_in = params_add(k->layer_in,
+					    numel[0] * (sz[0] > 0 ? sz[0] : 2));
 					k->nlayers++;
 				}
 			}
@@ -245,8 +246,8 @@ memest_task(struct memest *m, const struct kg_reader *r, const struct kg_task *t
 		 * loss in float) and their gradient at the backward's start,
 		 * with the logits themselves (the product before it) */
 		if (strcmp(op, "aten::_log_softmax") == 0 && n >= 1)
-			k->logits_shapes += numel[0] * (2 * (sz[0] > 0 ? sz[0] : 4) +
-			    (k->logit_sz > 0 ? k->logit_sz : 2));
+			k->logits_shapes = params_add(k->logits_shapes,
+			    numel[0] * (2 * (sz[0] > 0 ? sz[0] : 4) + (k->logit_sz > 0 ? k->logit_sz : 2)));
 	}
 }
 

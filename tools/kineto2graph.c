@@ -5,6 +5,10 @@
  * read whole (streaming, events kept compactly), its graph built and
  * written, and its memory released before the next file.
  */
+#ifdef __linux__
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <sched.h>
+#endif
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -30,7 +34,8 @@ static const char help[] =
     "      --rank R           the rank, for traces that do not record one\n"
     "      --layer-ops REGEX  find layers among the forward ops REGEX matches\n"
     "      --level N          zstd level, 1 to 19 (default 1)\n"
-    "  -j, --jobs N           convert up to N files at once (default: the CPUs)\n"
+    "  -j, --jobs N           convert up to N files at once (default: the CPUs\n"
+    "                         it may run on)\n"
     "  -v, --verbose          print dependency coverage counts on stderr\n"
     "  -q, --quiet            no warnings\n"
     "  -h, --help             this help\n"
@@ -314,6 +319,22 @@ run(struct opts *o, int argc, char **argv)
 	return gout_close(&g, rc, o->b.producer);
 }
 
+/* The CPUs this process may run on (a Slurm step's, a taskset's), 1 to 64. */
+static int
+cpus(void)
+{
+	long n = -1;
+#ifdef __linux__
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		n = CPU_COUNT(&set);
+#endif
+	if (n <= 0)
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (n < 64 ? (int)n : 64) : 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -341,11 +362,7 @@ main(int argc, char **argv)
 	o.b.rank = -1;
 	o.b.producer = "kineto2graph " KG_VERSION;
 	o.level = KG_LEVEL;
-	{
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-		o.jobs = n > 0 ? (n < 64 ? (int)n : 64) : 1;
-	}
+	o.jobs = cpus();
 	while ((c = getopt_long(argc, argv, "o:j:vqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':

@@ -142,30 +142,15 @@ struct msg {
 	uint64_t nerr, nsec;
 };
 
+/* All n bytes at p written to fd (out) or read from it; -1 on an error
+ * or an end before them. */
 static int
-write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n > 0) {
-		ssize_t k = write(fd, c, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		c += k, n -= (size_t)k;
-	}
-	return 0;
-}
-
-static int
-read_all(int fd, void *p, size_t n)
+fd_all(int fd, void *p, size_t n, int out)
 {
 	char *c = p;
 
 	while (n > 0) {
-		ssize_t k = read(fd, c, n);
+		ssize_t k = out ? write(fd, c, n) : read(fd, c, n);
 
 		if (k < 0 && errno == EINTR)
 			continue;
@@ -207,8 +192,8 @@ worker(const struct opts *o, int argc, char **argv, int w, int nj, int fd, const
 		if (fclose(fe) != 0 || fclose(fs) != 0)
 			_exit(3);
 		m.nerr = nerr, m.nsec = m.rc == 0 ? nsec : 0;
-		if (write_all(fd, &m, sizeof(m)) < 0 || write_all(fd, err, nerr) < 0 ||
-		    write_all(fd, sec, m.nsec) < 0)
+		if (fd_all(fd, &m, sizeof(m), 1) < 0 || fd_all(fd, err, nerr, 1) < 0 ||
+		    fd_all(fd, sec, m.nsec, 1) < 0)
 			_exit(3);
 		free(err), free(sec);
 		if (m.rc != 0)
@@ -250,14 +235,14 @@ run_jobs(const struct opts *o, int argc, char **argv, int nj, struct gout *g)
 		char *buf;
 
 		w = i % nj;
-		if (w >= started || read_all(fd[w], &m, sizeof(m)) < 0) {
+		if (w >= started || fd_all(fd[w], &m, sizeof(m), 0) < 0) {
 			errmsg("%s: the worker converting it ended without a word",
 			    input_name(argv[i]));
 			rc = 1;
 			break;
 		}
 		buf = xmalloc(m.nerr + m.nsec + 1);
-		if (read_all(fd[w], buf, m.nerr + m.nsec) < 0) {
+		if (fd_all(fd[w], buf, m.nerr + m.nsec, 0) < 0) {
 			errmsg("%s: the worker converting it ended before its graph",
 			    input_name(argv[i]));
 			free(buf);

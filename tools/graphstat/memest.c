@@ -284,7 +284,7 @@ memest_predict(struct memest *m, int64_t rank, int64_t it)
 	struct mempred p;
 	struct memrank *k = rank_of(m, rank);
 	int64_t elem, nparam, level = 0, low = 0, fl = 0, fo = 0, bl = 0, bo = 0;
-	size_t i, lo = 0, hi = m->nev;
+	size_t i, lo = 0, hi = m->nev, end;
 
 	memset(&p, 0, sizeof(p));
 	p.how = MP_NONE;
@@ -331,32 +331,23 @@ memest_predict(struct memest *m, int64_t rank, int64_t it)
 		else
 			hi = mid;
 	}
-	p.absurd = k->absurd;
-	{
-		size_t end;
-
-		for (end = lo; end < m->nev && m->ev[end].rank == rank && m->ev[end].it == it; end++)
-			;
-		if (end - lo > MEM_EVENTS_MAX) {
-			p.absurd += (int64_t)(end - lo);
-			hi = lo = m->nev; /* not used: from the shapes */
-		}
-	}
-	if (k->absurd == 0 && lo < m->nev && m->ev[lo].rank == rank && m->ev[lo].it == it) {
+	for (end = lo; end < m->nev && m->ev[end].rank == rank && m->ev[end].it == it; end++)
+		;
+	p.absurd = k->absurd + (end - lo > MEM_EVENTS_MAX ? (int64_t)(end - lo) : 0);
+	if (p.absurd == 0 && end > lo) {
 		int64_t peak = 0;
 
 		/* by micro-batch: tasks left, net bytes, given back; by
 		 * (micro-batch, layer): the same for the layer's tasks, and
 		 * what the first micro-batch's layer left (its gradients) */
 		int64_t *left, *net, *given, *lleft, *lnet, *lkept, nmb = 0, nly = 0, first = -1;
-		size_t end;
 
 		p.how = MP_ALLOC;
-		for (end = lo; end < m->nev && m->ev[end].rank == rank && m->ev[end].it == it; end++) {
-			if (m->ev[end].mb >= nmb && m->ev[end].mb < (1 << 16))
-				nmb = m->ev[end].mb + 1;
-			if (m->ev[end].layer >= nly && m->ev[end].layer < (1 << 12))
-				nly = m->ev[end].layer + 1;
+		for (i = lo; i < end; i++) {
+			if (m->ev[i].mb >= nmb && m->ev[i].mb < (1 << 16))
+				nmb = m->ev[i].mb + 1;
+			if (m->ev[i].layer >= nly && m->ev[i].layer < (1 << 12))
+				nly = m->ev[i].layer + 1;
 		}
 		left = xcalloc((size_t)nmb + 1, sizeof(*left));
 		net = xcalloc((size_t)nmb + 1, sizeof(*net));

@@ -54,7 +54,7 @@ kg_task_init(struct kg_task *t)
 	t->kind = 0;
 	t->dur = t->ts = 0;
 	t->odur = t->iter = t->corr = -1;
-	t->op = t->shapes = t->itypes = KG_NONE;
+	t->op = t->shapes = t->itypes = t->ocall = KG_NONE;
 	t->bytes = 0;
 	t->coll = 0;
 	t->gsize = t->seq = -1;
@@ -513,6 +513,7 @@ kg_write_task(struct kg_writer *w, const struct kg_task *t)
 	n += t->op != KG_NONE;
 	n += t->shapes != KG_NONE;
 	n += t->itypes != KG_NONE;
+	n += t->ocall != KG_NONE;
 	n += t->bytes != 0;
 	n += t->coll != KG_COLL_NONE;
 	n += t->gsize >= 0;
@@ -547,6 +548,8 @@ kg_write_task(struct kg_writer *w, const struct kg_task *t)
 		KV_I64("sh", t->shapes);
 	if (t->itypes != KG_NONE)
 		KV_I64("ty", t->itypes);
+	if (t->ocall != KG_NONE)
+		KV_I64("oc", t->ocall);
 	if (t->bytes != 0) {
 		KEY("by");
 		p = put_u64(p, t->bytes);
@@ -1715,6 +1718,9 @@ task_pair(struct dec *d, struct kg_task *t, int *have)
 	case KC2('t', 'y'):
 		rc = get_u32(d, "ty", &t->itypes);
 		break;
+	case KC2('o', 'c'):
+		rc = get_u32(d, "oc", &t->ocall);
+		break;
 	case KC2('b', 'y'):
 		rc = mp_next(&d->c, &x);
 		if (rc == 0 && x.type != MP_UINT)
@@ -1819,6 +1825,9 @@ dec_task(struct dec *d, uint32_t npairs, struct kg_task *restrict t)
 				break;
 			case KC2('t', 'y'):
 				q = fast_id(q, &t->itypes);
+				break;
+			case KC2('o', 'c'):
+				q = fast_id(q, &t->ocall);
 				break;
 			case KC2('g', 's'):
 				q = fast_i64(q, &t->gsize);

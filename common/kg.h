@@ -24,7 +24,7 @@
 
 #define KG_FORMAT "kgraph"
 #define KG_MAJOR 1
-#define KG_MINOR 5
+#define KG_MINOR 6
 #define KG_NONE UINT32_MAX /* absent string / proc / task reference */
 
 /*
@@ -124,6 +124,7 @@ struct kg_task {
 	int64_t corr;
 	uint32_t op, shapes;
 	uint32_t itypes; /* 1.5: str id of the op's Input type list, KG_NONE */
+	uint32_t ocall;  /* 1.6: which call of that op (opaque, per section), KG_NONE */
 	uint64_t bytes;
 	int coll; /* enum kg_coll */
 	int64_t gsize, seq;

@@ -876,7 +876,7 @@ om_calls(const struct om_task *t, size_t n, uint32_t *call)
 
 		if (prev == NULL || x->kind != KG_KERN || prev->kind != KG_KERN ||
 		    prev->proc != x->proc || prev->op != x->op || prev->sh != x->sh ||
-		    prev->it != x->it || x->op == KG_NONE)
+		    prev->it != x->it || x->op == KG_NONE || prev->ocall != x->ocall)
 			nc++;
 		call[ord[i]] = nc - 1;
 		prev = x;

@@ -154,16 +154,19 @@ int om_same_gpu(const char *a, const char *b);
  */
 struct om_task {
 	uint32_t id, proc, op, sh, name;
+	uint32_t ocall; /* the task's `oc`: which call of its op, KG_NONE */
 	int kind; /* enum kg_task_kind */
 	int64_t it, ts, dur;
 	uint64_t bytes;
 };
 /*
  * Group tasks into operator calls: on each stream, in order of start,
- * consecutive kernels launched by the same operator with the same shapes
- * in the same iteration are one call (two calls of one operator on one
- * shape back to back are taken as one); a copy or set is a call of its
- * own; communication kernels are in none. call[i] gets task i's call
+ * consecutive kernels launched by the same call of an operator (the
+ * tasks' `oc`) are one call; where a stream has no `oc` (before 1.6),
+ * consecutive kernels of the same operator with the same shapes in the
+ * same iteration are (two calls of one operator on one shape back to
+ * back are then taken as one). A copy or set is a call of its own;
+ * communication kernels are in none. call[i] gets task i's call
  * (UINT32_MAX: none); returns the number of calls.
  */
 uint32_t om_calls(const struct om_task *t, size_t n, uint32_t *call);

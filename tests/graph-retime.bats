@@ -97,6 +97,17 @@ gpu_durations() {
 	[ "$(gpu_durations fast.kg | grep '^cpy')" = "cpy 391" ]
 }
 
+@test "graph-retime: each call of an operator is re-timed alone, also two on one shape back to back" {
+	kineto2graph -q "$OM/backtoback.json" > b.kg
+	graph-retime --model fast.om b.kg > bf.kg
+	# Fast GPU: 2048 x 1024 x 2048 in m n k / 2^27 = 32 us a call. The two
+	# 64 us calls take 32 us each (not 16: one call of 128 us); the third
+	# call's 32 + 4 us share its 32 us as they shared its time
+	[ "$(gpu_durations bf.kg | tr '\n' ' ')" = "kern 32000 kern 32000 kern 28444 kern 3556 " ]
+	# each launch and kernel names its call
+	[ "$(graphcat b.kg | jq -r 'select(.r == "task" and .k != "cpu") | .oc' | sort -u | wc -l)" -eq 3 ]
+}
+
 @test "graph-retime: --from scales by the ratio of the two models" {
 	graph-retime --model slow.om --from slow.om mm.kg > same.kg
 	diff <(dump mm.kg | jq -c 'select(.r != "header")') <(dump same.kg | jq -c 'select(.r != "header")')

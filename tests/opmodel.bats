@@ -115,6 +115,18 @@ fit() { # a model of the fixture trace into m.om
 	printf '%s\n' "${lines[@]}" | grep -Fqx 'gemm,"gemm_kernel_11",128.000,128.000,roofline,"aten::mm","[[2048,2048],[2048,2048]]"'
 }
 
+@test "opmodel: two calls of one operator on one shape back to back are two calls" {
+	fit
+	# backtoback.json: aten::mm on one shape three times; the first two
+	# launch a kernel of 64 us each, the third a GEMM and a reduce
+	# (32 + 4 us): three calls, the third's time its two kernels'
+	run -0 --separate-stderr opmodel check --csv m.om "$OM/backtoback.json"
+	[ "${#lines[@]}" -eq 4 ]
+	[ "${lines[1]}" = 'gemm,"gemm_kernel",64.000,64.000,roofline,"aten::mm","[[2048,2048],[2048,1024]]"' ]
+	[ "${lines[2]}" = "${lines[1]}" ]
+	[ "${lines[3]}" = 'gemm,"gemm_kernel",36.000,64.000,roofline,"aten::mm","[[2048,2048],[2048,1024]]"' ]
+}
+
 @test "opmodel: a trace without record_shapes says so and how to record one" {
 	run -1 --separate-stderr opmodel fit -o m.om "$OM/noshapes.json"
 	[ "$stderr" = "opmodel: $OM/noshapes.json: no operator shapes (the trace was recorded without record_shapes): record with torch.profiler.profile(record_shapes=True)" ]

@@ -271,6 +271,7 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, struc
 		ot[i].id = t->id, ot[i].proc = t->proc, ot[i].op = t->op, ot[i].sh = t->shapes;
 		ot[i].name = t->name, ot[i].kind = t->kind, ot[i].it = t->iter;
 		ot[i].ts = t->ts, ot[i].dur = t->dur, ot[i].bytes = t->bytes;
+		ot[i].ocall = t->ocall;
 	}
 	nc = om_calls(ot, s->ng, call);
 	sum = xcalloc(nc + 1, sizeof(*sum));

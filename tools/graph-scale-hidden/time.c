@@ -125,7 +125,7 @@ hid_retime(const struct opts *o, struct graph *g, const struct kg_reader *r, str
 		ot[ng].id = t->id, ot[ng].proc = t->proc, ot[ng].op = t->op;
 		ot[ng].sh = t->shapes, ot[ng].name = t->name, ot[ng].kind = t->kind;
 		ot[ng].it = t->iter, ot[ng].ts = t->ts, ot[ng].dur = t->dur;
-		ot[ng].bytes = t->bytes;
+		ot[ng].bytes = t->bytes, ot[ng].ocall = t->ocall;
 		idx[ng++] = i;
 	}
 	call = xmalloc((ng + 1) * sizeof(*call));

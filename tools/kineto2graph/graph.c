@@ -1378,6 +1378,7 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 	}
 	if (op != KG_NONE) {
 		k->op = t->ev[op].name;
+		k->ocall = op; /* the op's event: one id a call */
 		set_shapes(t, &t->ev[op], k);
 	}
 	/* Rule 7: a CPU task is tagged where it starts, a GPU task where its

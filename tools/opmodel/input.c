@@ -261,6 +261,7 @@ read_trace(struct calls *cs, const char *path, char *b, size_t len, const struct
 			continue;
 		x.id = rec.task.id, x.proc = rec.task.proc, x.op = rec.task.op;
 		x.sh = rec.task.shapes, x.name = rec.task.name, x.kind = rec.task.kind;
+		x.ocall = rec.task.ocall;
 		x.it = rec.task.iter, x.ts = rec.task.ts, x.dur = rec.task.odur;
 		x.bytes = rec.task.bytes;
 		if (x.kind == KG_KERN && x.op != KG_NONE) {

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Record the non-GEMM half of the kernel sweep under the profiler.
+
+../shared/gpu/record.py times its attention, normalization, elementwise,
+softmax, loss and optimizer rows with CUDA event pairs around one Python
+call. Below a few hundred microseconds such a pair also times the host's
+way through the operator (SDPA's dispatch, cuDNN's plan lookup), so the
+rows of small shapes time the host, not the kernels (the README's
+caveat). This script calls the same shapes under torch.profiler with
+record_shapes, as record.py already does for its GEMMs (mm_sweep), so
+every kernel comes with its true GPU duration and its launching
+operator's Input Dims: `opmodel fit` reads it as it reads any trace.
+
+    python3 scripts/record-op-sweep.py OUTDIR
+
+writes OUTDIR/op_sweep.json.gz. Each shape runs once unprofiled (warm-up:
+cuDNN plans, allocator) and then REPS times under the profiler.
+"""
+import gzip
+import json
+import os
+import shutil
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile
+
+DEV = "cuda"
+REPS = 3
+
+
+def attention_shapes():
+    # the grid of record.py's part_kernels
+    for b in (1, 2, 4, 8, 16):
+        for heads in (8, 16, 32, 64):
+            for s in (256, 512, 1024, 2048, 4096, 8192):
+                for d in (64, 128):
+                    if b * heads * s * s * d <= 2 ** 38:
+                        yield b, heads, s, d
+
+
+def row_shapes():
+    for tokens in (1024, 2048, 4096, 8192, 16384, 32768):
+        for h in (512, 1024, 2048, 4096, 8192):
+            yield tokens, h
+
+
+def calls():
+    """Yield (setup) closures; each returns a function to call REPS times."""
+    for b, heads, s, d in attention_shapes():
+        def attn(b=b, heads=heads, s=s, d=d):
+            q = torch.randn(b, heads, s, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+            k = torch.randn_like(q, requires_grad=True)
+            v = torch.randn_like(q, requires_grad=True)
+            g = torch.randn_like(q)
+
+            def fb():
+                o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                torch.autograd.grad(o, (q, k, v), g)
+            return fb
+        yield attn
+    for tokens, h in row_shapes():
+        def rows(tokens=tokens, h=h):
+            x = torch.randn(tokens, h, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+            ln = nn.LayerNorm(h).to(DEV, torch.bfloat16)
+            gy = torch.randn_like(x)
+
+            def fn():
+                y = ln(x)
+                torch.autograd.grad(y, (x,), gy)
+                with torch.no_grad():
+                    F.gelu(x, approximate="tanh")
+                    x + x
+                    torch.softmax(x, dim=-1)
+            return fn
+        yield rows
+    for tokens in (1024, 4096, 8192, 16384):
+        for v in (32000, 50304, 128256):
+            if tokens * v * 4 > 8 * 2 ** 30:
+                continue
+
+            def ce(tokens=tokens, v=v):
+                logits = torch.randn(tokens, v, device=DEV, dtype=torch.float32, requires_grad=True)
+                tg = torch.randint(0, v, (tokens,), device=DEV)
+
+                def fn():
+                    loss = F.cross_entropy(logits, tg)
+                    torch.autograd.grad(loss, (logits,))
+                return fn
+            yield ce
+    for nparam in (10e6, 50e6, 100e6, 300e6, 700e6):
+        def adam(nparam=nparam):
+            ps = [torch.zeros(int(nparam) // 64, device=DEV, requires_grad=True) for _ in range(64)]
+            for p in ps:
+                p.grad = torch.randn_like(p)
+            opt = torch.optim.AdamW(ps, lr=1e-4)
+            return opt.step
+        yield adam
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: record-op-sweep.py OUTDIR")
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    kw = {}
+    try:
+        kw["experimental_config"] = torch._C._profiler._ExperimentalConfig(
+            enable_cuda_sync_events=True)
+    except Exception:
+        pass
+    # warm-up pass: cuDNN's plans and the allocator's blocks for every shape
+    for setup in calls():
+        setup()()
+        torch.cuda.synchronize()
+    print("warm-up done", flush=True)
+    raw = os.path.join(out, "op_sweep.json")
+    n = 0
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                 record_shapes=True, **kw) as prof:
+        for setup in calls():
+            fn = setup()
+            torch.cuda.synchronize()
+            for _ in range(REPS):
+                fn()
+            torch.cuda.synchronize()
+            n += 1
+            del fn
+    prof.export_chrome_trace(raw)
+    with open(raw, "rb") as fi, gzip.open(raw + ".gz", "wb", compresslevel=6) as fo:
+        shutil.copyfileobj(fi, fo)
+    os.remove(raw)
+    p = torch.cuda.get_device_properties(0)
+    print(json.dumps({"gpu": p.name, "sms": p.multi_processor_count, "shapes": n,
+                      "reps": REPS, "torch": torch.__version__,
+                      "cuda": torch.version.cuda}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/holdout-split.py KERNELS.jsonl MM_SWEEP.json.gz OUTDIR: a held-out
+"""bench/holdout-split.py KERNELS.jsonl MM_SWEEP.json.gz OUTDIR [OP_SWEEP.json.gz]: a held-out
 split of a GPU's kernel sweep (../shared/gpu/kernels/GPU) for
 bench/opmodel-accuracy. Every fifth measurement line is held out; a
 GEMM held out is held out of the profiler trace too (its aten::mm call,
@@ -8,7 +8,12 @@ seen neither its event-pair timing nor its kernel. Writes
 OUTDIR/train.jsonl, OUTDIR/test.jsonl, OUTDIR/train.json.gz (the trace
 less the held-out calls) and OUTDIR/test.json.gz (the trace with the
 held-out aten::mm calls as its only operators: their kernels' true GPU
-durations)."""
+durations).
+
+With OP_SWEEP (scripts/record-op-sweep.py's trace), every fifth attention
+shape (b, heads, s, d) is held out of it the same way: its operators
+(forward and backward, every repetition) only in OUTDIR/test_ops.json.gz,
+the rest in OUTDIR/train_ops.json.gz."""
 import gzip
 import json
 import sys
@@ -64,4 +69,45 @@ def main():
           file=sys.stderr)
 
 
+def attention_split(trace, out):
+    """Every fifth attention shape of an op sweep held out."""
+    with gzip.open(trace, "rt") as f:
+        t = json.load(f)
+    shapes = []
+    for e in t["traceEvents"]:
+        args = e.get("args") or {}
+        if e.get("cat") == "cpu_op" and "ttention" in e.get("name", "") and args.get("Input Dims"):
+            q = tuple(args["Input Dims"][0])
+            if q not in shapes:
+                shapes.append(q)
+    held = set(shapes[4::5])
+    keep_train, keep_test = [], []
+    found = 0
+    for e in t["traceEvents"]:
+        args = e.get("args") or {}
+        if e.get("cat") == "cpu_op" and "ttention" in e.get("name", ""):
+            dims = args.get("Input Dims")
+            # the autograd node has no dims: it stays out of both, so
+            # that a kernel whose ops are held out has no operator left
+            if not dims:
+                continue
+            out_of = tuple(dims[0]) in held
+            found += out_of
+            (keep_test if out_of else keep_train).append(e)
+        elif e.get("cat") == "cpu_op":
+            keep_train.append(e)
+        else:
+            keep_train.append(e)
+            keep_test.append(e)
+    for name, evs in (("train_ops", keep_train), ("test_ops", keep_test)):
+        t2 = dict(t)
+        t2["traceEvents"] = evs
+        with gzip.open(out + "/" + name + ".json.gz", "wt") as f:
+            json.dump(t2, f)
+    print("held out: %d of %d attention shapes (%d operator calls)" % (len(held), len(shapes), found),
+          file=sys.stderr)
+
+
 main()
+if len(sys.argv) > 4:
+    attention_split(sys.argv[4], sys.argv[3])

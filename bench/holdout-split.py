@@ -28,6 +28,33 @@ def layout_of(dims, strides):
     return (m, n, k, a + b)
 
 
+def split(t, side, out, names):
+    """Write t's events into OUTDIR/NAMES[0] (train) and NAMES[1] (test):
+    side(e) says where a CPU op goes ("train", "test", or None to drop
+    it); kernels, launches and the rest go to both, so a kernel whose
+    operator is held out has none in the training trace. Returns the
+    operators held out."""
+    keep_train, keep_test = [], []
+    found = 0
+    for e in t["traceEvents"]:
+        if e.get("cat") == "cpu_op":
+            where = side(e)
+            if where == "test":
+                found += 1
+                keep_test.append(e)
+            elif where == "train":
+                keep_train.append(e)
+        else:
+            keep_train.append(e)
+            keep_test.append(e)
+    for name, evs in zip(names, (keep_train, keep_test)):
+        t2 = dict(t)
+        t2["traceEvents"] = evs
+        with gzip.open(out + "/" + name + ".json.gz", "wt") as f:
+            json.dump(t2, f)
+    return found
+
+
 def main():
     kern, trace, out = sys.argv[1:4]
     held = set()
@@ -47,24 +74,13 @@ def main():
                 tr.write(line)
     with gzip.open(trace, "rt") as f:
         t = json.load(f)
-    keep_train, keep_test = [], []
-    found = 0
-    for e in t["traceEvents"]:
+
+    def side(e):
         args = e.get("args") or {}
-        if e.get("cat") == "cpu_op" and e.get("name") == "aten::mm" and "Input Dims" in args:
-            out_of = layout_of(args["Input Dims"], args["Input Strides"]) in held
-            found += out_of
-            (keep_test if out_of else keep_train).append(e)
-        elif e.get("cat") == "cpu_op":
-            keep_train.append(e)  # the inputs' randn: not GEMMs, not tested
-        else:
-            keep_train.append(e)
-            keep_test.append(e)
-    for name, evs in (("train", keep_train), ("test", keep_test)):
-        t2 = dict(t)
-        t2["traceEvents"] = evs
-        with gzip.open(out + "/" + name + ".json.gz", "wt") as f:
-            json.dump(t2, f)
+        if e.get("name") == "aten::mm" and "Input Dims" in args:
+            return "test" if layout_of(args["Input Dims"], args["Input Strides"]) in held else "train"
+        return "train"  # the inputs' randn: not GEMMs, not tested
+    found = split(t, side, out, ("train", "test"))
     print("held out: %d GEMM shapes, %d of them found in the trace" % (len(held), found),
           file=sys.stderr)
 
@@ -81,29 +97,17 @@ def attention_split(trace, out):
             if q not in shapes:
                 shapes.append(q)
     held = set(shapes[4::5])
-    keep_train, keep_test = [], []
-    found = 0
-    for e in t["traceEvents"]:
-        args = e.get("args") or {}
-        if e.get("cat") == "cpu_op" and "ttention" in e.get("name", ""):
-            dims = args.get("Input Dims")
-            # the autograd node has no dims: it stays out of both, so
-            # that a kernel whose ops are held out has no operator left
-            if not dims:
-                continue
-            out_of = tuple(dims[0]) in held
-            found += out_of
-            (keep_test if out_of else keep_train).append(e)
-        elif e.get("cat") == "cpu_op":
-            keep_train.append(e)
-        else:
-            keep_train.append(e)
-            keep_test.append(e)
-    for name, evs in (("train_ops", keep_train), ("test_ops", keep_test)):
-        t2 = dict(t)
-        t2["traceEvents"] = evs
-        with gzip.open(out + "/" + name + ".json.gz", "wt") as f:
-            json.dump(t2, f)
+
+    def side(e):
+        if "ttention" not in e.get("name", ""):
+            return "train"
+        dims = (e.get("args") or {}).get("Input Dims")
+        # the autograd node has no dims: out of both, so that a kernel
+        # whose ops are held out has no operator left in the training
+        if not dims:
+            return None
+        return "test" if tuple(dims[0]) in held else "train"
+    found = split(t, side, out, ("train_ops", "test_ops"))
     print("held out: %d of %d attention shapes (%d operator calls)" % (len(held), len(shapes), found),
           file=sys.stderr)
 

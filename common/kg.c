@@ -493,10 +493,22 @@ put_map(unsigned char *p, unsigned n)
  * buffer, byte for byte as msgpack-c's packer would (its callback per
  * value took a fifth of a writing tool's time). A record is at most
  * REC_MAX bytes: 30 pairs of a key under 6 bytes and a value of 9, or a
- * kind's name (under 32 bytes; the tables are ours).
+ * kind's name (under 32 bytes; the tables are ours). The map's size is
+ * counted before the pairs are written; KEY counts them again, and a
+ * record whose two counts differ (a field added to one list and not the
+ * other) fails the writer instead of leaving a stream no reader can read.
  */
 #define REC_MAX 1024
-#define KEY(lit) (p = put_short(p, (lit), sizeof(lit) - 1))
+
+static int
+count_error(struct kg_writer *w, const char *rec, unsigned said, unsigned wrote)
+{
+	seterr(w->err, "internal error: a %s record of %u pairs under a map of %u", rec, wrote,
+	    said);
+	w->failed = 1;
+	return -1;
+}
+#define KEY(lit) (pairs++, p = put_short(p, (lit), sizeof(lit) - 1))
 #define KV_I64(lit, v) (KEY(lit), p = put_i64(p, (v)))
 #define KV_NAME(lit, v) (KEY(lit), p = put_short(p, (v), strlen(v)))
 
@@ -504,7 +516,7 @@ int
 kg_write_task(struct kg_writer *w, const struct kg_task *t)
 {
 	unsigned char *p;
-	unsigned n = 8;
+	unsigned n = 8, pairs = 0;
 
 	if (w->failed)
 		return -1;
@@ -582,6 +594,8 @@ kg_write_task(struct kg_writer *w, const struct kg_task *t)
 	}
 	if (t->mrpeak >= 0)
 		KV_I64("mr", t->mrpeak);
+	if (pairs != n)
+		return count_error(w, "task", n, pairs);
 	w->sbuf.size = (size_t)((char *)p - w->sbuf.data);
 	w->ntasks++;
 	return record_done(w);
@@ -591,7 +605,7 @@ int
 kg_write_edge(struct kg_writer *w, const struct kg_edge *e)
 {
 	unsigned char *p;
-	unsigned n = 4;
+	unsigned n = 4, pairs = 0;
 
 	if (w->failed)
 		return -1;
@@ -616,6 +630,8 @@ kg_write_edge(struct kg_writer *w, const struct kg_edge *e)
 		KV_I64("via", e->via);
 	if (e->at != KG_NONE)
 		KV_I64("at", e->at);
+	if (pairs != n)
+		return count_error(w, "edge", n, pairs);
 	w->sbuf.size = (size_t)((char *)p - w->sbuf.data);
 	w->nedges++;
 	return record_done(w);

@@ -8,6 +8,25 @@
 
 #include "util.h"
 
+/*
+ * NCCL's ring model of a collective's time, by protocol (NCCL's
+ * src/graph/tuning.cc, the versions of 2.8 to 2.18: baseLat, hwLat and
+ * the bandwidth refinements of ncclTopoTuneModel): a base latency, a
+ * latency a step over NVLink and over the network, and the share of the
+ * link's bandwidth the protocol reaches. LL moves 8 bytes of data in 16
+ * and NCCL counts a quarter of the bandwidth for an all-reduce or a
+ * reduce (and across nodes), a third for the others; LL128 120 bytes in
+ * 128 (0.92), and it is not used across nodes or for sends; Simple the
+ * whole. NCCL takes the protocol of least time; so does comm_time.
+ */
+static const struct {
+	double base, step[COMM_NLINK]; /* us */
+} nccl_proto[3] = {
+	{ 3.6, { 0.47, 2.7 } },  /* LL */
+	{ 10.0, { 1.9, 4.0 } },  /* LL128 */
+	{ 8.4, { 3.4, 9.6 } },   /* Simple */
+};
+
 double
 comm_steps(int coll, int64_t n)
 {
@@ -154,6 +173,10 @@ fit_class(const struct comm_sample *s, size_t n, int coll, int link, struct comm
 		c->nseg = 2;
 		c->mape = besterr;
 	}
+	/* one step count: comm_time splits the latency for another */
+	for (i = 1; i < k && v[i].x == v[0].x; i++)
+		;
+	c->x0 = i == k ? v[0].x : 0;
 	free(v);
 }
 
@@ -166,6 +189,27 @@ comm_fit(const struct comm_sample *s, size_t n, struct comm_model *m)
 	for (c = 1; c < KG_NCOLL; c++)
 		for (l = 0; l < COMM_NLINK; l++)
 			fit_class(s, n, c, l, &m->c[c][l]);
+}
+
+/*
+ * Line k's time. A fit on samples of one step count (one group size: a
+ * data-parallel pair) does not tell a fixed cost from a latency a step:
+ * for another step count its latency is split as NCCL's ring model splits
+ * Simple's (8.4 us fixed, 3.4 us a step over NVLink, 9.6 over the
+ * network), so that a group of another size is not charged all of it
+ * for each step.
+ */
+static double
+line_time(const struct comm_class *c, int k, int link, int coll, int64_t n, double y)
+{
+	double x = comm_steps(coll, n), lat = c->seg[k].c0 + c->seg[k].alpha * x;
+
+	if (c->x0 > 0 && x != c->x0) {
+		double b = nccl_proto[2].base, st = nccl_proto[2].step[link];
+
+		lat = (c->seg[k].c0 + c->seg[k].alpha * c->x0) * (b + st * x) / (b + st * c->x0);
+	}
+	return lat + (c->seg[k].beta > 0 ? y / c->seg[k].beta : 0);
 }
 
 int64_t
@@ -181,16 +225,23 @@ comm_time(const struct comm_model *m, int coll, int64_t n, uint64_t bytes, int l
 		return -1;
 	c = &m->c[coll][link];
 	if (c->samples == 0) {
-		c = &m->c[coll][!link];
+		link = !link;
+		c = &m->c[coll][link];
 		*approx = 1;
 		if (c->samples == 0)
 			return -1;
 	}
 	y = (double)bytes * comm_factor(coll, n);
+	if (c->least) {
+		double best = INFINITY;
+
+		for (k = 0; k < c->nseg; k++)
+			best = fmin(best, line_time(c, k, link, coll, n, y));
+		return llround(best);
+	}
 	for (k = 0; k + 1 < c->nseg && y > c->seg[k].upto; k++)
 		;
-	return llround(c->seg[k].alpha * comm_steps(coll, n) +
-	    (c->seg[k].beta > 0 ? y / c->seg[k].beta : 0));
+	return llround(line_time(c, k, link, coll, n, y));
 }
 
 static int
@@ -199,6 +250,7 @@ given_set(struct comm_given *g, int link, double gbps, double us)
 	if (!(gbps > 0) || gbps > 1e6 || !(us >= 0) || us > 1e6)
 		return -1;
 	g->set[link] = 1;
+	g->nccl[link] = 0;
 	g->gbps[link] = gbps;
 	g->us[link] = us;
 	return 0;
@@ -295,6 +347,77 @@ static const struct {
 	{ "v100", { 150, 6.25 }, { 3.4, 9.6 }, 8 },
 };
 
+void
+comm_class_given(struct comm_class *c, const struct comm_given *g, int coll, int link)
+{
+	int p, k = 0;
+
+	c->samples = 1; /* given, not fitted */
+	c->mape = 0;
+	c->from = 0;
+	c->x0 = 0;
+	if (!g->nccl[link]) {
+		c->least = 0;
+		c->nseg = 1;
+		c->seg[0].upto = INFINITY;
+		c->seg[0].c0 = 0;
+		c->seg[0].alpha = g->us[link] * 1e3;
+		c->seg[0].beta = g->gbps[link];
+		return;
+	}
+	c->least = 1;
+	for (p = 0; p < 3; p++) {
+		double share = 1;
+
+		if (p == 0)
+			share = coll == KG_COLL_ALLREDUCE || coll == KG_COLL_REDUCE ||
+			    link == COMM_INTER ? 0.25 : 1.0 / 3;
+		if (p == 1) {
+			if (link == COMM_INTER || coll == KG_COLL_SEND || coll == KG_COLL_RECV ||
+			    coll == KG_COLL_SENDRECV)
+				continue;
+			share = 0.92;
+		}
+		c->seg[k].upto = INFINITY;
+		c->seg[k].c0 = nccl_proto[p].base * 1e3;
+		/* Simple's latency a step is the topology's own */
+		c->seg[k].alpha = (p == 2 ? g->us[link] : nccl_proto[p].step[link]) * 1e3;
+		c->seg[k].beta = g->gbps[link] * share;
+		k++;
+	}
+	c->nseg = k;
+}
+
+void
+comm_class_text(const struct comm_class *c, char *buf, size_t len)
+{
+	size_t n;
+	int k;
+
+	buf[0] = '\0';
+	for (k = 0; k < c->nseg; k++) {
+		n = strlen(buf);
+		if (c->seg[k].c0 > 0)
+			snprintf(buf + n, len - n, "%s%.2f us + ", k ? "; " : "", c->seg[k].c0 / 1e3);
+		else
+			snprintf(buf + n, len - n, "%s", k ? "; " : "");
+		n = strlen(buf);
+		if (c->seg[k].beta > 0)
+			snprintf(buf + n, len - n, "%.2f us a step, %.1f GB/s", c->seg[k].alpha / 1e3,
+			    c->seg[k].beta);
+		else
+			snprintf(buf + n, len - n, "%.2f us a step, no bandwidth term",
+			    c->seg[k].alpha / 1e3);
+		n = strlen(buf);
+		if (!c->least && k + 1 < c->nseg)
+			snprintf(buf + n, len - n, " (to %.0f bytes a link)", c->seg[k].upto);
+	}
+	n = strlen(buf);
+	if (c->least)
+		snprintf(buf + n, len - n, " (the least of NCCL's %s)", c->nseg == 3 ?
+		    "LL, LL128 and Simple" : "LL and Simple");
+}
+
 const char comm_topology_names[] = "h100, a100, v100";
 
 int
@@ -307,8 +430,10 @@ comm_topology_builtin(const char *name, struct comm_given *g, int keep)
 		if (strcmp(name, topologies[i].name) != 0)
 			continue;
 		for (l = 0; l < COMM_NLINK; l++)
-			if (!keep || !g->set[l])
+			if (!keep || !g->set[l]) {
 				given_set(g, l, topologies[i].gbps[l], topologies[i].us[l]);
+				g->nccl[l] = 1;
+			}
 		if (!keep || g->gpn == 0)
 			g->gpn = topologies[i].gpn;
 		return 0;

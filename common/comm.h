@@ -15,7 +15,11 @@
  * node (NVLink) or across nodes (the network), whichever the group's
  * slowest hop is; and, where that fits clearly better, separately for
  * small and large messages (NCCL's protocols trade latency for
- * bandwidth by size).
+ * bandwidth by size). A type whose samples are all of one step count
+ * has its latency split into a fixed cost and a cost a step as NCCL's
+ * ring model splits it, for a group of another size. A link no sample
+ * tells is given (a topology): one line, or, for a built-in topology,
+ * NCCL's ring model with its three protocols and their fixed costs.
  */
 #ifndef KG_COMM_H
 #define KG_COMM_H
@@ -38,17 +42,23 @@ struct comm_sample {
 };
 
 /*
- * A fitted class (type and link): one line, or two for messages up to and
- * past a size (bytes a link moves, bytes * factor).
+ * A class (type and link). Fitted: one line, or two for messages up to
+ * and past a size (bytes a link moves, bytes * factor). Given by a
+ * built-in topology: one line for each of NCCL's protocols, and a
+ * collective takes the least of their times, as NCCL's tuner picks
+ * (least set). A line is T = c0 + alpha * steps + bytes * factor / beta.
  */
 struct comm_class {
 	size_t samples;
 	int nseg;
+	int least; /* 1: the least of the lines, not the line for the size */
 	struct {
 		double upto;  /* this line holds up to these bytes a link */
+		double c0;    /* ns, fixed (0 in a fit) */
 		double alpha; /* ns per step */
 		double beta;  /* bytes per ns (GB/s); 0: no bandwidth term */
-	} seg[2];
+	} seg[3];
+	double x0;    /* the one step count of its samples; 0: several (comm_time) */
 	double mape;  /* mean absolute error of the fit, % of the observed */
 	int from;     /* 0: fitted on its own samples; else the type it borrows (pgroups_fit) */
 };
@@ -63,6 +73,7 @@ struct comm_model {
  */
 struct comm_given {
 	int set[COMM_NLINK];
+	int nccl[COMM_NLINK];    /* 1: NCCL's ring protocols on gbps (a built-in) */
 	double gbps[COMM_NLINK]; /* bus bandwidth per GPU, GB/s */
 	double us[COMM_NLINK];   /* latency a step, microseconds */
 	int64_t gpn;             /* ranks per node; 0: not given */
@@ -77,6 +88,15 @@ int comm_given_load(const char *path, struct comm_given *g, char *err, size_t er
 /* "GBPS,US" for link; 0, or -1 when it is not two numbers in range. */
 int comm_given_parse(const char *s, struct comm_given *g, int link);
 
+/*
+ * Fill c, of type coll on link, from a given link: one line (us a step,
+ * gbps), or, for a built-in topology's link, NCCL's ring model on its
+ * bandwidth: LL, LL128 (NVLink only) and Simple, each with NCCL's base
+ * latency, latency a step and share of the bandwidth (comm.c).
+ */
+void comm_class_given(struct comm_class *c, const struct comm_given *g, int coll, int link);
+/* The class's lines as text ("8.40 us + 3.40 us a step, 450.0 GB/s; ..."). */
+void comm_class_text(const struct comm_class *c, char *buf, size_t len);
 /*
  * A built-in topology by name ("h100", "a100", "v100": one DGX-class
  * node of 8 GPUs; the numbers and their sources are in comm.c and

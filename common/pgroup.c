@@ -146,15 +146,8 @@ pgroups_fit(const struct pgroups *s, const struct kg_task *const *c, const uint3
 	free(sm);
 	for (l = 0; given != NULL && l < COMM_NLINK; l++)
 		for (k = 1; k < KG_NCOLL && given->set[l]; k++)
-			if (m->c[k][l].samples == 0) {
-				struct comm_class *cc = &m->c[k][l];
-
-				cc->samples = 1; /* given, not fitted */
-				cc->nseg = 1;
-				cc->seg[0].upto = INFINITY;
-				cc->seg[0].alpha = given->us[l] * 1e3;
-				cc->seg[0].beta = given->gbps[l];
-			}
+			if (m->c[k][l].samples == 0)
+				comm_class_given(&m->c[k][l], given, k, l);
 	/* a type the job never ran on a link: the link's best-sampled fit */
 	for (l = 0; l < COMM_NLINK; l++) {
 		int best = 0;
@@ -257,15 +250,16 @@ pgroups_assume(const struct comm_model *m, const uint8_t *used, struct comm_give
 		if (!need || any || given->set[l])
 			continue;
 		given->set[l] = 1;
+		given->nccl[l] = b.nccl[l];
 		given->gbps[l] = b.gbps[l];
 		given->us[l] = b.us[l];
 		assumed[l] = 1;
 		snprintf(msg[l], 192, "no collective over %s in the job: it is taken to be the "
-		    "built-in %s topology's (%g GB/s a GPU, %g us a step; give it with --net or "
-		    "--topology)", over[l], COMM_TOPOLOGY_DEFAULT, b.gbps[l], b.us[l]);
+		    "built-in %s topology's (%g GB/s a GPU, NCCL's ring model; give it with --net "
+		    "or --topology)", over[l], COMM_TOPOLOGY_DEFAULT, b.gbps[l]);
 		k = strlen(note);
-		snprintf(note + k, notelen - k, "%s%s: built-in %s (%g GB/s, %g us a step)",
-		    k ? "; " : "assumed ", what[l], COMM_TOPOLOGY_DEFAULT, b.gbps[l], b.us[l]);
+		snprintf(note + k, notelen - k, "%s%s: built-in %s (%g GB/s, NCCL's ring model)",
+		    k ? "; " : "assumed ", what[l], COMM_TOPOLOGY_DEFAULT, b.gbps[l]);
 		n++;
 	}
 	return n;

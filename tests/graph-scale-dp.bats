@@ -96,18 +96,22 @@ durations() {
 }
 
 @test "graph-scale-dp: the data-parallel group's collectives are re-timed, the tensor-parallel ones are not" {
-	# The model fitted on the job recovers alpha 1000 ns, beta 10 B/ns.
-	# For 4 ranks: T(4) = 1000 * 6 + B * 1.5 / 10; T(2) = 2000 + B / 10.
-	# 100000 B: 21000 / 12000 * 12000 = 21000; 1000000 B: 156000; the
-	# forward scalar 4 B: about 6000 (5999: the 4-byte transfers were
-	# written rounded down, so the fit is a hair off). The
-	# tensor-parallel 4096-byte all-reduces stay at 2410.
+	# The model fitted on the job recovers 1000 ns a step, 10 B/ns. Its
+	# transfers are all among 2 ranks (2 steps), so their 2000 ns of
+	# latency is split as NCCL's Simple ring splits it: 2000 * 8.4 /
+	# 15.2 = 1105.26 ns fixed, 2000 * 3.4 / 15.2 = 447.37 ns a step.
+	# For 4 ranks: T(4) = 1105.26 + 447.37 * 6 + B * 1.5 / 10 = 3789.47
+	# + 0.15 B; T(2) = 2000 + B / 10. 100000 B: 18789.47 / 12000 * 12000
+	# = 18789; 1000000 B: 153789; the forward scalar 4 B: about 3790
+	# (3789: the 4-byte transfers were written rounded down, so the fit
+	# is a hair off). The tensor-parallel 4096-byte all-reduces stay at
+	# 2410.
 	mkjob > job.kg
 	graph-scale-dp 4 job.kg > four.kg
 	[ "$(durations four.kg | awk '$1 % 4 == 0 { print $2 }' | sort -u)" = 2410 ]
-	[ "$(durations four.kg | awk '$1 % 4 == 1 { print $2 }' | sort -u)" = 5999 ]
-	[ "$(durations four.kg | awk '$1 % 4 == 2 { print $2 }' | sort -u)" = 21000 ]
-	[ "$(durations four.kg | awk '$1 % 4 == 3 { print $2 }' | sort -u)" = 156000 ]
+	[ "$(durations four.kg | awk '$1 % 4 == 1 { print $2 }' | sort -u)" = 3789 ]
+	[ "$(durations four.kg | awk '$1 % 4 == 2 { print $2 }' | sort -u)" = 18789 ]
+	[ "$(durations four.kg | awk '$1 % 4 == 3 { print $2 }' | sort -u)" = 153789 ]
 	# od keeps the traced times
 	[ "$(graphcat four.kg | jq -r 'select(.r == "task" and .id == 3) | .od')" = 102000 ]
 }
@@ -126,28 +130,32 @@ durations() {
 	# [0, 2, 4, 6] on nodes 0 and 1
 	mkjob > job.kg
 	run -0 --separate-stderr graph-scale-dp --gpus-per-node 4 -o h100.kg 4 job.kg
-	[ "$stderr" = "graph-scale-dp: warning: job.kg: section 0: no collective over the network in the job: it is taken to be the built-in h100 topology's (50 GB/s a GPU, 9.6 us a step; give it with --net or --topology)" ]
-	# DGX H100: a 400 Gb/s NIC a GPU (50 GB/s), NCCL's 9.6 us a ring step
-	# over the network: 100000 B among 4 take 6 * 9600 + 150000 / 50 =
-	# 60600 ns (the job's own 12000 ns for 2 ranks on NVLink is the fit's)
-	[ "$(durations h100.kg | awk '$1 % 4 == 2 { print $2 }' | sort -u)" = 60600 ]
+	[ "$stderr" = "graph-scale-dp: warning: job.kg: section 0: no collective over the network in the job: it is taken to be the built-in h100 topology's (50 GB/s a GPU, NCCL's ring model; give it with --net or --topology)" ]
+	# DGX H100: a 400 Gb/s NIC a GPU (50 GB/s), timed as NCCL's ring
+	# over the network, the least of its protocols: 100000 B among 4
+	# (6 steps, 150000 B a link) take 3600 + 6 * 2700 + 150000 / 12.5 =
+	# 31800 ns with LL (a quarter of the bandwidth), against 8400 + 6 *
+	# 9600 + 150000 / 50 = 69000 with Simple (the job's own 12000 ns for
+	# 2 ranks on NVLink is the fit's)
+	[ "$(durations h100.kg | awk '$1 % 4 == 2 { print $2 }' | sort -u)" = 31800 ]
 	# recorded in the section's tools entry
-	[ "$(graphcat h100.kg | jq -r 'select(.r == "header") | .tools[-1]')" = "graph-scale-dp $(graph-scale-dp --version | cut -d' ' -f3) assumed network: built-in h100 (50 GB/s, 9.6 us a step)" ]
+	[ "$(graphcat h100.kg | jq -r 'select(.r == "header") | .tools[-1]')" = "graph-scale-dp $(graph-scale-dp --version | cut -d' ' -f3) assumed network: built-in h100 (50 GB/s, NCCL's ring model)" ]
 	run -0 --separate-stderr graph-scale-dp -q --gpus-per-node 4 4 job.kg
 	[ "$stderr" = "" ]
 	# 5 GB/s and 1 us: 100000 B take (6000 + 30000) / 12000 * 12000
 	graph-scale-dp --gpus-per-node 4 --net 5,1 4 job.kg > net.kg
 	[ "$(durations net.kg | awk '$1 % 4 == 2 { print $2 }' | sort -u)" = 36000 ]
-	# by name: DGX A100's 25 GB/s: 57600 + 150000 / 25 = 63600; no warning
+	# by name: DGX A100's 25 GB/s: LL's 3600 + 16200 + 150000 / 6.25 =
+	# 43800 (Simple's 8400 + 57600 + 6000 = 72000); no warning
 	run -0 --separate-stderr graph-scale-dp --gpus-per-node 4 --topology a100 -o a100.kg 4 job.kg
 	[ "$stderr" = "" ]
-	[ "$(durations a100.kg | awk '$1 % 4 == 2 { print $2 }' | sort -u)" = 63600 ]
+	[ "$(durations a100.kg | awk '$1 % 4 == 2 { print $2 }' | sort -u)" = 43800 ]
 	[ "$(graphcat a100.kg | jq -r 'select(.r == "header") | .tools[-1]' | cut -d' ' -f1)" = "graph-scale-dp" ]
 	# --net over a named topology, whichever comes first
 	graph-scale-dp --gpus-per-node 4 --net 5,1 --topology v100 4 job.kg > nv.kg
 	cmp <(durations net.kg) <(durations nv.kg)
 	# the report says which network was assumed
-	graphsim h100.kg | graphstat | grep -q '^  network assumed: graph-scale-dp: built-in h100 (50 GB/s, 9.6 us a step)$'
+	graphsim h100.kg | graphstat | grep -q "^  network assumed: graph-scale-dp: built-in h100 (50 GB/s, NCCL's ring model)$"
 }
 
 @test "graph-scale-dp: a graph that is not a job, or has no phases or no data-parallel group, stops it" {
@@ -218,9 +226,10 @@ durations() {
 		print "{\"r\":\"edge\",\"src\":5,\"dst\":7,\"k\":\"rank\"}"
 		print "{\"r\":\"end\",\"tasks\":8,\"edges\":8,\"procs\":4,\"strs\":5}"
 	}' | mkstream > pp.kg
-	# with the built-in network: 9600 + 1000 / 50 = 9620 ns
+	# with the built-in network, NCCL's LL: 3600 + 2700 + 1000 / 12.5 =
+	# 6380 ns (Simple: 8400 + 9600 + 1000 / 50 = 18020)
 	graph-scale-dp -q --gpus-per-node 4 4 pp.kg > h100.kg
-	[ "$(durations h100.kg | awk '$1 % 2 == 0 { print $2 }' | sort -u)" = 9620 ]
+	[ "$(durations h100.kg | awk '$1 % 2 == 0 { print $2 }' | sort -u)" = 6380 ]
 	graph-scale-dp --gpus-per-node 4 --net 1,5 4 pp.kg > four.kg
 	[ "$(durations four.kg | awk '$1 % 2 == 0 { print $2 }' | sort -u)" = 6000 ]
 	# at dp 2 nothing moves
@@ -249,7 +258,7 @@ durations() {
 	[ "$(durations net.kg | awk '$1 % 4 == 2 { print $2 }' | sort -u)" = 36000 ]
 	# --gpus-per-node wins over the file's
 	graph-scale-dp --topology topo --gpus-per-node 8 4 job.kg > one.kg
-	[ "$(durations one.kg | awk '$1 % 4 == 2 { print $2 }' | sort -u)" = 21000 ]
+	[ "$(durations one.kg | awk '$1 % 4 == 2 { print $2 }' | sort -u)" = 18789 ]
 	printf 'network 5\n' > bad
 	run -1 --separate-stderr graph-scale-dp --topology bad 4 job.kg
 	[ "$stderr" = "graph-scale-dp: bad: line 1: network takes GB/s and microseconds a step" ]
@@ -315,10 +324,17 @@ durations() {
 	graphcat -r d8.kg | jq -r 'select(.r == "task" and .k == "coll") | .by' > got
 	diff want got
 	# each takes NCCL's ring time for 8 ranks on the built-in h100
-	# topology's NVLink: 2(n-1) steps of 3.4 us and 2(n-1)/n of its bytes
-	# at 450 GB/s
-	graphcat -r d8.kg | jq -r 'select(.r == "task" and .k == "coll") | "\(.by) \(.d)"' |
-	    awk '{ t = 2 * 7 * 3400 + $1 * 2 * 7 / 8 / 450; d = t - $2; if (d < 0) d = -d; if (d > 1) exit 1 }'
+	# topology's NVLink: 2(n-1) steps and 2(n-1)/n of its bytes, the
+	# least of LL (3.6 us, 0.47 us a step, a quarter of 450 GB/s), LL128
+	# (10 us, 1.9 us a step, 0.92 of it) and Simple (8.4 us, 3.4 us a
+	# step, all of it)
+	graphcat -r d8.kg | jq -r 'select(.r == "task" and .k == "coll") | "\(.by) \(.d)"' > times
+	awk '{ y = $1 * 2 * 7 / 8; a = 3600 + 14 * 470 + y / 112.5; b = 10000 + 14 * 1900 + y / 414
+		c = 8400 + 14 * 3400 + y / 450; t = a < b ? a : b; t = t < c ? t : c
+		d = t - $2; if (d < 0) d = -d; if (d > 1) exit 1 }' times
+	# the buckets (16 to 227 MB) are LL128's: 16785408 B take 10 + 26.6
+	# + 70.9 = 107.5 us, against Simple's 8.4 + 47.6 + 65.3 = 121.3
+	[ "$(awk '$1 == 16785408 { print $2 }' times | sort -u)" = 107553 ]
 	# each after its bucket's gradients and the one before; the
 	# optimizer's first kernel after an iteration's last (three
 	# iterations)

@@ -158,8 +158,8 @@ steps() {
 	kineto2graph -q one/rank-0.json.gz > one.kg
 	# no link given: NVLink is the built-in h100 topology's, said and recorded
 	run -0 --separate-stderr graph-scale-pp -o bi.kg 2 one.kg
-	[ "$stderr" = "graph-scale-pp: warning: one.kg: section 0: no collective over NVLink in the job: it is taken to be the built-in h100 topology's (450 GB/s a GPU, 3.4 us a step; give it with --net or --topology)" ]
-	graphcat bi.kg | head -n 1 | jq -e '.tools[-1] == "graph-scale-pp 0.1 assumed NVLink: built-in h100 (450 GB/s, 3.4 us a step)"' 
+	[ "$stderr" = "graph-scale-pp: warning: one.kg: section 0: no collective over NVLink in the job: it is taken to be the built-in h100 topology's (450 GB/s a GPU, NCCL's ring model; give it with --net or --topology)" ]
+	graphcat bi.kg | head -n 1 | jq -e '.tools[-1] == "graph-scale-pp 0.1 assumed NVLink: built-in h100 (450 GB/s, NCCL'"'"'s ring model)"' 
 	printf 'nvlink 400 3  # a guess for H100\n' > topo
 	graph-scale-pp -q --topology topo 2 one.kg > two.kg
 	graphcat two.kg | head -n 1 | jq -e '.ranks == [0, 1]'

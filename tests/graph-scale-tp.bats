@@ -131,8 +131,9 @@ job_ms() { # the job rows' simulated iteration times
 	# for each: 1000 -> 500, 500 -> 250, 800 -> 400, 600 -> 300; the norm
 	# and the residual add keep theirs. The all-reduce of the projection's
 	# output (4 x 8 bf16, 64 bytes) among 2 ranks on the built-in h100
-	# NVLink (3.4 us a step, 2 steps; 64 bytes at 450 GB/s are 0.14 ns):
-	# 6800 ns, between the projection and the residual add.
+	# NVLink, NCCL's LL protocol the least (3.6 us, 0.47 us a step, 2
+	# steps; 64 bytes at a quarter of 450 GB/s are 0.57 ns): 4541 ns,
+	# between the projection and the residual add.
 	mklayer > l.kg
 	graph-scale-tp -q 2 l.kg > two.kg
 	run -0 bash -c "graphcat -r two.kg | jq -r 'select(.r == \"task\") | \"\(.id) \(.k) \(.d) \(.sh // \"-\") \(.by // 0)\"'"
@@ -142,7 +143,7 @@ job_ms() { # the job rows' simulated iteration times
 3 kern 400 [[1,4,1,4],[1,4,1,4],[1,4,1,4],[],[]] 0
 4 kern 300 [[4,4],[4,8]] 0
 5 kern 300 [[4,1,8],[4,1,8],[]] 0
-6 coll 6800 - 64" ]
+6 coll 4541 - 64" ]
 	run -0 edges_by_name two.kg
 	[ "$(graphcat two.kg | jq -c 'select(.r == "edge" and .k == "event") | [.src, .dst]' | tr '\n' ' ')" = "[4,6] [6,5] " ]
 	graph-deps --check two.kg

@@ -290,7 +290,8 @@ static void
 print_model(const struct comm_model *m, const uint8_t *used, const char *name, int index,
     const char *assumed)
 {
-	int c, l, k;
+	char text[512];
+	int c, l;
 
 	for (c = 1; c < KG_NCOLL; c++)
 		for (l = 0; l < COMM_NLINK; l++) {
@@ -298,19 +299,13 @@ print_model(const struct comm_model *m, const uint8_t *used, const char *name, i
 
 			if (!used[c * COMM_NLINK + l] || cc->samples == 0)
 				continue;
-			fprintf(stderr, "%s: %s: section %d: model: %s over %s:", progname, name,
-			    index, kg_coll_name[c], link_name(l));
-			for (k = 0; k < cc->nseg; k++)
-				if (cc->seg[k].beta > 0)
-					fprintf(stderr, "%s %.2f us a step, %.1f GB/s", k ? ";" : "",
-					    cc->seg[k].alpha / 1e3, cc->seg[k].beta);
-				else
-					fprintf(stderr, "%s %.2f us a step, no bandwidth term",
-					    k ? ";" : "", cc->seg[k].alpha / 1e3);
+			comm_class_text(cc, text, sizeof(text));
+			fprintf(stderr, "%s: %s: section %d: model: %s over %s: %s", progname, name,
+			    index, kg_coll_name[c], link_name(l), text);
 			if (cc->from != 0)
 				fprintf(stderr, " (the %s fit, borrowed)\n", kg_coll_name[cc->from]);
-			else if (cc->mape == 0 && cc->samples == 1 && cc->nseg == 1 && assumed &&
-			    assumed[l])
+			else if (cc->mape == 0 && cc->samples == 1 && (cc->nseg == 1 || cc->least) &&
+			    assumed && assumed[l])
 				fprintf(stderr, " (given: %s)\n", assumed[l] == 2 ? "built-in " 
 				    COMM_TOPOLOGY_DEFAULT " topology, assumed" : "--net/--topology");
 			else

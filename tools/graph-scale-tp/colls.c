@@ -829,6 +829,7 @@ collectives(struct tp *c, char *net, size_t netlen)
 	memset(&bg, 0, sizeof(bg));
 	comm_topology_builtin(COMM_TOPOLOGY_DEFAULT, &bg, 0);
 	if (c->o->given.set[COMM_INTRA]) {
+		bg.nccl[COMM_INTRA] = c->o->given.nccl[COMM_INTRA];
 		bg.gbps[COMM_INTRA] = c->o->given.gbps[COMM_INTRA];
 		bg.us[COMM_INTRA] = c->o->given.us[COMM_INTRA];
 	}
@@ -840,14 +841,11 @@ collectives(struct tp *c, char *net, size_t netlen)
 		    c->index, tm.n, tm.c0 / 1e3, tm.alpha / 1e3, 1 / tm.gamma);
 	if (c->o->verbose) {
 		const struct comm_class *cc = &m.c[KG_COLL_ALLREDUCE][COMM_INTRA];
-		int q;
+		char text[512];
 
-		fprintf(stderr, "%s: %s: section %d: model: allreduce over NVLink (%zu samples):",
-		    progname, c->name, c->index, cc->samples);
-		for (q = 0; q < cc->nseg; q++)
-			fprintf(stderr, "%s %.2f us a step, %.1f GB/s (to %.0f bytes)", q ? ";" : "",
-			    cc->seg[q].alpha / 1e3, cc->seg[q].beta, cc->seg[q].upto);
-		fprintf(stderr, "\n");
+		comm_class_text(cc, text, sizeof(text));
+		fprintf(stderr, "%s: %s: section %d: model: allreduce over NVLink (%zu samples): "
+		    "%s\n", progname, c->name, c->index, cc->samples, text);
 	}
 	drop = xcalloc(c->nt + 1, 1);
 	for (i = 0; i < k.n; i++) {

@@ -198,6 +198,16 @@ median_i64(int64_t *v, size_t n)
 	return v[(n - 1) / 2];
 }
 
+/* Is task x a runtime call to cudaStreamWaitEvent under no operator? */
+static int
+stream_wait(const struct tp *c, uint32_t x)
+{
+	const struct kg_task *t = &c->t[x];
+
+	return t->kind == KG_RT && t->op == KG_NONE && t->name != KG_NONE &&
+	    strcmp(kg_str(c->r, t->name), "cudaStreamWaitEvent") == 0;
+}
+
 /* The launch's span: first and last calls; its time in *t. 0, or -1. */
 static int
 host_span(const struct tp *c, uint32_t coll, uint32_t *a, uint32_t *b, int64_t *t)
@@ -218,6 +228,13 @@ host_span(const struct tp *c, uint32_t coll, uint32_t *a, uint32_t *b, int64_t *
 	if (c->tin[x] != KG_NONE)
 		*t += c->e[c->tin[x]].delay;
 	for (x = l; c->tout[x] != KG_NONE && c->t[c->e[c->tout[x]].dst].op == op;) {
+		*t += c->e[c->tout[x]].delay;
+		x = c->e[c->tout[x]].dst;
+		*t += c->t[x].dur;
+	}
+	/* and the stream waits right after it under no operator: the
+	 * framework's wait for the collective's output */
+	while (c->tout[x] != KG_NONE && stream_wait(c, c->e[c->tout[x]].dst)) {
 		*t += c->e[c->tout[x]].delay;
 		x = c->e[c->tout[x]].dst;
 		*t += c->t[x].dur;
@@ -879,7 +896,11 @@ collectives(struct tp *c, char *net, size_t netlen)
 				/* sequence parallelism undone: the gathers go, the
 				 * scatters reduce the whole tensor */
 				if (t->coll == KG_COLL_ALLGATHER) {
+					/* it takes no time, meets no one: not a
+					 * gather of parameters for graphstat */
 					t->dur = 0;
+					t->pgr = KG_NONE;
+					t->gsize = 1;
 					drop[k.id[i]] = 1;
 					host_drop(c, k.id[i]);
 					continue;
@@ -906,29 +927,39 @@ collectives(struct tp *c, char *net, size_t netlen)
 			if (ln == lo && bnew == t->bytes)
 				continue;
 		}
+		/*
+		 * A group of another size: the tensor-parallel group's
+		 * collectives, all of one size, mix NCCL's protocols (LL
+		 * for the small ones, LL128 for the large) and no line
+		 * through them tells how a collective grows with the
+		 * group; nor does a class fitted on latency alone. The
+		 * link's NCCL ring model (given, or built in) does.
+		 */
 		mm = &m;
-		if (size != g->size && (latency_only(&m, t->coll, lo) || latency_only(&m, ctype, ln))) {
+		if (size != g->size && ((T > 1 && g->fwd && g->size == T) ||
+		    latency_only(&m, t->coll, lo) || latency_only(&m, ctype, ln))) {
 			mm = &mb;
 			nshape++;
 		}
 		told = comm_time(mm, t->coll, g->size, t->bytes, lo, &a1);
 		tnew = comm_time(mm, ctype, size, bnew, ln, &a2);
 		if (tm.ok && lo == COMM_INTRA && ln == COMM_INTRA && T > 1 && g->fwd &&
-		    g->size == T) {
-			/* the group's own model: a fixed cost, a latency a step */
+		    g->size == T && size == T) {
+			/* at the traced degree, the group's own model: a
+			 * fixed cost, a latency a step */
 			told = llround(tpm_time(&tm, t->coll, g->size, t->bytes));
 			tnew = llround(tpm_time(&tm, ctype, size, bnew));
 			if (pair || (ctype == KG_COLL_ALLREDUCE && t->coll == KG_COLL_REDUCESCATTER))
 				tnew = llround(tpm_time(&tm, KG_COLL_REDUCESCATTER, size, bnew) +
 				    tpm_time(&tm, KG_COLL_ALLGATHER, size, bnew));
-			if (mm == &mb)
-				nshape--;
-		} else if (pair || (ctype == KG_COLL_ALLREDUCE && t->coll == KG_COLL_REDUCESCATTER)) {
+		} else if (pair || (ctype == KG_COLL_ALLREDUCE && t->coll == KG_COLL_REDUCESCATTER &&
+		    mm != &mb)) {
 			/*
 			 * A ring all-reduce is a reduce-scatter and an
 			 * all-gather: the one is timed as the other two,
 			 * each by the fit of its own type (or the one it
-			 * borrows)
+			 * borrows); NCCL's model times an all-reduce as
+			 * one, a pair made of one as two
 			 */
 			int64_t rs = comm_time(mm, KG_COLL_REDUCESCATTER, size, bnew, ln, &a2);
 			int64_t ag = comm_time(mm, KG_COLL_ALLGATHER, size, bnew, ln, &a2);
@@ -990,8 +1021,8 @@ collectives(struct tp *c, char *net, size_t netlen)
 		fprintf(stderr, "%s: %s: section %d: %zu GEMMs, %zu attention calls, %zu other "
 		    "kernels sharded, %zu optimizer tasks scaled (a rank's parameters x%.4f), %zu "
 		    "kernels with shapes kept; "
-		    "%zu collectives made; %zu re-timed by the %s link's shape (their fit has "
-		    "no bandwidth term); %zu gradient buckets merged into others, %zu made by "
+		    "%zu collectives made; %zu re-timed by the %s link's shape (a group of another "
+		    "size); %zu gradient buckets merged into others, %zu made by "
 		    "splitting; %zu launches on the host added or taken away (%.1f us each)\n",
 		    progname, c->name, c->index, c->ngemm, c->nattn, c->nelt, c->nopt, c->rho,
 		    c->nkept,

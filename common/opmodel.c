@@ -223,6 +223,44 @@ name_tile(const char *k, double *tm, double *tn)
 	return 0;
 }
 
+/*
+ * What a GEMM kernel's name says of how cuBLAS runs it: the architecture
+ * it was built for (nvjet and sm90_* kernels 90; CUTLASS's own names
+ * cutlass_80_..., cutlass_75_...) and the alignment in elements its
+ * loads assume (CUTLASS's _alignN; nvjet needs 16 bytes, 8 elements).
+ * cuBLAS falls back on older, slower CUTLASS kernels when a leading
+ * dimension is not a multiple of 8. Its tile, for the waves, from a
+ * CUTLASS name's _MxN_KxS_ too. NaN where the name does not say.
+ */
+static void
+name_kind(const char *k, float *arch, float *align, double *tm, double *tn, int *tile)
+{
+	const char *p;
+	int a, b, c;
+
+	*arch = *align = NAN;
+	if (k == NULL)
+		return;
+	if (strncmp(k, "nvjet", 5) == 0) {
+		*arch = 90, *align = 3;
+		return;
+	}
+	if ((p = strstr(k, "cutlass_")) != NULL && sscanf(p + 8, "%d", &a) == 1 && a > 0 &&
+	    a < 1000)
+		*arch = (float)a;
+	else if ((p = strstr(k, "sm")) != NULL && sscanf(p + 2, "%d", &a) == 1 && a >= 50 &&
+	    a < 1000)
+		*arch = (float)a;
+	if ((p = strstr(k, "_align")) != NULL && sscanf(p + 6, "%d", &a) == 1 && a > 0)
+		*align = (float)log2(a);
+	for (p = k; *tile == 0 && strstr(k, "cutlass") != NULL && (p = strchr(p, '_')) != NULL;
+	    p++)
+		if (sscanf(p + 1, "%dx%d_%dx%d", &a, &b, &c, &c) == 4 && a >= 16 && b >= 16) {
+			*tm = a, *tn = b;
+			*tile = 1;
+		}
+}
+
 uint32_t
 om_opcode(const char *op)
 {
@@ -239,7 +277,7 @@ static void
 desc_gemm(const char *op, const struct dims *o, int layout, const char *kernel, int sms,
     struct om_desc *d)
 {
-	double tm, tn;
+	double tm = 0, tn = 0;
 	double m = 0, n = 0, k = 0, b = 1;
 	int a = 0;
 
@@ -286,10 +324,15 @@ desc_gemm(const char *op, const struct dims *o, int layout, const char *kernel, 
 	d->x[12] = align2(m);
 	d->x[13] = align2(n);
 	d->x[14] = align2(k);
-	if (name_tile(kernel, &tm, &tn)) {
-		float w;
+	{
+		int tile = name_tile(kernel, &tm, &tn);
 
-		waves(b * ceil(m / tm) * ceil(n / tn), sms, &w, &d->x[15]);
+		name_kind(kernel, &d->x[16], &d->x[17], &tm, &tn, &tile);
+		if (tile) {
+			float w;
+
+			waves(b * ceil(m / tm) * ceil(n / tn), sms, &w, &d->x[15]);
+		}
 	}
 }
 

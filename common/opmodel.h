@@ -26,8 +26,8 @@
 #include <stdio.h>
 
 #define OM_MAGIC "kgraph-opmodel"
-#define OM_VERSION 1
-#define OM_NFEAT 16
+#define OM_VERSION 2
+#define OM_NFEAT 18
 /* A sweep's whole AdamW step (foreach), as an operator: dims [[P]] */
 #define OM_ADAMW_STEP "adamw_foreach_step"
 

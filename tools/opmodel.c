@@ -42,7 +42,8 @@ static const char help[] =
     "      --min-us US      fit: sweep timings below US are dropped (default 40);\n"
     "                       check: only calls of US or more are summarised\n"
     "      --features LIST  fit: feature groups, comma-separated, of sizes, flops,\n"
-    "                       bytes, intensity, waves, align, tile (default: all but tile)\n"
+    "                       bytes, intensity, waves, align, tile, kernel (default:\n"
+    "                       all but tile)\n"
     "      --target T       fit: trees on log(time / roofline time) (ratio, the\n"
     "                       default) or on log(time) (time)\n"
     "      --csv            check: one row per call: class,kernel,traced_us,\n"
@@ -68,7 +69,8 @@ struct opts {
 
 static const struct { const char *name; unsigned mask; } feat_groups[] = {
 	{ "sizes", 0x1f }, { "flops", 0x20 }, { "bytes", 0x40 }, { "intensity", 0x80 },
-	{ "waves", 0xf00 }, { "align", 0x7000 }, { "tile", 0x8000 }
+	{ "waves", 0xf00 }, { "align", 0x7000 }, { "tile", 0x8000 },
+	{ "kernel", 0x30000 }
 };
 
 static int
@@ -445,7 +447,7 @@ main(int argc, char **argv)
 	cli_init("opmodel");
 	memset(&o, 0, sizeof(o));
 	o.r.min_us = 40;
-	o.feat_mask = 0x7fff; /* all but tile: measured (doc/ACCURACY.md) */
+	o.feat_mask = 0x37fff; /* all but tile: measured (doc/ACCURACY.md) */
 	/* the subcommand first, options after it (or --help, --version alone) */
 	if (argc >= 2 && strcmp(argv[1], "fit") == 0)
 		o.cmd = CMD_FIT;
@@ -495,7 +497,7 @@ main(int argc, char **argv)
 			break;
 		case 'F':
 			if (parse_features(optarg, &o.feat_mask) < 0) {
-				errmsg("invalid --features '%s' (sizes, flops, bytes, intensity, waves, align, tile)",
+				errmsg("invalid --features '%s' (sizes, flops, bytes, intensity, waves, align, tile, kernel)",
 				    optarg);
 				usage_exit(usage);
 			}
@@ -528,7 +530,7 @@ main(int argc, char **argv)
 	if (o.min_us_set && o.cmd == CMD_FIT)
 		o.r.min_us = o.min_us;
 	if (o.cmd != CMD_FIT && (o.output != NULL || o.r.gpu != NULL || o.r.sms > 0 ||
-	    o.feat_mask != 0x7fff || target_set)) {
+	    o.feat_mask != 0x37fff || target_set)) {
 		errmsg("-o, --gpu, --sms, --features and --target are for fit");
 		usage_exit(usage);
 	}

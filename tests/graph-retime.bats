@@ -87,6 +87,26 @@ gpu_durations() {
 		<(graphcat half.kg | jq -c 'select(.r == "task" and .k == "cpu")')
 }
 
+@test "graph-retime: frames whose records do not change pass as they came, the rest as decoded" {
+	# tracegen's small model on one GPU: its graph's tasks fill one 2 MiB
+	# frame and part of the next, its edges the rest. Twice as fast GEMMs
+	# change tasks only: the edges' frame goes out byte for byte (the
+	# frames are told apart by tests/tools/zframes.py), and every record
+	# decodes as before but the GEMM kernels' durations (and the traced
+	# ones they now keep, `od`) and the header.
+	tracegen --preset small --tp 1 --pp 1 --dp 1 --iterations 1 -d j
+	kineto2graph -q j/rank-0.json.gz > in.kg
+	graph-retime -q --speedup 'gemm=2' in.kg > out.kg
+	frames() { python3 "$ROOT/tests/tools/zframes.py" "$1" | awk '$2 > 1000 { print $3 }' | sort; }
+	[ "$(comm -12 <(frames in.kg) <(frames out.kg) | wc -l)" -ge 1 ]
+	[ "$(comm -13 <(frames in.kg) <(frames out.kg) | wc -l)" -ge 1 ]
+	diff <(graphcat in.kg | jq -c 'select(.r != "header") | del(.d, .od)') \
+	    <(graphcat out.kg | jq -c 'select(.r != "header") | del(.d, .od)')
+	[ "$(paste <(graphcat in.kg | jq -r 'select(.r == "task") | .d') \
+	    <(graphcat out.kg | jq -r 'select(.r == "task") | .d') | awk '$1 != $2' | wc -l)" -gt 0 ]
+	graph-deps --check out.kg > /dev/null
+}
+
 @test "graph-retime: --model predicts each call for the model's GPU" {
 	graph-retime --model fast.om mm.kg > fast.kg
 	# GEMMs: m n k / 2^27 us, half the traced time

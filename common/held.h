@@ -26,4 +26,50 @@ const char *held_rec(const struct held *h, size_t i, size_t *len);
 void held_reset(struct held *h);
 void held_release(struct held *h);
 
+/*
+ * The input's zstd frames kept compressed beside the held records they
+ * hold, so that a frame none of whose records changed goes out as it
+ * came, neither encoded nor compressed again (graphsim does so as it
+ * streams). The reader must keep frames (r->keep_frames). A unit is the
+ * frames that end at one record boundary: held records [first, last),
+ * dirty when a record not held (a header written anew, a sim record
+ * dropped) was among them, or one of its records is written anew.
+ */
+struct held_unit {
+	size_t off, len;
+	size_t first, last;
+	int dirty;
+};
+
+struct held_frames {
+	char *z;
+	size_t zlen, zcap;
+	struct held_unit *u;
+	size_t nu, capu;
+	size_t first;  /* the next unit's first record; SIZE_MAX: dropped */
+	int dirty;
+	size_t cur;    /* hf_pass's place */
+};
+
+struct kg_reader;
+struct kg_writer;
+
+/* At a section's header (held records numbered from 0 again). */
+void hf_reset(struct held_frames *f);
+/* After a section's end record: what follows up to the next header goes. */
+void hf_drop(struct held_frames *f);
+/* Before each record read (its pos; h the records held so far). */
+void hf_take(struct held_frames *f, struct kg_reader *r, uint64_t pos, const struct held *h);
+/* A record not held (the current unit is dirty). */
+void hf_skip(struct held_frames *f);
+/* Held record i will be written anew. */
+void hf_changed(struct held_frames *f, size_t i);
+/*
+ * Writing held record *i: when a clean unit starts there, write its
+ * frames, count its records, set *i past them and return 1; else 0; -1
+ * on a write error. Call with ascending *i from 0.
+ */
+int hf_pass(struct held_frames *f, struct kg_writer *w, const struct held *h, size_t *i);
+void hf_release(struct held_frames *f);
+
 #endif

@@ -196,6 +196,25 @@ durations() {
 	done
 }
 
+@test "graph-scale-dp: frames none of whose records change pass as they came" {
+	# tracegen's small job (tp 2, pp 2, dp 2) to dp 4 on one node of 8:
+	# the data-parallel buckets are re-timed; frames without them (or a
+	# rank the new layout moves) go out byte for byte (told apart by
+	# tests/tools/zframes.py), and every record but those re-timed and
+	# the header decodes as it was read
+	tracegen --preset small -d job
+	kineto2graph -q job/*.json.gz | graph-deps --merge > job.kg
+	graph-scale-dp -q 4 job.kg > four.kg
+	frames() { python3 "$ROOT/tests/tools/zframes.py" "$1" | awk '$2 > 1000 { print $3 }' | sort; }
+	[ "$(comm -12 <(frames job.kg) <(frames four.kg) | wc -l)" -ge 1 ]
+	[ "$(comm -13 <(frames job.kg) <(frames four.kg) | wc -l)" -ge 1 ]
+	diff <(graphcat job.kg | jq -c 'select(.r != "header" and .k != "coll")') \
+	    <(graphcat four.kg | jq -c 'select(.r != "header" and .k != "coll")')
+	[ "$(graphcat job.kg | jq -c 'select(.k == "coll")' | wc -l)" = \
+	    "$(graphcat four.kg | jq -c 'select(.k == "coll")' | wc -l)" ]
+	graph-deps --check four.kg > /dev/null
+}
+
 @test "graph-scale-dp: a pipeline pair that more replicas push onto another node is re-timed for the network" {
 	# tp 1, dp 2, pp 2 on one node of 4: stage 0 is ranks 0 and 1, stage 1
 	# ranks 2 and 3; data-parallel groups [0, 1] and [2, 3] (backward

@@ -123,18 +123,6 @@ struct gtask {
 	int64_t d0; /* its duration as read */
 };
 
-/*
- * Input frames, compressed, as read: records [first, last) of the
- * section's held ones, and whether a record not held (a header, a sim
- * record) was among them. A unit none of whose tasks changed is written
- * as it came: neither encoded nor compressed again.
- */
-struct zunit {
-	size_t off, len;
-	size_t first, last;
-	int dirty;
-};
-
 struct section {
 	struct held rec;     /* its records as read */
 	struct gtask *g;
@@ -144,60 +132,9 @@ struct section {
 	int64_t kept, bandwidth, nocall, rooflines;
 	struct cache cache;
 	int keep;            /* traced on the model's GPU: factors of 1 */
-	char *z;             /* the units' compressed bytes */
-	size_t zlen, zcap;
-	struct zunit *u;
-	size_t nu, capu;
-	size_t ufirst;       /* the next unit's first record; SIZE_MAX: drop it */
-	int udirty;
+	struct held_frames fr; /* its frames as read, compressed */
 };
 
-/* The input's frames that end at pos (a record's start) make a unit. */
-static void
-take_unit(struct section *s, struct kg_reader *r, uint64_t pos)
-{
-	const void *z;
-	size_t n = kg_reader_take_frames(r, pos, &z);
-	struct zunit u;
-
-	if (n == 0)
-		return;
-	if (s->ufirst != SIZE_MAX && s->rec.n > s->ufirst) {
-		u.off = s->zlen, u.len = n;
-		u.first = s->ufirst, u.last = s->rec.n;
-		u.dirty = s->udirty;
-		grow(&s->z, &s->zcap, s->zlen + n, 1);
-		memcpy(s->z + s->zlen, z, n);
-		s->zlen += n;
-		VEC_PUSH(s->u, s->nu, s->capu, u);
-	}
-	s->ufirst = s->ufirst == SIZE_MAX ? SIZE_MAX : s->rec.n;
-	s->udirty = 0;
-}
-
-/* Mark the units that hold a task whose time changed. */
-static void
-units_dirty(struct section *s)
-{
-	size_t i, lo, hi;
-
-	for (i = 0; i < s->ng; i++) {
-		size_t r = s->g[i].rec;
-
-		if (s->g[i].t.dur == s->g[i].d0)
-			continue;
-		for (lo = 0, hi = s->nu; lo < hi;) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (s->u[mid].last <= r)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo < s->nu && s->u[lo].first <= r)
-			s->u[lo].dirty = 1;
-	}
-}
 
 static void
 group_add(struct groups *gs, int cls, const char *op, double ns)
@@ -413,9 +350,12 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, struc
 static int
 write_section(struct section *s, struct gout *g)
 {
-	size_t i, k = 0, u = 0, j;
+	size_t i, k = 0;
 
-	units_dirty(s);
+	/* a frame holding a task whose time changed is written anew */
+	for (i = 0; i < s->ng; i++)
+		if (s->g[i].t.dur != s->g[i].d0)
+			hf_changed(&s->fr, s->g[i].rec);
 	kg_writer_follow(&g->w, &s->h);
 	if (kg_write_header_tool(&g->w, &s->h, PRODUCER) < 0)
 		return -1;
@@ -424,19 +364,14 @@ write_section(struct section *s, struct gout *g)
 		const char *b;
 		int rc;
 
-		while (u < s->nu && s->u[u].last <= i)
-			u++;
-		if (u < s->nu && s->u[u].first == i && !s->u[u].dirty) {
-			/* frames as they came: their records counted */
-			if (kg_write_frames(&g->w, s->z + s->u[u].off, s->u[u].len) < 0)
-				return -1;
-			for (j = s->u[u].first; j < s->u[u].last; j++)
-				kg_writer_count(&g->w, s->rec.type[j]);
-			while (k < s->ng && s->g[k].rec < s->u[u].last)
+		/* frames as they came */
+		while ((rc = hf_pass(&s->fr, &g->w, &s->rec, &i)) > 0)
+			while (k < s->ng && s->g[k].rec < i)
 				k++;
-			i = s->u[u].last - 1;
-			continue;
-		}
+		if (rc < 0)
+			return -1;
+		if (i == s->rec.n)
+			break;
 		b = held_rec(&s->rec, i, &len);
 		if (k < s->ng && s->g[k].rec == i)
 			rc = kg_write_task(&g->w, &s->g[k++].t);
@@ -506,24 +441,22 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 	if (gin_open(&in, path) < 0)
 		return 1;
 	memset(&s, 0, sizeof(s));
-	s.ufirst = SIZE_MAX;
+	hf_drop(&s.fr);
 	in.r.keep_frames = 1;
 	while (rc == 0 && (t = gin_read(&in)) > 0) {
-		take_unit(&s, &in.r, in.rec.pos);
+		hf_take(&s.fr, &in.r, in.rec.pos, &s.rec);
 		if (t == KG_R_HEADER) {
 			s.h = in.rec.header;
 			held_reset(&s.rec);
+			hf_reset(&s.fr);
 			s.ng = 0;
-			s.zlen = s.nu = 0;
-			s.ufirst = 0;
-			s.udirty = 1; /* written anew */
 			s.kept = s.bandwidth = s.nocall = s.rooflines = 0;
 			s.keep = 0;
 			gpu_of(o, &s, in.name, index);
 			continue; /* written anew with the section */
 		}
 		if (t == KG_R_SIM) {
-			s.udirty = 1;
+			hf_skip(&s.fr);
 			continue; /* the times change: simulate again */
 		}
 		if (t == KG_R_TASK && (in.rec.task.kind == KG_KERN || in.rec.task.kind == KG_CPY ||
@@ -554,7 +487,7 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 				errmsg("%s: %s", g->name, g->w.err);
 				rc = 1;
 			}
-			s.ufirst = SIZE_MAX; /* the end record's frame: written anew */
+			hf_drop(&s.fr); /* the end record's frame: written anew */
 			index++;
 			continue;
 		}
@@ -563,8 +496,7 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 	if (t < 0 && rc == 0)
 		rc = 1;
 	held_release(&s.rec);
-	free(s.z);
-	free(s.u);
+	hf_release(&s.fr);
 	free(s.g);
 	free(s.cache.v);
 	gin_close(&in);

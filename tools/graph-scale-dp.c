@@ -82,6 +82,7 @@ struct opts {
 /* A collective task: its record, decoded, and where its bytes are. */
 struct ctask {
 	struct kg_task t;
+	struct kg_task t0; /* as read: a frame none of whose records changed goes as it came */
 	size_t rec;     /* index among the section's records */
 	uint32_t group; /* index into the section's groups */
 	int64_t rank;
@@ -95,6 +96,7 @@ struct redge {
 
 struct section {
 	struct held rec;     /* its records as read */
+	struct held_frames fr; /* and its frames, compressed */
 	struct ctask *c;
 	size_t nc, capc;
 	struct pgroups pg;
@@ -557,14 +559,30 @@ write_section(const struct opts *o, struct section *s, struct gout *g, const cha
 	/* a link taken from the built-in topology is recorded with the tool
 	 * (graphstat reports it) */
 	snprintf(tool, sizeof(tool), "%s%s%s", PRODUCER, net[0] ? " " : "", net);
+	for (i = 0; i < s->nc; i++)
+		if (memcmp(&s->c[i].t, &s->c[i].t0, sizeof(s->c[i].t)) != 0)
+			hf_changed(&s->fr, s->c[i].rec);
+	for (i = 0; i < s->rec.n && o->n == 1; i++)
+		if (s->rec.type[i] == KG_R_EDGE && s->edge[i].kind == KG_E_RANK &&
+		    is_dp(s, s->edge[i].src) && is_dp(s, s->edge[i].dst))
+			hf_changed(&s->fr, i);
 	kg_writer_follow(&g->w, &s->h);
 	if (kg_write_header_tool(&g->w, &s->h, tool) < 0)
 		return -1;
 	for (i = 0; i < s->rec.n; i++) {
 		size_t len;
-		const char *b = held_rec(&s->rec, i, &len);
+		const char *b;
 		int rc;
 
+		/* frames none of whose records changed, as they came */
+		while ((rc = hf_pass(&s->fr, &g->w, &s->rec, &i)) > 0)
+			while (k < s->nc && s->c[k].rec < i)
+				k++;
+		if (rc < 0)
+			return -1;
+		if (i == s->rec.n)
+			break;
+		b = held_rec(&s->rec, i, &len);
 		if (k < s->nc && s->c[k].rec == i) {
 			rc = kg_write_task(&g->w, &s->c[k++].t);
 		} else if (s->rec.type[i] == KG_R_EDGE && o->n == 1 && s->edge[i].kind == KG_E_RANK &&
@@ -601,19 +619,25 @@ process_in(const struct opts *o, struct gin *inp, struct gout *g, int made)
 	int t, rc = 0, index = 0;
 
 	memset(&s, 0, sizeof(s));
+	hf_drop(&s.fr);
+	in.r.keep_frames = 1;
 	while (rc == 0 && (t = gin_read(&in)) > 0) {
+		hf_take(&s.fr, &in.r, in.rec.pos, &s.rec);
 		if (t == KG_R_HEADER) {
 			s.h = in.rec.header;
 			s.job = s.h.nranks > 0;
 			held_reset(&s.rec);
+			hf_reset(&s.fr);
 			s.nc = s.np = s.nreq = 0;
 			free_gtext(&s);
 			pgroups_release(&s.pg);
 			pgroups_init(&s.pg, o->gpn);
 			continue; /* written anew with the section */
 		}
-		if (t == KG_R_SIM)
+		if (t == KG_R_SIM) {
+			hf_skip(&s.fr);
 			continue; /* the times change: simulate again */
+		}
 		if (t == KG_R_PROC) {
 			int64_t rk = in.rec.proc.rank >= 0 ? in.rec.proc.rank : s.h.rank;
 
@@ -625,6 +649,7 @@ process_in(const struct opts *o, struct gin *inp, struct gout *g, int made)
 			struct ctask c;
 
 			c.t = in.rec.task;
+			c.t0 = c.t;
 			c.rec = s.rec.n;
 			c.rank = c.t.proc < s.np ? s.prank[c.t.proc] : -1;
 			c.group = UINT32_MAX;
@@ -635,6 +660,7 @@ process_in(const struct opts *o, struct gin *inp, struct gout *g, int made)
 		if (t == KG_R_END && s.nc == 0 && s.nreq > 0 && s.h.world <= 1 && !made) {
 			/* DDP at world size 1: the all-reduces made first */
 			rc = made_section(o, &s, &in, index, g);
+			hf_drop(&s.fr);
 			index++;
 			continue;
 		}
@@ -647,6 +673,7 @@ process_in(const struct opts *o, struct gin *inp, struct gout *g, int made)
 				errmsg("%s: %s", g->name, g->w.err);
 				rc = 1;
 			}
+			hf_drop(&s.fr); /* the end record's frame: written anew */
 			index++;
 			continue;
 		}
@@ -661,6 +688,7 @@ process_in(const struct opts *o, struct gin *inp, struct gout *g, int made)
 	if (t < 0 && rc == 0)
 		rc = 1;
 	held_release(&s.rec);
+	hf_release(&s.fr);
 	free(s.c);
 	pgroups_release(&s.pg);
 	free_gtext(&s);

@@ -25,6 +25,8 @@ job_rank(const struct job *J, int64_t t, int64_t d, int64_t s)
 int64_t
 job_task_rank(const struct job *J, uint32_t u)
 {
+	if (J->trk != NULL)
+		return J->trk[u];
 	return J->single ? 0 : graph_rank(J->g, u);
 }
 
@@ -788,6 +790,11 @@ job_read(struct job *J)
 
 	if (layout(J) != 0)
 		return 1;
+	/* each task's rank, looked up once: the passes below scan and
+	 * sort by it, and a task record is 176 bytes to fetch for it */
+	J->trk = xmalloc((g->ntask + 1) * sizeof(*J->trk));
+	for (i = 0; i < g->ntask; i++)
+		J->trk[i] = (int32_t)(J->single ? 0 : graph_rank(g, (uint32_t)i));
 	index_edges(J);
 	J->pl = xcalloc(g->ntask + 1, sizeof(*J->pl));
 	for (i = 0; i < g->ntask; i++)
@@ -829,7 +836,7 @@ job_read(struct job *J)
 void
 job_release(struct job *J)
 {
-	free(J->tr), free(J->pl), free(J->piece), free(J->outoff), free(J->out);
+	free(J->tr), free(J->pl), free(J->piece), free(J->outoff), free(J->out), free(J->trk);
 	free(J->inoff), free(J->in), free(J->progout), free(J->pt);
 	free(J->pc), free(J->cgroup);
 	pgroups_release(&J->pg);

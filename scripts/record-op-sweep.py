@@ -11,6 +11,15 @@ record_shapes, as record.py already does for its GEMMs (mm_sweep), so
 every kernel comes with its true GPU duration and its launching
 operator's Input Dims: `opmodel fit` reads it as it reads any trace.
 
+Beyond record.py's shapes, three operators GPT traces run and no sweep
+timed, which the op model's `other` class predicted 3 to 17 times too
+long on gptB_L8_H2560 (aten::sum of a Linear's bias gradient,
+aten::embedding_dense_backward, aten::gather): the rows summed for the
+row shapes, and the token embedding's backward and a gather of its rows
+for 2048 to 16384 tokens, vocabularies of 32000 and 50304 and hidden
+sizes of 1024, 2560 and 4096. (Added after the recordings of
+2026-11-26, which do not have them.)
+
     python3 scripts/record-op-sweep.py OUTDIR
 
 writes OUTDIR/op_sweep.json.gz. Each shape runs once unprofiled (warm-up:
@@ -76,6 +85,37 @@ def calls():
                     torch.softmax(x, dim=-1)
             return fn
         yield rows
+    for tokens, h in row_shapes():
+        def sums(tokens=tokens, h=h):
+            # a Linear's bias gradient: the rows summed (aten::sum over
+            # dim 0), which GPT traces run on [tokens, hidden] and
+            # [tokens, 4 hidden]
+            x = torch.randn(tokens, h, device=DEV, dtype=torch.bfloat16)
+
+            def fn():
+                x.sum(0)
+            return fn
+        yield sums
+    for tokens in (2048, 8192, 16384):
+        for v in (32000, 50304):
+            for h in (1024, 2560, 4096):
+                def emb(tokens=tokens, v=v, h=h):
+                    # the token embedding: its backward
+                    # (aten::embedding_dense_backward) and a gather of
+                    # its rows (aten::gather), as GPT traces run them
+                    w = torch.randn(v, h, device=DEV, dtype=torch.bfloat16,
+                                    requires_grad=True)
+                    idx = torch.randint(0, v, (tokens,), device=DEV)
+                    gy = torch.randn(tokens, h, device=DEV, dtype=torch.bfloat16)
+                    rows = idx[:, None].expand(tokens, h)
+
+                    def fn():
+                        y = F.embedding(idx, w)
+                        torch.autograd.grad(y, (w,), gy)
+                        with torch.no_grad():
+                            w.gather(0, rows)
+                    return fn
+                yield emb
     for tokens in (1024, 4096, 8192, 16384):
         for v in (32000, 50304, 128256):
             if tokens * v * 4 > 8 * 2 ** 30:

@@ -95,7 +95,54 @@ struct dims {
 	int n;                        /* operands seen (at most OM_MAXOPS) */
 	int nd[OM_MAXOPS];            /* dimensions; -1 for a nested list */
 	int64_t d[OM_MAXOPS][OM_MAXDIM];
+	double esz[OM_MAXOPS];        /* bytes an element (Input type; 2 unknown) */
 };
+
+/* Bytes an element of a PyTorch type as the profiler names it (Input
+ * type); 0 for a name that is no tensor type (Scalar, ScalarList, ""). */
+static double
+type_size(const char *t, size_t n)
+{
+	static const struct {
+		const char *name;
+		double size;
+	} types[] = {
+		{ "c10::BFloat16", 2 }, { "c10::Half", 2 }, { "float", 4 }, { "double", 8 },
+		{ "long int", 8 }, { "int", 4 }, { "short int", 2 }, { "bool", 1 },
+		{ "unsigned char", 1 }, { "signed char", 1 }, { "c10::Float8_e4m3fn", 1 },
+		{ "c10::Float8_e5m2", 1 }, { "c10::complex<float>", 8 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (strlen(types[i].name) == n && strncmp(t, types[i].name, n) == 0)
+			return types[i].size;
+	return 0;
+}
+
+/* The element sizes of the operands from an Input type text
+ * (["c10::BFloat16","float",""]): 2 where it does not say. */
+static void
+parse_types(const char *s, struct dims *o)
+{
+	int k;
+
+	for (k = 0; k < OM_MAXOPS; k++)
+		o->esz[k] = 2;
+	if (s == NULL)
+		return;
+	for (k = 0; k < OM_MAXOPS && (s = strchr(s, '"')) != NULL; k++) {
+		const char *e = strchr(s + 1, '"');
+		double z;
+
+		if (e == NULL)
+			break;
+		z = type_size(s + 1, (size_t)(e - s - 1));
+		if (z > 0)
+			o->esz[k] = z;
+		s = e + 1;
+	}
+}
 
 static void
 parse_dims(const char *s, struct dims *o)
@@ -395,7 +442,7 @@ desc_rows(const char *op, const struct dims *o, int bwd, int sms, struct om_desc
 		return;
 	d->sized = 1;
 	d->flops = 8 * r * c;
-	d->bytes = 2 * r * c * (bwd ? 3 : 2);
+	d->bytes = o->esz[best] * r * c * (bwd ? 3 : 2);
 	d->x[0] = lg(r);
 	d->x[1] = lg(c);
 	d->x[2] = (float)bwd;
@@ -409,23 +456,34 @@ desc_rows(const char *op, const struct dims *o, int bwd, int sms, struct om_desc
 static void
 desc_elts(const char *op, const struct dims *o, struct om_desc *d)
 {
-	double e = 0, all = 0;
+	double e = 0, all = 0, ez = 2;
 	int i, nt = 0;
+	size_t n;
 
 	for (i = 0; i < o->n; i++)
 		if (o->nd[i] >= 1) {
 			nt++;
-			all += numel(o, i);
+			all += numel(o, i) * o->esz[i];
 			if (numel(o, i) > e)
-				e = numel(o, i);
+				e = numel(o, i), ez = o->esz[i];
 		}
 	if (e <= 0)
 		return;
 	d->sized = 1;
 	d->flops = e;
-	/* the operands read and an output as large as the largest, in 2-byte
-	 * elements (the stream does not say the type) */
-	d->bytes = 2 * (all + e);
+	/* the operands read and an output as large as the largest, each in
+	 * its element type (2 bytes where the call does not say); an
+	 * in-place operator (add_, copy_, fill_) writes its first operand
+	 * instead, which fill_ and zero_ do not read and copy_ overwrites */
+	n = strlen(op);
+	if (n > 1 && op[n - 1] == '_' && o->nd[0] >= 1) {
+		if (strcmp(op, "aten::fill_") == 0 || strcmp(op, "aten::zero_") == 0 ||
+		    strcmp(op, "aten::copy_") == 0)
+			all -= numel(o, 0) * o->esz[0];
+		d->bytes = all + numel(o, 0) * o->esz[0];
+	} else {
+		d->bytes = all + ez * e;
+	}
 	d->x[0] = lg(e);
 	d->x[1] = (float)nt;
 	d->x[3] = opcode(op);
@@ -460,6 +518,7 @@ om_describe(const struct om_call *c, int sms, struct om_desc *d)
 		return d->cls;
 	}
 	parse_dims(c->dims, &o);
+	parse_types(c->types, &o);
 	d->opid = om_opcode(op);
 	d->byop = 1;
 	if (in_list(gemm_ops, op)) {
@@ -856,11 +915,21 @@ om_predict(const struct om_model *m, const struct om_desc *d, int *via)
 		return t;
 	}
 	if (c->kind == OM_ROOFLINE || c->kind == OM_TREES) {
+		double scale = c->scale;
+
 		t = om_roofline_us(m, d);
 		if (!(t > 0))
 			return -1;
 		*via = OM_ROOFLINE;
-		return t * (c->scale > 0 ? c->scale : 1);
+		/*
+		 * The `other` class's samples are whatever else a sweep ran
+		 * (the tensors' random initialisation): their efficiency says
+		 * nothing of an operator it never saw (a reduction, a gather),
+		 * which streams memory as the elementwise class's do.
+		 */
+		if (d->cls == OM_OTHER && m->cls[OM_ELTWISE].n > 0 && m->cls[OM_ELTWISE].scale > 0)
+			scale = m->cls[OM_ELTWISE].scale;
+		return t * (scale > 0 ? scale : 1);
 	}
 	return -1;
 }

@@ -50,6 +50,8 @@ enum om_kind { OM_NONE, OM_TREES, OM_ROOFLINE };
  */
 struct om_call {
 	const char *op, *dims, *kernel;
+	const char *types; /* the op's Input type text (a stream's `ty`); NULL:
+	                      every tensor taken as 2-byte, as a sweep's bf16 rows */
 	int kind;
 	uint64_t bytes;
 	int layout; /* GEMM: 0 nt, 1 nn, 2 tn, 3 tt as a sweep names it; -1:
@@ -155,6 +157,7 @@ int om_same_gpu(const char *a, const char *b);
 struct om_task {
 	uint32_t id, proc, op, sh, name;
 	uint32_t ocall; /* the task's `oc`: which call of its op, KG_NONE */
+	uint32_t ty;    /* the task's `ty`, KG_NONE */
 	int kind; /* enum kg_task_kind */
 	int64_t it, ts, dur;
 	uint64_t bytes;

@@ -94,6 +94,42 @@ fit() { # a model of the fixture trace into m.om
 	[ "${lines[0]}" = "gemm 1024.000" ]
 }
 
+@test "opmodel: an operator the other class never saw takes the elementwise class's efficiency" {
+	# the fixture's GEMMs set the roofline; elementwise adds taking 100
+	# and then 200 us (one class, fewer than 20 samples: the roofline
+	# times their median measured-over-roofline). A reduction nothing
+	# timed (class other, no samples of its own) is predicted by the
+	# roofline times that median: twice as long with adds twice as
+	# slow; without adds, the roofline alone.
+	add() { # US: a sweep of adds taking US each
+		echo '{"meta": {"gpu": "Test GPU", "sms": 100}}'
+		for t in 1024 2048 4096; do
+			echo "{\"op\": \"add\", \"dtype\": \"bf16\", \"tokens\": $t, \"h\": 1024, \"us\": $1}"
+		done
+	}
+	add 100 > a1.jsonl
+	add 200 > a2.jsonl
+	opmodel fit -o m0.om "$OM/mm.json" > /dev/null
+	opmodel fit -o m1.om "$OM/mm.json" a1.jsonl > /dev/null
+	opmodel fit -o m2.om "$OM/mm.json" a2.jsonl > /dev/null
+	echo 'aten::sum [[8192,10240],[],[],[]]' > in.txt
+	p0=$(opmodel predict m0.om in.txt) p1=$(opmodel predict m1.om in.txt) p2=$(opmodel predict m2.om in.txt)
+	[ "${p0%% *}" = other ] && [ "${p1%% *}" = other ]
+	awk -v a="${p0#* }" -v b="${p1#* }" -v c="${p2#* }" 'BEGIN { exit !(b > a && c / b > 1.999 && c / b < 2.001) }'
+}
+
+@test "opmodel: a memory-bound call's bytes count each operand in its element type" {
+	# tests/fixtures/opmodel/types.json: two layer norms of [4096, 1024],
+	# one on bf16 tensors, one on fp32 (Input type). The fixture model
+	# has no norm samples: the roofline, bytes over the bytes/s (with no
+	# streaming samples, the FLOP/s over 100: 2^27 / 100 bytes a us). A
+	# norm's forward reads its activation and writes as much: 2 x 4096 x
+	# 1024 elements, 2^24 bytes in bf16 (12.5 us), twice that in fp32.
+	fit
+	run -0 --separate-stderr opmodel check -q --csv m.om "$OM/types.json"
+	[ "$(printf '%s\n' "${lines[@]}" | cut -d, -f4 | tail -n +2 | tr '\n' ' ')" = "12.500 25.000 " ]
+}
+
 @test "opmodel: predict refuses a line that is not OP DIMS" {
 	fit
 	echo 'aten::mm' | { run -1 --separate-stderr opmodel predict m.om; [ "$stderr" = "opmodel: -: line 1: expected 'OP DIMS [KERNEL]'" ]; }

@@ -193,6 +193,7 @@ describe_call(const struct opts *o, const struct section *s, const struct kg_rea
 	(void)s;
 	oc.op = t->op != KG_NONE ? kg_str(r, t->op) : "";
 	oc.dims = t->shapes != KG_NONE ? kg_str(r, t->shapes) : NULL;
+	oc.types = t->itypes != KG_NONE ? kg_str(r, t->itypes) : NULL;
 	oc.kernel = kg_str(r, t->name);
 	oc.kind = t->kind, oc.bytes = t->bytes, oc.layout = -1;
 	*fac = 1;

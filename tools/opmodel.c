@@ -370,7 +370,7 @@ predict_line(const struct om_model *m, char *l, const char *name, long long lno)
 	end++;
 	kern = end + strspn(end, " \t");
 	*end = '\0';
-	c.op = op, c.dims = dims, c.kernel = *kern != '\0' ? kern : NULL;
+	c.op = op, c.dims = dims, c.kernel = *kern != '\0' ? kern : NULL, c.types = NULL;
 	c.kind = 2 /* KG_KERN */, c.bytes = 0, c.layout = -1;
 	if (om_describe(&c, m->sms, &d) < 0 || (p = om_predict(m, &d, &via)) < 0) {
 		printf("%s -\n", d.cls >= 0 ? om_class_name[d.cls] : "none");

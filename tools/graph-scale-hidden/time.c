@@ -83,7 +83,7 @@ gpu_factor(const struct opts *o, const struct om_call *c)
 /* Calls alike (operator, shapes, longest kernel's name, kind, bytes) get
  * one factor: a graph repeats a few hundred shapes over its calls. */
 struct fkey {
-	uint32_t op, sh, name, kind;
+	uint32_t op, sh, ty, name, kind;
 	uint64_t bytes;
 };
 
@@ -152,10 +152,11 @@ hid_retime(const struct opts *o, struct graph *g, const struct kg_reader *r, str
 
 		oc.op = t->op != KG_NONE ? kg_str(r, t->op) : "";
 		oc.dims = t->shapes != KG_NONE ? kg_str(r, t->shapes) : NULL;
+		oc.types = t->itypes != KG_NONE ? kg_str(r, t->itypes) : NULL;
 		oc.kernel = kg_str(r, t->name);
 		oc.kind = t->kind, oc.bytes = t->bytes, oc.layout = -1;
 		memset(&key, 0, sizeof(key));
-		key.op = t->op, key.sh = t->shapes, key.name = t->name;
+		key.op = t->op, key.sh = t->shapes, key.ty = t->itypes, key.name = t->name;
 		key.kind = (uint32_t)t->kind, key.bytes = t->bytes;
 		fv = fcache_get(cache, cap, &key);
 		if (!fv->set) {

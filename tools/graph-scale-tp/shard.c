@@ -337,6 +337,7 @@ factor(struct tp *c, const struct kg_task *k, const char *nd)
 
 	oc.op = kg_str(c->r, k->op);
 	oc.dims = kg_str(c->r, k->shapes);
+	oc.types = k->itypes != KG_NONE ? kg_str(c->r, k->itypes) : NULL;
 	oc.kernel = kg_str(c->r, k->name);
 	oc.kind = k->kind, oc.bytes = k->bytes, oc.layout = -1;
 	f = rs_factor(c->o->have_to ? &c->o->to : NULL, c->o->have_to ? c->o->to.sms :

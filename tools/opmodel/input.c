@@ -261,7 +261,7 @@ read_trace(struct calls *cs, const char *path, char *b, size_t len, const struct
 			continue;
 		x.id = rec.task.id, x.proc = rec.task.proc, x.op = rec.task.op;
 		x.sh = rec.task.shapes, x.name = rec.task.name, x.kind = rec.task.kind;
-		x.ocall = rec.task.ocall;
+		x.ocall = rec.task.ocall, x.ty = rec.task.itypes;
 		x.it = rec.task.iter, x.ts = rec.task.ts, x.dur = rec.task.odur;
 		x.bytes = rec.task.bytes;
 		if (x.kind == KG_KERN && x.op != KG_NONE) {
@@ -311,6 +311,7 @@ read_trace(struct calls *cs, const char *path, char *b, size_t len, const struct
 			const char *kn = kg_str(&r, x->name);
 
 			oc.op = op, oc.dims = dims, oc.kernel = kn;
+			oc.types = x->ty != KG_NONE ? kg_str(&r, x->ty) : NULL;
 			oc.kind = x->kind, oc.bytes = x->bytes, oc.layout = -1;
 			if (om_describe(&oc, sms_for, &d) < 0)
 				continue;
@@ -568,7 +569,7 @@ read_sweep(struct calls *cs, const char *path, char *b, size_t len, const struct
 				cs->sweep_small++;
 				continue;
 			}
-			oc.op = oname, oc.dims = dims, oc.kernel = NULL;
+			oc.op = oname, oc.dims = dims, oc.kernel = NULL, oc.types = NULL;
 			oc.kind = KG_KERN, oc.bytes = 0, oc.layout = layout;
 			if (om_describe(&oc, sms_for, &d) < 0 || !d.sized) {
 				cs->sweep_bad++;

@@ -253,9 +253,16 @@ gradients(struct ctx *c)
 		cg[ct[i]->id] = grp[i];
 	for (i = 0; i < c->nt; i++) {
 		struct kg_task *t = &c->t[i];
-		const struct stage *s = &c->st[c->rstage[rank_index(c, graph_rank(g, c->src[i]))]];
-		const struct pgroup *gp = cg[c->src[i]] == UINT32_MAX ? NULL : &pg.g[cg[c->src[i]]];
+		const struct stage *s;
+		const struct pgroup *gp;
 
+		/* only the optimizer's tasks and the backward's collectives
+		 * change: the others are not looked up (their source task,
+		 * for the rank, is a fetch from anywhere in the job) */
+		if (t->phase != KG_PH_OPT && (t->phase != KG_PH_BWD || t->kind != KG_COLL))
+			continue;
+		s = &c->st[c->rstage[rank_index(c, graph_rank(g, c->src[i]))]];
+		gp = cg[c->src[i]] == UINT32_MAX ? NULL : &pg.g[cg[c->src[i]]];
 		if (s->ratio == 1)
 			continue;
 		if (t->phase == KG_PH_OPT && t->mpeak >= 0) {

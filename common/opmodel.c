@@ -252,21 +252,33 @@ align2(double v)
 	return (float)a;
 }
 
-/* The tile (rows x columns) in a cuBLAS nvjet kernel's name, e.g.
- * nvjet_sm90_tst_320x128_64x3_...: 0 when the name does not say. */
+/*
+ * The tile (rows x columns) in a GEMM kernel's name: cuBLAS's nvjet
+ * names (nvjet_sm90_tst_320x128_64x3_...) and CUTLASS's
+ * (cutlass_80_tensorop_bf16_s16816gemm_bf16_256x128_64x3_nn_align2): 0
+ * when the name does not say.
+ */
 static int
 name_tile(const char *k, double *tm, double *tn)
 {
 	const char *p;
-	int a, b;
+	int a, b, c, e;
 
-	if (k == NULL || strncmp(k, "nvjet", 5) != 0)
+	if (k == NULL)
 		return 0;
-	for (p = k; (p = strchr(p, '_')) != NULL; p++)
-		if (sscanf(p + 1, "%dx%d", &a, &b) == 2 && a > 0 && b > 0) {
-			*tm = a, *tn = b;
-			return 1;
-		}
+	if (strncmp(k, "nvjet", 5) == 0) {
+		for (p = k; (p = strchr(p, '_')) != NULL; p++)
+			if (sscanf(p + 1, "%dx%d", &a, &b) == 2 && a > 0 && b > 0) {
+				*tm = a, *tn = b;
+				return 1;
+			}
+	} else if (strstr(k, "cutlass") != NULL) {
+		for (p = k; (p = strchr(p, '_')) != NULL; p++)
+			if (sscanf(p + 1, "%dx%d_%dx%d", &a, &b, &c, &e) == 4 && a >= 16 && b >= 16) {
+				*tm = a, *tn = b;
+				return 1;
+			}
+	}
 	return 0;
 }
 
@@ -276,14 +288,13 @@ name_tile(const char *k, double *tm, double *tn)
  * cutlass_80_..., cutlass_75_...) and the alignment in elements its
  * loads assume (CUTLASS's _alignN; nvjet needs 16 bytes, 8 elements).
  * cuBLAS falls back on older, slower CUTLASS kernels when a leading
- * dimension is not a multiple of 8. Its tile, for the waves, from a
- * CUTLASS name's _MxN_KxS_ too. NaN where the name does not say.
+ * dimension is not a multiple of 8. NaN where the name does not say.
  */
 static void
-name_kind(const char *k, float *arch, float *align, double *tm, double *tn, int *tile)
+name_kind(const char *k, float *arch, float *align)
 {
 	const char *p;
-	int a, b, c;
+	int a;
 
 	*arch = *align = NAN;
 	if (k == NULL)
@@ -300,12 +311,6 @@ name_kind(const char *k, float *arch, float *align, double *tm, double *tn, int 
 		*arch = (float)a;
 	if ((p = strstr(k, "_align")) != NULL && sscanf(p + 6, "%d", &a) == 1 && a > 0)
 		*align = (float)log2(a);
-	for (p = k; *tile == 0 && strstr(k, "cutlass") != NULL && (p = strchr(p, '_')) != NULL;
-	    p++)
-		if (sscanf(p + 1, "%dx%d_%dx%d", &a, &b, &c, &c) == 4 && a >= 16 && b >= 16) {
-			*tm = a, *tn = b;
-			*tile = 1;
-		}
 }
 
 uint32_t
@@ -324,7 +329,7 @@ static void
 desc_gemm(const char *op, const struct dims *o, int layout, const char *kernel, int sms,
     struct om_desc *d)
 {
-	double tm = 0, tn = 0;
+	double tm, tn;
 	double m = 0, n = 0, k = 0, b = 1;
 	int a = 0;
 
@@ -371,16 +376,12 @@ desc_gemm(const char *op, const struct dims *o, int layout, const char *kernel, 
 	d->x[12] = align2(m);
 	d->x[13] = align2(n);
 	d->x[14] = align2(k);
-	{
-		int tile = name_tile(kernel, &tm, &tn);
+	if (name_tile(kernel, &tm, &tn)) {
+		float w;
 
-		name_kind(kernel, &d->x[16], &d->x[17], &tm, &tn, &tile);
-		if (tile) {
-			float w;
-
-			waves(b * ceil(m / tm) * ceil(n / tn), sms, &w, &d->x[15]);
-		}
+		waves(b * ceil(m / tm) * ceil(n / tn), sms, &w, &d->x[15]);
 	}
+	name_kind(kernel, &d->x[16], &d->x[17]);
 }
 
 static void

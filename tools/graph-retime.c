@@ -135,7 +135,6 @@ struct section {
 	struct held_frames fr; /* its frames as read, compressed */
 };
 
-
 static void
 group_add(struct groups *gs, int cls, const char *op, double ns)
 {

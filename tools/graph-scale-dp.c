@@ -545,6 +545,15 @@ is_dp(const struct section *s, uint32_t id)
 	    s->pg.g[s->c[lo].group].dp;
 }
 
+/* Is record i a rank edge between data-parallel collectives, which one
+ * rank left drops (there is no one to meet)? */
+static int
+dropped_edge(const struct opts *o, const struct section *s, size_t i)
+{
+	return o->n == 1 && s->rec.type[i] == KG_R_EDGE && s->edge[i].kind == KG_E_RANK &&
+	    is_dp(s, s->edge[i].src) && is_dp(s, s->edge[i].dst);
+}
+
 /*
  * The section with the re-timed collectives written anew (from the
  * fields this version knows); with one rank left there is no one to
@@ -563,8 +572,7 @@ write_section(const struct opts *o, struct section *s, struct gout *g, const cha
 		if (memcmp(&s->c[i].t, &s->c[i].t0, sizeof(s->c[i].t)) != 0)
 			hf_changed(&s->fr, s->c[i].rec);
 	for (i = 0; i < s->rec.n && o->n == 1; i++)
-		if (s->rec.type[i] == KG_R_EDGE && s->edge[i].kind == KG_E_RANK &&
-		    is_dp(s, s->edge[i].src) && is_dp(s, s->edge[i].dst))
+		if (dropped_edge(o, s, i))
 			hf_changed(&s->fr, i);
 	kg_writer_follow(&g->w, &s->h);
 	if (kg_write_header_tool(&g->w, &s->h, tool) < 0)
@@ -585,8 +593,7 @@ write_section(const struct opts *o, struct section *s, struct gout *g, const cha
 		b = held_rec(&s->rec, i, &len);
 		if (k < s->nc && s->c[k].rec == i) {
 			rc = kg_write_task(&g->w, &s->c[k++].t);
-		} else if (s->rec.type[i] == KG_R_EDGE && o->n == 1 && s->edge[i].kind == KG_E_RANK &&
-		    is_dp(s, s->edge[i].src) && is_dp(s, s->edge[i].dst)) {
+		} else if (dropped_edge(o, s, i)) {
 			continue;
 		} else {
 			rc = kg_write_bytes(&g->w, b, len, s->rec.type[i]);

@@ -189,7 +189,7 @@ fit() { # a model of the fixture trace into m.om
 @test "opmodel: a sweep's host-bound rows are dropped and counted" {
 	# the 12 rows take 1 to 64 us (m n k / 2^27): only 2048^3 reaches 40
 	run -0 --separate-stderr opmodel fit -o m.om "$OM/fast.jsonl"
-	[ "${lines[12]}" = "sweep timings not used: 11 under 40 us (host-bound), 0 of several operators, 0 without a positive time" ]
+	[ "${lines[12]}" = "sweep timings not used: 11 host-bound (under 40 us, or SDPA under 5 times its fastest call), 0 of several operators, 0 without a positive time, 0 forwards as long as their backward" ]
 	run -0 --separate-stderr opmodel fit --min-us 0 -o m.om "$OM/fast.jsonl"
 	[[ "${lines[2]}" == "gemm      roofline      12 "* ]]
 }
@@ -247,4 +247,19 @@ fit() { # a model of the fixture trace into m.om
 	[[ "${lines[2]}" == "gemm      trees "* ]]
 	run -0 --separate-stderr opmodel check --min-us 100 h100.om "$K/kernels.jsonl"
 	[[ "${lines[2]}" == "gemm "* ]]
+}
+
+@test "opmodel: SDPA rows under 5 times the fastest SDPA call, and stalled forwards, are dropped" {
+	# fastest calls 30 us (forward) and 100 us (forward+backward): a row
+	# needs 150 and 500 us; the last row's forward (1500 us) is as long
+	# as its backward (1300 us)
+	run -0 --separate-stderr opmodel fit -o m.om "$OM/sdpa.jsonl"
+	[[ "${lines[3]}" == "attn_fwd  roofline       2 "* ]]
+	[[ "${lines[4]}" == "attn_bwd  roofline       2 "* ]]
+	[ "${lines[12]}" = "sweep timings not used: 4 host-bound (under 40 us, or SDPA under 5 times its fastest call), 0 of several operators, 0 without a positive time, 2 forwards as long as their backward" ]
+	# every row but the stalls: the second row's backward (80 us) is
+	# shorter than its forward (120 us)
+	run -0 --separate-stderr opmodel fit --min-us 0 -o m.om "$OM/sdpa.jsonl"
+	[[ "${lines[3]}" == "attn_fwd  roofline       3 "* ]]
+	[[ "${lines[12]}" == *"0 host-bound"*", 4 forwards as long as their backward" ]]
 }

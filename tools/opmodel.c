@@ -39,7 +39,8 @@ static const char help[] =
     "  -o, --output MODEL   fit: the model file to write\n"
     "      --gpu NAME       fit: the GPU, when the inputs do not name it\n"
     "      --sms N          fit: its multiprocessors (default: the inputs', else 132)\n"
-    "      --min-us US      fit: sweep timings below US are dropped (default 40);\n"
+    "      --min-us US      fit: sweep timings below US are dropped (default 40;\n"
+    "                       SDPA's under 5 times its fastest call; 0 keeps all);\n"
     "                       check: only calls of US or more are summarised\n"
     "      --features LIST  fit: feature groups, comma-separated, of sizes, flops,\n"
     "                       bytes, intensity, waves, align, tile, kernel (default:\n"
@@ -159,10 +160,12 @@ cmd_fit(const struct opts *o, int argc, char **argv)
 	}
 	printf("roofline fallbacks: %d of %d classes (fewer than %d samples)\n", nfall, OM_NCLASS,
 	    fo.min_trees);
-	if (cs.sweep_small + cs.sweep_multi + cs.sweep_bad > 0)
-		printf("sweep timings not used: %lld under %g us (host-bound), %lld of several "
-		    "operators, %lld without a positive time\n", (long long)cs.sweep_small,
-		    o->r.min_us, (long long)cs.sweep_multi, (long long)cs.sweep_bad);
+	if (cs.sweep_small + cs.sweep_multi + cs.sweep_bad + cs.sweep_stall > 0)
+		printf("sweep timings not used: %lld host-bound (under %g us, or SDPA under 5 "
+		    "times its fastest call), %lld of several operators, %lld without a positive "
+		    "time, %lld forwards as long as their backward\n", (long long)cs.sweep_small,
+		    o->r.min_us, (long long)cs.sweep_multi, (long long)cs.sweep_bad,
+		    (long long)cs.sweep_stall);
 	if (cs.unsized > 0)
 		printf("calls without sizes (tensor lists unrecorded): %lld\n", (long long)cs.unsized);
 	rc = close_stdout();

@@ -31,7 +31,7 @@ struct calls {
 	const char *gpu_file;
 	int sms;          /* 0 until an input gives it */
 	/* sweep rows not used, by reason */
-	int64_t sweep_small, sweep_multi, sweep_bad;
+	int64_t sweep_small, sweep_multi, sweep_bad, sweep_stall;
 	/* trace calls with no size (an optimizer's tensor lists) */
 	int64_t unsized;
 };

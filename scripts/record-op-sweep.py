@@ -17,8 +17,8 @@ long on gptB_L8_H2560 (aten::sum of a Linear's bias gradient,
 aten::embedding_dense_backward, aten::gather): the rows summed for the
 row shapes, and the token embedding's backward and a gather of its rows
 for 2048 to 16384 tokens, vocabularies of 32000 and 50304 and hidden
-sizes of 1024, 2560 and 4096. (Added after the recordings of
-2026-11-26, which do not have them.)
+sizes of 1024, 2560 and 4096. (Added after the first recordings of
+2026-11-26, which do not have them; recorded with them later that day.)
 
     python3 scripts/record-op-sweep.py OUTDIR
 

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""The GPU's clock and power during training steps of record.py's GPT.
+
+scripts/attn-in-step.py found that a kernel runs up to 20% slower after
+seconds of GEMMs than alone: the H100 reaches its 700 W limit and lowers
+its SM clock. This script asks how much of that a real step sees, and
+whether a deeper model (a longer step, less idle time between steps)
+runs its kernels at a lower clock: the layers what-if copies a layer's
+kernels at the base trace's clock.
+
+For each configuration it builds ../shared/gpu/record.py's GPT (the path
+given), runs 3 warm-up steps, then STEPS timed steps (wall clock with a
+synchronize, as record.py), then PROFILED steps under torch.profiler
+(record.py's settings), sampling nvidia-smi every 20 ms throughout.
+Writes OUTDIR/clocks.csv (timestamp, SM and memory clock, power,
+temperature, active clock-event reasons), OUTDIR/steps.json (each step's
+start and end on the same clock) and OUTDIR/NAME.json.gz traces.
+
+    python3 scripts/clock-in-step.py PATH/TO/record.py OUTDIR
+"""
+import gzip
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+STEPS = 10
+PROFILED = 3
+# (name, layers, hidden): the gptB family (seq 2048, micro-batch 4, heads of 128)
+CONFIGS = [("gptB_L4_H2560", 4, 2560), ("gptB_L8_H2560", 8, 2560),
+           ("gptB_L32_H2560", 32, 2560), ("gptB_L8_H4096", 8, 4096)]
+
+
+def sampler(path):
+    fields = "timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu"
+    for extra in ("clocks_event_reasons.active", "clocks_throttle_reasons.active"):
+        r = subprocess.run(["nvidia-smi", "--query-gpu=" + extra, "--format=csv"],
+                           capture_output=True)
+        if r.returncode == 0:
+            fields += "," + extra
+            break
+    return subprocess.Popen(["nvidia-smi", "--query-gpu=" + fields,
+                             "--format=csv,noheader,nounits", "-lms", "20"],
+                            stdout=open(path, "w"))
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: clock-in-step.py RECORD_PY OUTDIR")
+    spec = importlib.util.spec_from_file_location("record", sys.argv[1])
+    rec = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rec)
+    out = sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    smi = sampler(os.path.join(out, "clocks.csv"))
+    runs = []
+    try:
+        for name, layers, h in CONFIGS:
+            torch.manual_seed(0)
+            torch.cuda.empty_cache()
+            model = rec.GPT(layers, h, h // 128, 4 * h, 2048).to("cuda")
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
+            data = torch.randint(0, rec.VOCAB, (4, 2049), device="cuda")
+
+            def step():
+                x, y = data[:, :-1], data[:, 1:]
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    loss = model(x, y)
+                loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                return loss.item()
+
+            for _ in range(3):
+                step()
+            torch.cuda.synchronize()
+            steps = []
+            for _ in range(STEPS):
+                t0 = time.time()
+                step()
+                torch.cuda.synchronize()
+                steps.append([t0, time.time(), "unprofiled"])
+            raw = os.path.join(out, name + ".json")
+            kw = {}
+            ec = rec.exp_config()
+            if ec is not None:
+                kw["experimental_config"] = ec
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                         record_shapes=True, **kw) as prof:
+                for _ in range(PROFILED):
+                    t0 = time.time()
+                    step()
+                    torch.cuda.synchronize()
+                    steps.append([t0, time.time(), "profiled"])
+            prof.export_chrome_trace(raw)
+            with open(raw, "rb") as fi, gzip.open(raw + ".gz", "wb", compresslevel=6) as fo:
+                shutil.copyfileobj(fi, fo)
+            os.remove(raw)
+            med = sorted(e - s for s, e, k in steps if k == "unprofiled")[STEPS // 2]
+            print(f"{name}: step {med * 1e3:.2f} ms", flush=True)
+            runs.append({"name": name, "layers": layers, "hidden": h, "heads": h // 128,
+                         "seq": 2048, "micro_batch_size": 4, "steps": steps})
+            del model, opt, data
+            time.sleep(2)  # idle between configurations: the clock recovers
+    finally:
+        time.sleep(0.2)
+        smi.terminate()
+        smi.wait()
+    p = torch.cuda.get_device_properties(0)
+    with open(os.path.join(out, "steps.json"), "w") as f:
+        json.dump({"gpu": p.name, "torch": torch.__version__, "cuda": torch.version.cuda,
+                   "runs": runs}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -21,17 +21,16 @@ OUTDIR/clocks.csv, and OUTDIR/phases.json says when each phase ran.
 
     python3 scripts/attn-in-step.py OUTDIR
 """
-import gzip
 import json
 import os
-import shutil
-import subprocess
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
+
+import gpulog
 
 DEV = "cuda"
 REPS = 5
@@ -73,23 +72,13 @@ def gemms(b, h, s, d):
 
 
 def phase(out, name, marks, body):
-    kw = {}
-    try:
-        kw["experimental_config"] = torch._C._profiler._ExperimentalConfig(
-            enable_cuda_sync_events=True)
-    except Exception:
-        pass
     t0 = time.time()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                 record_shapes=True, **kw) as prof:
+                 record_shapes=True, **gpulog.profiler_kw()) as prof:
         body()
         torch.cuda.synchronize()
     marks.append({"phase": name, "start": t0, "end": time.time()})
-    raw = os.path.join(out, name + ".json")
-    prof.export_chrome_trace(raw)
-    with open(raw, "rb") as fi, gzip.open(raw + ".gz", "wb", compresslevel=6) as fo:
-        shutil.copyfileobj(fi, fo)
-    os.remove(raw)
+    gpulog.export_gz(prof, os.path.join(out, name + ".json"))
     print(f"{name}: {time.time() - t0:.1f} s", flush=True)
 
 
@@ -98,10 +87,7 @@ def main():
         sys.exit("usage: attn-in-step.py OUTDIR")
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    smi = subprocess.Popen(
-        ["nvidia-smi", "--query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu",
-         "--format=csv,noheader,nounits", "-lms", "50"],
-        stdout=open(os.path.join(out, "clocks.csv"), "w"))
+    smi = gpulog.sampler(os.path.join(out, "clocks.csv"), 50)
     marks = []
     try:
         cases = []
@@ -148,9 +134,7 @@ def main():
         marks.append({"phase": "heat", "start": t0, "end": time.time()})
         phase(out, "hot", marks, between)
     finally:
-        time.sleep(0.2)
-        smi.terminate()
-        smi.wait()
+        gpulog.stop(smi)
     p = torch.cuda.get_device_properties(0)
     with open(os.path.join(out, "phases.json"), "w") as f:
         json.dump({"gpu": p.name, "torch": torch.__version__, "cuda": torch.version.cuda,

@@ -18,36 +18,22 @@ start and end on the same clock) and OUTDIR/NAME.json.gz traces.
 
     python3 scripts/clock-in-step.py PATH/TO/record.py OUTDIR
 """
-import gzip
 import importlib.util
 import json
 import os
-import shutil
-import subprocess
 import sys
 import time
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+import gpulog
+
 STEPS = 10
 PROFILED = 3
 # (name, layers, hidden): the gptB family (seq 2048, micro-batch 4, heads of 128)
 CONFIGS = [("gptB_L4_H2560", 4, 2560), ("gptB_L8_H2560", 8, 2560),
            ("gptB_L32_H2560", 32, 2560), ("gptB_L8_H4096", 8, 4096)]
-
-
-def sampler(path):
-    fields = "timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu"
-    for extra in ("clocks_event_reasons.active", "clocks_throttle_reasons.active"):
-        r = subprocess.run(["nvidia-smi", "--query-gpu=" + extra, "--format=csv"],
-                           capture_output=True)
-        if r.returncode == 0:
-            fields += "," + extra
-            break
-    return subprocess.Popen(["nvidia-smi", "--query-gpu=" + fields,
-                             "--format=csv,noheader,nounits", "-lms", "20"],
-                            stdout=open(path, "w"))
 
 
 def main():
@@ -58,7 +44,7 @@ def main():
     spec.loader.exec_module(rec)
     out = sys.argv[2]
     os.makedirs(out, exist_ok=True)
-    smi = sampler(os.path.join(out, "clocks.csv"))
+    smi = gpulog.sampler(os.path.join(out, "clocks.csv"), 20)
     runs = []
     try:
         for name, layers, h in CONFIGS:
@@ -87,21 +73,14 @@ def main():
                 torch.cuda.synchronize()
                 steps.append([t0, time.time(), "unprofiled"])
             raw = os.path.join(out, name + ".json")
-            kw = {}
-            ec = rec.exp_config()
-            if ec is not None:
-                kw["experimental_config"] = ec
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                         record_shapes=True, **kw) as prof:
+                         record_shapes=True, **gpulog.profiler_kw()) as prof:
                 for _ in range(PROFILED):
                     t0 = time.time()
                     step()
                     torch.cuda.synchronize()
                     steps.append([t0, time.time(), "profiled"])
-            prof.export_chrome_trace(raw)
-            with open(raw, "rb") as fi, gzip.open(raw + ".gz", "wb", compresslevel=6) as fo:
-                shutil.copyfileobj(fi, fo)
-            os.remove(raw)
+            gpulog.export_gz(prof, raw)
             med = sorted(e - s for s, e, k in steps if k == "unprofiled")[STEPS // 2]
             print(f"{name}: step {med * 1e3:.2f} ms", flush=True)
             runs.append({"name": name, "layers": layers, "hidden": h, "heads": h // 128,
@@ -109,9 +88,7 @@ def main():
             del model, opt, data
             time.sleep(2)  # idle between configurations: the clock recovers
     finally:
-        time.sleep(0.2)
-        smi.terminate()
-        smi.wait()
+        gpulog.stop(smi)
     p = torch.cuda.get_device_properties(0)
     with open(os.path.join(out, "steps.json"), "w") as f:
         json.dump({"gpu": p.name, "torch": torch.__version__, "cuda": torch.version.cuda,

@@ -31,7 +31,6 @@ Writes OUTDIR/clocks.csv (as clock-in-step.py) and OUTDIR/phases.json.
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -39,21 +38,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import gpulog
+
 DEV = "cuda"
 SECONDS = 6
-
-
-def sampler(path):
-    fields = "timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu"
-    for extra in ("clocks_event_reasons.active", "clocks_throttle_reasons.active"):
-        r = subprocess.run(["nvidia-smi", "--query-gpu=" + extra, "--format=csv"],
-                           capture_output=True)
-        if r.returncode == 0:
-            fields += "," + extra
-            break
-    return subprocess.Popen(["nvidia-smi", "--query-gpu=" + fields,
-                             "--format=csv,noheader,nounits", "-lms", "50"],
-                            stdout=open(path, "w"))
 
 
 def loop(fn, seconds, batch, sleep=0.0):
@@ -115,7 +103,7 @@ def main():
     opt.step()
     torch.cuda.synchronize()
 
-    smi = sampler(os.path.join(out, "clocks.csv"))
+    smi = gpulog.sampler(os.path.join(out, "clocks.csv"), 50)
     marks = []
     try:
         time.sleep(1)
@@ -166,9 +154,7 @@ def main():
         print(f"gptB_L4_long: first 10 steps {sum(b - a for a, b in steps[:10]) * 100:.2f} ms, "
               f"last 10 {sum(b - a for a, b in steps[-10:]) * 100:.2f} ms", flush=True)
     finally:
-        time.sleep(0.2)
-        smi.terminate()
-        smi.wait()
+        gpulog.stop(smi)
     p = torch.cuda.get_device_properties(0)
     with open(os.path.join(out, "phases.json"), "w") as f:
         json.dump({"gpu": p.name, "torch": torch.__version__, "cuda": torch.version.cuda,

@@ -25,16 +25,16 @@ sizes of 1024, 2560 and 4096. (Added after the first recordings of
 writes OUTDIR/op_sweep.json.gz. Each shape runs once unprofiled (warm-up:
 cuDNN plans, allocator) and then REPS times under the profiler.
 """
-import gzip
 import json
 import os
-import shutil
 import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
+
+import gpulog
 
 DEV = "cuda"
 REPS = 3
@@ -145,12 +145,6 @@ def main():
         sys.exit("usage: record-op-sweep.py OUTDIR")
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    kw = {}
-    try:
-        kw["experimental_config"] = torch._C._profiler._ExperimentalConfig(
-            enable_cuda_sync_events=True)
-    except Exception:
-        pass
     # warm-up pass: cuDNN's plans and the allocator's blocks for every shape
     for setup in calls():
         setup()()
@@ -159,7 +153,7 @@ def main():
     raw = os.path.join(out, "op_sweep.json")
     n = 0
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                 record_shapes=True, **kw) as prof:
+                 record_shapes=True, **gpulog.profiler_kw()) as prof:
         for setup in calls():
             fn = setup()
             torch.cuda.synchronize()
@@ -168,10 +162,7 @@ def main():
             torch.cuda.synchronize()
             n += 1
             del fn
-    prof.export_chrome_trace(raw)
-    with open(raw, "rb") as fi, gzip.open(raw + ".gz", "wb", compresslevel=6) as fo:
-        shutil.copyfileobj(fi, fo)
-    os.remove(raw)
+    gpulog.export_gz(prof, raw)
     p = torch.cuda.get_device_properties(0)
     print(json.dumps({"gpu": p.name, "sms": p.multi_processor_count, "shapes": n,
                       "reps": REPS, "torch": torch.__version__,

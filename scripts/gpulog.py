@@ -1,0 +1,52 @@
+"""What the GPU recording scripts share: nvidia-smi's clock log and the
+profiler's settings and gzip export. Imported by scripts/*.py run as
+`python3 scripts/NAME.py` (their folder is on the module path); torch is
+imported only by the functions that need it."""
+import gzip
+import os
+import shutil
+import subprocess
+import time
+
+FIELDS = "timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu"
+
+
+def sampler(path, ms):
+    """Start nvidia-smi writing FIELDS, and the active clock-event
+    reasons where this driver names them, to path every ms
+    milliseconds; stop it with stop()."""
+    fields = FIELDS
+    for extra in ("clocks_event_reasons.active", "clocks_throttle_reasons.active"):
+        r = subprocess.run(["nvidia-smi", "--query-gpu=" + extra, "--format=csv"],
+                           capture_output=True)
+        if r.returncode == 0:
+            fields += "," + extra
+            break
+    return subprocess.Popen(["nvidia-smi", "--query-gpu=" + fields,
+                             "--format=csv,noheader,nounits", "-lms", str(ms)],
+                            stdout=open(path, "w"))
+
+
+def stop(smi):
+    time.sleep(0.2)  # the last sample
+    smi.terminate()
+    smi.wait()
+
+
+def profiler_kw():
+    """torch.profiler.profile's keyword arguments as record.py sets them:
+    the CUDA synchronization events, where this PyTorch has them."""
+    import torch
+    try:
+        return {"experimental_config": torch._C._profiler._ExperimentalConfig(
+            enable_cuda_sync_events=True)}
+    except Exception:
+        return {}
+
+
+def export_gz(prof, raw):
+    """The profiler's trace as raw + ".gz" (raw itself removed)."""
+    prof.export_chrome_trace(raw)
+    with open(raw, "rb") as fi, gzip.open(raw + ".gz", "wb", compresslevel=6) as fo:
+        shutil.copyfileobj(fi, fo)
+    os.remove(raw)

@@ -18,7 +18,6 @@ start and end on the same clock) and OUTDIR/NAME.json.gz traces.
 
     python3 scripts/clock-in-step.py PATH/TO/record.py OUTDIR
 """
-import importlib.util
 import json
 import os
 import sys
@@ -39,9 +38,7 @@ CONFIGS = [("gptB_L4_H2560", 4, 2560), ("gptB_L8_H2560", 8, 2560),
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: clock-in-step.py RECORD_PY OUTDIR")
-    spec = importlib.util.spec_from_file_location("record", sys.argv[1])
-    rec = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rec)
+    rec = gpulog.load_record(sys.argv[1])
     out = sys.argv[2]
     os.makedirs(out, exist_ok=True)
     smi = gpulog.sampler(os.path.join(out, "clocks.csv"), 20)

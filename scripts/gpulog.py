@@ -3,6 +3,7 @@ profiler's settings and gzip export. Imported by scripts/*.py run as
 `python3 scripts/NAME.py` (their folder is on the module path); torch is
 imported only by the functions that need it."""
 import gzip
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -25,6 +26,14 @@ def sampler(path, ms):
     return subprocess.Popen(["nvidia-smi", "--query-gpu=" + fields,
                              "--format=csv,noheader,nounits", "-lms", str(ms)],
                             stdout=open(path, "w"))
+
+
+def load_record(path):
+    """../shared/gpu/record.py, given its path, as a module (its GPT)."""
+    spec = importlib.util.spec_from_file_location("record", path)
+    rec = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rec)
+    return rec
 
 
 def stop(smi):

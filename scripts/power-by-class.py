@@ -28,7 +28,6 @@ Writes OUTDIR/clocks.csv (as clock-in-step.py) and OUTDIR/phases.json.
 
     python3 scripts/power-by-class.py PATH/TO/record.py OUTDIR
 """
-import importlib.util
 import json
 import os
 import sys
@@ -63,9 +62,7 @@ def loop(fn, seconds, batch, sleep=0.0):
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: power-by-class.py RECORD_PY OUTDIR")
-    spec = importlib.util.spec_from_file_location("record", sys.argv[1])
-    rec = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rec)
+    rec = gpulog.load_record(sys.argv[1])
     out = sys.argv[2]
     os.makedirs(out, exist_ok=True)
 

@@ -261,5 +261,5 @@ fit() { # a model of the fixture trace into m.om
 	# shorter than its forward (120 us)
 	run -0 --separate-stderr opmodel fit --min-us 0 -o m.om "$OM/sdpa.jsonl"
 	[[ "${lines[3]}" == "attn_fwd  roofline       3 "* ]]
-	[[ "${lines[12]}" == *"0 host-bound"*", 4 forwards as long as their backward" ]]
+	[ "${lines[12]}" = "sweep timings not used: 0 host-bound (under 0 us), 0 of several operators, 0 without a positive time, 4 forwards as long as their backward" ]
 }

@@ -160,12 +160,17 @@ cmd_fit(const struct opts *o, int argc, char **argv)
 	}
 	printf("roofline fallbacks: %d of %d classes (fewer than %d samples)\n", nfall, OM_NCLASS,
 	    fo.min_trees);
-	if (cs.sweep_small + cs.sweep_multi + cs.sweep_bad + cs.sweep_stall > 0)
-		printf("sweep timings not used: %lld host-bound (under %g us, or SDPA under 5 "
-		    "times its fastest call), %lld of several operators, %lld without a positive "
-		    "time, %lld forwards as long as their backward\n", (long long)cs.sweep_small,
-		    o->r.min_us, (long long)cs.sweep_multi, (long long)cs.sweep_bad,
-		    (long long)cs.sweep_stall);
+	if (cs.sweep_small + cs.sweep_multi + cs.sweep_bad + cs.sweep_stall > 0) {
+		char sdpa[64] = "";
+
+		if (o->r.min_us > 0)
+			snprintf(sdpa, sizeof(sdpa), ", or SDPA under %d times its fastest call",
+			    SDPA_HOST);
+		printf("sweep timings not used: %lld host-bound (under %g us%s), %lld of several "
+		    "operators, %lld without a positive time, %lld forwards as long as their "
+		    "backward\n", (long long)cs.sweep_small, o->r.min_us, sdpa,
+		    (long long)cs.sweep_multi, (long long)cs.sweep_bad, (long long)cs.sweep_stall);
+	}
 	if (cs.unsized > 0)
 		printf("calls without sizes (tensor lists unrecorded): %lld\n", (long long)cs.unsized);
 	rc = close_stdout();

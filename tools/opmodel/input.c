@@ -440,9 +440,6 @@ row_call(yajl_val v, const char *op, int part, char *o, size_t ol, char *dims, s
 	return 0;
 }
 
-/* SDPA rows under this many times the fastest SDPA call time the host */
-#define SDPA_HOST 5
-
 /*
  * A sweep: a row's `us` is a median of CUDA-event pairs around each call.
  * Two rows give two calls: sdpa_causal's forward (`us`) and backward
@@ -512,29 +509,25 @@ read_sweep(struct calls *cs, const char *path, char *b, size_t len, const struct
 	if (sms_for <= 0)
 		sms_for = o->sms > 0 ? o->sms : cs->sms > 0 ? cs->sms : 132;
 	/*
-	 * SDPA's host path (dispatch, cuDNN's plan lookup) takes 32 to
-	 * 145 us a call on an H100, so the event pair times the host far
-	 * above 40 us: against the profiled op sweep's kernels, the H100's
-	 * forwards under five times the fastest call are 2-350% off, those
-	 * above it 1.2% (H200: 1.7%). The fastest calls are all host.
+	 * First the layer norm forwards, for the backward rows, and SDPA's
+	 * fastest calls. SDPA's host path (dispatch, cuDNN's plan lookup)
+	 * takes 32 to 145 us a call on an H100, so the event pair times the
+	 * host far above 40 us: against the profiled op sweep's kernels, the
+	 * H100's forwards under five times the fastest call are 2-350% off,
+	 * those above it 1.2% (H200: 1.7%). The fastest calls are all host.
 	 */
-	for (i = 0; i < np; i++) {
-		const char *op = str(pend[i].v, "op");
-		double f = dbl(pend[i].v, "us"), fb = dbl(pend[i].v, "us_fwd_bwd");
-
-		if (op == NULL || strcmp(op, "sdpa_causal") != 0)
-			continue;
-		if (f > 0 && (!(sdpa_f > 0) || f < sdpa_f))
-			sdpa_f = f;
-		if (fb > 0 && (!(sdpa_fb > 0) || fb < sdpa_fb))
-			sdpa_fb = fb;
-	}
-	/* layer norm forwards first, for the backward rows */
 	for (i = 0; i < np; i++) {
 		const char *op = str(pend[i].v, "op");
 		int ok = 1;
 
-		if (op != NULL && strcmp(op, "layer_norm_fwd") == 0) {
+		if (op != NULL && strcmp(op, "sdpa_causal") == 0) {
+			double f = dbl(pend[i].v, "us"), fb = dbl(pend[i].v, "us_fwd_bwd");
+
+			if (f > 0 && (!(sdpa_f > 0) || f < sdpa_f))
+				sdpa_f = f;
+			if (fb > 0 && (!(sdpa_fb > 0) || fb < sdpa_fb))
+				sdpa_fb = fb;
+		} else if (op != NULL && strcmp(op, "layer_norm_fwd") == 0) {
 			struct lnf x = { num(pend[i].v, "tokens", &ok), num(pend[i].v, "h", &ok),
 				dbl(pend[i].v, "us") };
 

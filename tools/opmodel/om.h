@@ -36,8 +36,13 @@ struct calls {
 	int64_t unsized;
 };
 
+/* with min_us > 0, SDPA rows under this many times the file's fastest
+ * SDPA call time the host, and are dropped */
+#define SDPA_HOST 5
+
 struct read_opts {
-	double min_us;    /* sweep rows below this are host-bound: dropped */
+	double min_us;    /* sweep rows below this are host-bound: dropped; 0:
+	                   * every row kept (but SDPA's stalls) */
 	const char *gpu;  /* --gpu: the GPU, over what the inputs say */
 	int sms;          /* --sms, 0 if not given */
 };

@@ -45,21 +45,7 @@ def main():
     runs = []
     try:
         for name, layers, h in CONFIGS:
-            torch.manual_seed(0)
-            torch.cuda.empty_cache()
-            model = rec.GPT(layers, h, h // 128, 4 * h, 2048).to("cuda")
-            opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
-            data = torch.randint(0, rec.VOCAB, (4, 2049), device="cuda")
-
-            def step():
-                x, y = data[:, :-1], data[:, 1:]
-                with torch.autocast("cuda", dtype=torch.bfloat16):
-                    loss = model(x, y)
-                loss.backward()
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-                return loss.item()
-
+            step = gpulog.gptb_step(rec, layers, h)
             for _ in range(3):
                 step()
             torch.cuda.synchronize()
@@ -82,7 +68,7 @@ def main():
             print(f"{name}: step {med * 1e3:.2f} ms", flush=True)
             runs.append({"name": name, "layers": layers, "hidden": h, "heads": h // 128,
                          "seq": 2048, "micro_batch_size": 4, "steps": steps})
-            del model, opt, data
+            del step  # the model, its optimizer and data with it
             time.sleep(2)  # idle between configurations: the clock recovers
     finally:
         gpulog.stop(smi)

@@ -36,6 +36,28 @@ def load_record(path):
     return rec
 
 
+def gptb_step(rec, layers, h):
+    """A training step of record.py's GPT in its gptB family (heads of 128,
+    sequence 2048, micro-batch 4, bf16 autocast, AdamW), as record.py
+    runs it: a function that runs one step and returns the loss."""
+    import torch
+    torch.manual_seed(0)
+    torch.cuda.empty_cache()
+    model = rec.GPT(layers, h, h // 128, 4 * h, 2048).to("cuda")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
+    data = torch.randint(0, rec.VOCAB, (4, 2049), device="cuda")
+
+    def step():
+        x, y = data[:, :-1], data[:, 1:]
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x, y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss.item()
+    return step
+
+
 def stop(smi):
     time.sleep(0.2)  # the last sample
     smi.terminate()

@@ -59,13 +59,10 @@ def loop(fn, seconds, batch, sleep=0.0):
     return calls, busy
 
 
-def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: power-by-class.py RECORD_PY OUTDIR")
-    rec = gpulog.load_record(sys.argv[1])
-    out = sys.argv[2]
-    os.makedirs(out, exist_ok=True)
-
+def kernel_kinds():
+    """The phases' (name, call, calls a batch, sleep after a batch), warm:
+    cuBLAS's and cuDNN's plans made, the allocator's blocks taken. Their
+    tensors go with the list."""
     bf = torch.bfloat16
     a8 = torch.randn(8192, 8192, device=DEV, dtype=bf)
     x25 = torch.randn(8192, 2560, device=DEV, dtype=bf)
@@ -85,7 +82,12 @@ def main():
         o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         torch.autograd.grad(o, (q, k, v), g)
 
-    phases = [
+    with torch.no_grad():
+        a8 @ a8, x25 @ w25, ln(x25), xa + xa
+    attn()
+    opt.step()
+    torch.cuda.synchronize()
+    return [
         ("gemm_8192", lambda: a8 @ a8, 10, 0.0),
         ("gemm_2560", lambda: x25 @ w25, 20, 0.0),
         ("attn_fwd_bwd", attn, 10, 0.0),
@@ -94,11 +96,15 @@ def main():
         ("adamw", opt.step, 2, 0.0),
         ("gemm_duty_50", lambda: a8 @ a8, 2, 0.005),
     ]
-    with torch.no_grad():  # warm-up: cuBLAS and cuDNN plans, the allocator
-        a8 @ a8, x25 @ w25, ln(x25), xa + xa
-    attn()
-    opt.step()
-    torch.cuda.synchronize()
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: power-by-class.py RECORD_PY OUTDIR")
+    rec = gpulog.load_record(sys.argv[1])
+    out = sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    phases = kernel_kinds()
 
     smi = gpulog.sampler(os.path.join(out, "clocks.csv"), 50)
     marks = []
@@ -119,24 +125,11 @@ def main():
             marks.append({"phase": name, "start": t0, "end": time.time(), "calls": calls,
                           "busy_s": busy})
             print(f"{name}: {calls} calls, {busy / max(calls, 1) * 1e6:.1f} us a call", flush=True)
-        del a8, x25, w25, q, k, v, g, xa, ps, opt
+        del phases  # and their tensors
         torch.cuda.empty_cache()
         time.sleep(2)
         # record.py's gptB_L4_H2560, 120 steps: does the clock settle lower?
-        torch.manual_seed(0)
-        model = rec.GPT(4, 2560, 20, 4 * 2560, 2048).to(DEV)
-        mopt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
-        data = torch.randint(0, rec.VOCAB, (4, 2049), device=DEV)
-
-        def step():
-            x, y = data[:, :-1], data[:, 1:]
-            with torch.autocast("cuda", dtype=bf):
-                loss = model(x, y)
-            loss.backward()
-            mopt.step()
-            mopt.zero_grad(set_to_none=True)
-            return loss.item()
-
+        step = gpulog.gptb_step(rec, 4, 2560)
         for _ in range(3):
             step()
         steps = []

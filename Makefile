@@ -25,10 +25,10 @@ ifneq ($(SANITIZE),)
 SANFLAGS = -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
 
-ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARNINGS) \
+ALL_CFLAGS = -std=c11 -pthread -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARNINGS) \
 	$(CFLAGS) $(SANFLAGS) -Icommon -Itools $(PKG_CFLAGS) -MMD -MP
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
-LIBS = -lm $(PKG_LIBS)
+LIBS = -lm -pthread $(PKG_LIBS)
 
 TOOLS = kineto2graph graphcat graph-deps graphsim graphstat tracegen graph-scale-dp graph-scale-layers graph-scale-pp graph2chrome graphplot
 TOOLS += opmodel graph-retime

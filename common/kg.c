@@ -6,6 +6,7 @@
 
 #include "mp.h"
 #include "util.h"
+#include "zq.h"
 
 const char *const kg_task_kind_name[KG_NTASK_KIND] = {
 	"cpu", "rt", "kern", "coll", "cpy", "set"
@@ -141,55 +142,47 @@ kg_writer_init(struct kg_writer *w, FILE *fp, int level)
 {
 	memset(w, 0, sizeof(*w));
 	w->fp = fp;
-	w->cctx = ZSTD_createCCtx();
-	if (w->cctx == NULL) {
-		seterr(w->err, "cannot create zstd context");
+	w->zq = zq_new(fp, level, w->err, sizeof(w->err));
+	if (w->zq == NULL)
 		return -1;
-	}
-	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level);
-	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
 	msgpack_sbuffer_init(&w->sbuf);
 	msgpack_packer_init(&w->pk, &w->sbuf, sbuf_write);
-	w->outcap = ZSTD_CStreamOutSize();
-	w->out = xmalloc(w->outcap);
 	return 0;
 }
 
 void
 kg_writer_release(struct kg_writer *w)
 {
-	ZSTD_freeCCtx(w->cctx);
+	zq_free(w->zq);
 	msgpack_sbuffer_destroy(&w->sbuf);
-	free(w->out);
 	memset(w, 0, sizeof(*w));
 }
 
-/* Compress what is buffered; `end` closes the frame. */
+/* The compressor's error, once it has one: the writer's from then on. */
+static int
+zq_failed(struct kg_writer *w)
+{
+	seterr(w->err, "%s", zq_err(w->zq));
+	w->failed = 1;
+	return -1;
+}
+
+/*
+ * Hand what is buffered to the compressor (common/zq.h: on a thread of
+ * its own, it compresses while the next records are encoded); `end`
+ * closes the frame. The buffer goes with it; the writer fills another.
+ */
 static int
 flush(struct kg_writer *w, ZSTD_EndDirective mode)
 {
-	ZSTD_inBuffer in = { w->sbuf.data, w->sbuf.size, 0 };
-	size_t left;
+	size_t n = w->sbuf.size;
 
 	if (w->failed)
 		return -1;
-	do {
-		ZSTD_outBuffer out = { w->out, w->outcap, 0 };
-
-		left = ZSTD_compressStream2(w->cctx, &out, &in, mode);
-		if (ZSTD_isError(left)) {
-			seterr(w->err, "zstd: %s", ZSTD_getErrorName(left));
-			w->failed = 1;
-			return -1;
-		}
-		if (out.pos > 0 && fwrite(w->out, 1, out.pos, w->fp) != out.pos) {
-			seterr(w->err, "write error: %s", strerror(errno ? errno : EIO));
-			w->failed = 1;
-			return -1;
-		}
-	} while (mode == ZSTD_e_end ? left != 0 : in.pos < in.size);
-	w->framed = mode == ZSTD_e_end ? 0 : w->framed + w->sbuf.size;
-	msgpack_sbuffer_clear(&w->sbuf);
+	if (zq_put(w->zq, &w->sbuf.data, n, &w->sbuf.alloc, mode) < 0)
+		return zq_failed(w);
+	w->framed = mode == ZSTD_e_end ? 0 : w->framed + n;
+	w->sbuf.size = 0;
 	return 0;
 }
 
@@ -722,13 +715,8 @@ kg_write_sim(struct kg_writer *w, size_t n, const int64_t *ss, const int64_t *se
 	left = body + 3 + (n < 16 ? 1 : n < 65536 ? 3 : 5);
 	big = w->framed + w->sbuf.size + left >= FRAME_MAX;
 	if (big && w->framed == 0) {
-		size_t r = ZSTD_CCtx_setPledgedSrcSize(w->cctx, w->sbuf.size + left);
-
-		if (ZSTD_isError(r)) {
-			seterr(w->err, "zstd: %s", ZSTD_getErrorName(r));
-			w->failed = 1;
-			return -1;
-		}
+		if (zq_pledge(w->zq, w->sbuf.size + left) < 0)
+			return zq_failed(w);
 	}
 	if (sim_values(w, ss, NULL, n, big, &left) < 0)
 		return -1;
@@ -818,11 +806,8 @@ kg_write_frames(struct kg_writer *w, const void *z, size_t n)
 {
 	if (end_frame(w) < 0)
 		return -1;
-	if (n > 0 && fwrite(z, 1, n, w->fp) != n) {
-		seterr(w->err, "write error: %s", strerror(errno ? errno : EIO));
-		w->failed = 1;
-		return -1;
-	}
+	if (n > 0 && zq_raw(w->zq, z, n) < 0)
+		return zq_failed(w);
 	return 0;
 }
 
@@ -831,11 +816,8 @@ kg_writer_finish(struct kg_writer *w)
 {
 	if (end_frame(w) < 0)
 		return -1;
-	if (fflush(w->fp) != 0) {
-		seterr(w->err, "write error: %s", strerror(errno ? errno : EIO));
-		w->failed = 1;
-		return -1;
-	}
+	if (zq_finish(w->zq) < 0)
+		return zq_failed(w);
 	return 0;
 }
 
@@ -2359,6 +2341,8 @@ run_check(struct kg_reader *r, const struct kg_header *h)
 		    (unsigned long long)r->run_n, rec);
 		return -1;
 	}
+	if (r->one_section)
+		return 0;
 	if (r->run_k == r->run_n && h->sections > 0 && h->section != 0) {
 		seterr(r->err, "record %llu: section %llu of %llu without the ones before it",
 		    rec, (unsigned long long)h->section + 1, (unsigned long long)h->sections);

@@ -2,7 +2,9 @@
  * kg: the graph-stream codec, mirroring formats/graph-stream.md.
  *
  * A writer packs records with msgpack-c into a buffer and compresses it
- * with zstd (frame checksums on) onto a FILE*. A reader decompresses and
+ * with zstd (frame checksums on) onto a FILE*, on a thread of its own
+ * where the machine has two CPUs or more (common/zq.h; the bytes are the
+ * same either way). A reader decompresses and
  * reads one record at a time where it lies (common/mp.h: no object tree
  * is built), decodes the known record types into the structs below,
  * ignores unknown keys and record types, keeps the current section's
@@ -174,13 +176,13 @@ int64_t kg_cov_get(const struct kg_cov *c, const char *name);
 
 /* Writer ------------------------------------------------------------- */
 
+struct zq;
+
 struct kg_writer {
 	FILE *fp;
-	ZSTD_CCtx *cctx;
+	struct zq *zq;     /* compresses and writes (common/zq.h) */
 	msgpack_sbuffer sbuf;
 	msgpack_packer pk;
-	void *out;
-	size_t outcap;
 	uint64_t ntasks, nedges, nprocs, nstrs;
 	size_t framed;     /* bytes given to the current frame, 0: none open */
 	uint64_t run_n, run_k; /* the run of sections the headers announce */
@@ -304,6 +306,11 @@ struct kg_reader {
 	/* With keep_frames: compressed bytes of the frames not yet taken, and
 	 * the decompressed bytes from `mark` on (see kg_reader_take_held). */
 	int keep_frames;
+	/* Set before the first read: the stream is one section of a run,
+	 * read alone (graph-deps --merge reads again what it held); its
+	 * header may be any section of the run, and nothing is told
+	 * missing. The caller stops at its end record. */
+	int one_section;
 	uint64_t mark;
 	unsigned char *z;
 	size_t zlen, zcap, ztaken;

@@ -671,6 +671,51 @@ dlrm_job() {
 	cmp want got
 }
 
+@test "graph-deps --merge: DLRM ranks in one zstd frame (sections cut inside it) and in reverse order merge as their own frames do" {
+	dlrm_job
+	# The merge holds each section's frames to read them again; a stream
+	# whose frames do not begin and end with its sections (one frame for
+	# all eight here) has its sections compressed anew.
+	kineto2graph -q $(ls "$TRACES"/param_dlrm_8rank_v100/kineto/*.json.gz | sort -r) > rev.kg
+	zstd -q -dc rev.kg | zstd -q -c > one.kg
+	[ "$(python3 "$ROOT/tests/tools/zframes.py" one.kg | wc -l)" -eq 1 ]
+	[ "$(python3 "$ROOT/tests/tools/zframes.py" rev.kg | wc -l)" -gt 8 ]
+	graph-deps --merge rev.kg | graphcat > want
+	graph-deps --merge one.kg | graphcat > got
+	cmp want got
+	graph-deps --merge < one.kg | graphcat > got
+	cmp want got
+	# the job of the ranks in order, but for the order of its strings and
+	# counts, and its header's source
+	graphcat -r job.kg | grep -v '"r":"header"' | jq -cS . > a
+	graph-deps --merge rev.kg | graphcat -r | grep -v '"r":"header"' | jq -cS . > b
+	cmp a b
+}
+
+@test "graph-deps --merge: compressing on a thread of its own or not writes the same bytes" {
+	dlrm_job
+	kineto2graph -q "$TRACES"/param_dlrm_8rank_v100/kineto/*.json.gz > ranks.kg
+	KG_WRITER_THREAD=0 kineto2graph -q "$TRACES"/param_dlrm_8rank_v100/kineto/*.json.gz > ranks0.kg
+	cmp ranks.kg ranks0.kg
+	graph-deps --merge ranks.kg > a.kg
+	KG_WRITER_THREAD=0 graph-deps --merge ranks.kg > b.kg
+	cmp a.kg b.kg
+	graphsim a.kg > sa.kg
+	KG_WRITER_THREAD=0 graphsim a.kg > sb.kg
+	cmp sa.kg sb.kg
+}
+
+@test "graph-deps --merge: of several bad inputs, read at once, the first is told, alone" {
+	split_two
+	printf 'not a graph' > junk.kg
+	run -1 --separate-stderr graph-deps --merge -o job.kg r0.kg missing.kg junk.kg
+	[ "$stderr" = "graph-deps: missing.kg: No such file or directory" ]
+	run -1 --separate-stderr graph-deps --merge -o job.kg r0.kg junk.kg missing.kg r0.kg
+	[ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
+	[[ "$stderr" == "graph-deps: junk.kg: "* ]]
+	[ ! -e job.kg ]
+}
+
 @test "graphsim: the merged DLRM job replays every rank and the job within 2% of the trace" {
 	dlrm_job
 	graphsim job.kg | graphstat --csv > stat.csv

@@ -35,10 +35,24 @@
  * instances first) from the lowest rank, 0. The job's `ts` are corrected
  * by o(r), which the header keeps (`clk`).
  *
- * State: the whole job, about 140 bytes a task and 40 an edge.
+ * Two passes. The first reads every input: its strings, processors,
+ * collectives and counts are kept, and each section's zstd frames as
+ * they came (a section whose frames do not begin and end with it, which
+ * kgraph's writers never make, is compressed anew). The second reads
+ * those frames again, rank by rank, and writes each task as it comes;
+ * the edges go to a second stream in memory, passed on after the last
+ * task (a record refers only to ids before it). State: the job
+ * compressed, about 25 bytes a task, where holding it decoded took 176
+ * bytes a task and 40 an edge (doc/PERFORMANCE.md).
  */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <zstd.h>
 
 #include "cli.h"
 #include "intern.h"
@@ -52,13 +66,29 @@ struct rank {
 	int64_t rank, world, tbase, clk;
 	char *gpu;               /* the header's (1.5), owned; "" if unknown */
 	int64_t gpu_mem, gpu_sms;
-	size_t task0, ntask, proc0, nproc, edge0, nedge;
+	int64_t tsmin;           /* its tasks' first ts, INT64_MAX if none */
+	size_t ntask, proc0, nproc, nedge, col0, ncol;
 	size_t newtask0, newproc0;
 	uint64_t colls, matched;
+	uint32_t *smap;          /* its string ids -> the job's */
+	size_t nsmap, capsmap;
+	char *z;                 /* the section, zstd frames from header to end */
+	size_t nz, capz;
 	const char *file;
 	int section;
 };
 
+/* A collective, as the first pass keeps it for matching. */
+struct coll {
+	uint32_t task;           /* its id in its rank's section */
+	uint32_t rk, proc;       /* rank index; the job's processor */
+	int type;                /* enum kg_coll */
+	uint32_t pg, pgr;        /* the job's string ids */
+	int64_t ts, odur, gsize, seq;
+	int64_t dur;             /* the transfer time once matched, else -1 */
+};
+
+/* A rank edge, between collectives (job.col indices). */
 struct redge {
 	uint32_t src, dst;
 	int how;
@@ -70,24 +100,49 @@ struct job {
 	size_t nrk, caprk;
 	struct kg_proc *proc;
 	size_t nproc, capproc;
-	struct kg_task *task;
-	size_t ntask, captask;
-	struct kg_edge *edge;
-	size_t nedge, capedge;
+	struct coll *col;
+	size_t ncol, capcol;
 	int64_t *iters;
 	size_t niters, capiters;
 	char **tools;
 	size_t ntools;
 	struct kg_cov cov;
-	/* rank edges, between old task ids */
 	struct redge *re;
 	size_t nre, capre;
+};
+
+/*
+ * The first pass over one input, made on a reader thread: its sections
+ * with their strings, processors and collectives in its own ids, taken
+ * into the job in input order afterwards (take_input), so that the job
+ * is the same whichever thread read what.
+ */
+struct sec {
+	struct rank r;            /* rank -1 if the header has none; smap unset */
+	char **str;               /* its strings, by its id */
+	size_t nstr, capstr;
+	struct kg_proc *proc;     /* name: its string id */
+	size_t nproc, capproc;
+	struct coll *col;         /* pg, pgr: its string ids; proc: its own; rk unset */
+	size_t ncol, capcol;
+	int64_t *iters;
+	size_t niters;
+	char **tools;
+	size_t ntools;
+};
+
+struct input {
+	const char *path, *name;
+	struct sec *sec;
+	size_t nsec, capsec;
+	struct kg_cov cov;
+	char *err;                /* what stopped the read, told in turn; NULL */
 };
 
 /* A collective to match. */
 struct centry {
 	uint32_t key;   /* group, an id in the keys table */
-	uint32_t task;  /* old id */
+	uint32_t col;   /* index in job.col */
 	uint32_t rk;    /* index in job.rk */
 	int64_t inst;   /* sequence number or position in its group */
 	int64_t ts;
@@ -105,133 +160,354 @@ remap(const uint32_t *smap, size_t n, uint32_t id)
 	return id == KG_NONE || id >= n ? KG_NONE : smap[id];
 }
 
-/* Read every section of one input into the job. */
-static int
-read_input(struct job *j, const char *path, int *section)
+/* Append n bytes to rank rk's held section. */
+static void
+hold(struct rank *rk, const void *p, size_t n)
 {
-	struct gin in;
-	uint32_t *smap = NULL;
-	size_t nsmap = 0, capsmap = 0, i;
-	struct rank *rk = NULL;
-	int t;
+	grow(&rk->z, &rk->capz, rk->nz + n, 1);
+	memcpy(rk->z + rk->nz, p, n);
+	rk->nz += n;
+}
 
-	if (gin_open(&in, path) < 0)
-		return 1;
-	while ((t = gin_read(&in)) > 0) {
+/* Compress n bytes as one frame onto rank rk's held section; -1 if zstd fails. */
+static int
+hold_raw(ZSTD_CCtx **cctx, struct rank *rk, const char *p, size_t n)
+{
+	size_t bound = ZSTD_compressBound(n), r;
+
+	if (*cctx == NULL) {
+		*cctx = ZSTD_createCCtx();
+		if (*cctx == NULL)
+			return -1;
+		ZSTD_CCtx_setParameter(*cctx, ZSTD_c_compressionLevel, KG_LEVEL);
+		ZSTD_CCtx_setParameter(*cctx, ZSTD_c_checksumFlag, 1);
+	}
+	grow(&rk->z, &rk->capz, rk->nz + bound, 1);
+	r = ZSTD_compress2(*cctx, rk->z + rk->nz, bound, p, n);
+	if (ZSTD_isError(r))
+		return -1;
+	rk->nz += r;
+	return 0;
+}
+
+static void
+fail(struct input *in, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The message that stops the read of in (the first one). */
+static void
+fail(struct input *in, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (in->err == NULL)
+		in->err = xstrndup(buf, strlen(buf));
+}
+
+/*
+ * Read every section of one input (the first pass; on a reader thread:
+ * it touches nothing but in and *cctx). Each section's frames are held
+ * from its header to its end record: taken as they end at record
+ * boundaries when a frame begins at the header (`frames`); else, and
+ * for what is left after the last such frame, the section's
+ * decompressed bytes, compressed anew.
+ */
+static void
+read_one(struct input *in, ZSTD_CCtx **cctx)
+{
+	FILE *fp;
+	struct kg_reader r;
+	struct kg_rec rec;
+	struct sec *sc = NULL;
+	struct rank *rk = NULL;
+	uint64_t zmark = 0; /* where the frames taken so far end */
+	int t, frames = 0, isstdin = in->path == NULL || strcmp(in->path, "-") == 0;
+	size_t i, n;
+	const void *z;
+	const char *p;
+
+	fp = isstdin ? stdin : fopen(in->path, "rb");
+	if (fp == NULL) {
+		fail(in, "%s: %s", in->path, strerror(errno));
+		return;
+	}
+	if (kg_reader_init(&r, fp) < 0) {
+		fail(in, "%s: %s", in->name, r.err);
+		if (!isstdin)
+			fclose(fp);
+		return;
+	}
+	r.keep_frames = 1;
+	kg_rec_init(&rec);
+	while ((t = kg_read(&r, &rec)) > 0) {
+		uint64_t pos = rec.pos;
+
+		if (t == KG_R_HEADER) {
+			/* what came before goes */
+			if (kg_reader_take_frames(&r, pos, &z) > 0)
+				zmark = pos;
+			frames = zmark == pos;
+			if (!frames)
+				kg_reader_take_held(&r, pos, &p);
+		} else if (rk != NULL && frames && (n = kg_reader_take_frames(&r, pos, &z)) > 0) {
+			hold(rk, z, n);
+			zmark = pos;
+		}
 		switch (t) {
 		case KG_R_HEADER: {
-			const struct kg_header *h = &in.rec.header;
-			struct rank nr;
+			const struct kg_header *h = &rec.header;
 
 			if (h->nranks > 0) {
-				errmsg("%s: section %d is a job section already (from graph-deps --merge)",
-				    in.name, *section);
-				free(smap);
-				gin_close(&in);
-				return 1;
+				fail(in, "%s: section %zu is a job section already (from graph-deps --merge)",
+				    in->name, in->nsec);
+				goto out;
 			}
-			memset(&nr, 0, sizeof(nr));
-			nr.rank = h->rank >= 0 ? h->rank : (int64_t)j->nrk;
-			nr.world = h->world;
-			nr.tbase = h->tbase;
-			nr.gpu_mem = h->gpu_mem;
-			nr.gpu_sms = h->gpu_sms;
-			nr.task0 = j->ntask;
-			nr.proc0 = j->nproc;
-			nr.edge0 = j->nedge;
-			nr.file = path == NULL || strcmp(path, "-") == 0 ? "-" : path;
-			nr.section = *section;
-			for (i = 0; i < j->nrk; i++)
-				if (j->rk[i].rank == nr.rank) {
-					errmsg("%s: section %d: rank %lld is in the input twice (first in %s)",
-					    in.name, *section, (long long)nr.rank, j->rk[i].file);
-					free(smap);
-					gin_close(&in);
-					return 1;
-				}
-			nr.gpu = h->gpu != NULL ? xstrndup(h->gpu, strlen(h->gpu)) : xstrndup("", 0);
-			VEC_PUSH(j->rk, j->nrk, j->caprk, nr);
-			rk = &j->rk[j->nrk - 1];
-			for (i = 0; i < h->niters; i++) {
-				size_t k;
-
-				for (k = 0; k < j->niters && j->iters[k] != h->iters[i]; k++)
-					;
-				if (k == j->niters)
-					VEC_PUSH(j->iters, j->niters, j->capiters, h->iters[i]);
-			}
-			if (j->tools == NULL && h->ntools > 0) {
-				j->tools = xmalloc(h->ntools * sizeof(*j->tools));
-				for (i = 0; i < h->ntools; i++)
-					j->tools[i] = xstrndup(h->tools[i], strlen(h->tools[i]));
-				j->ntools = h->ntools;
-			}
-			nsmap = 0;
-			(*section)++;
+			grow(&in->sec, &in->capsec, in->nsec + 1, sizeof(*in->sec));
+			sc = &in->sec[in->nsec++];
+			memset(sc, 0, sizeof(*sc));
+			rk = &sc->r;
+			rk->rank = h->rank;
+			rk->world = h->world;
+			rk->tbase = h->tbase;
+			rk->gpu_mem = h->gpu_mem;
+			rk->gpu_sms = h->gpu_sms;
+			rk->tsmin = INT64_MAX;
+			rk->file = isstdin ? "-" : in->path;
+			rk->section = (int)in->nsec - 1;
+			rk->gpu = h->gpu != NULL ? xstrndup(h->gpu, strlen(h->gpu)) : xstrndup("", 0);
+			sc->iters = xmalloc((h->niters + 1) * sizeof(*sc->iters));
+			memcpy(sc->iters, h->iters, h->niters * sizeof(*sc->iters));
+			sc->niters = h->niters;
+			sc->tools = xmalloc((h->ntools + 1) * sizeof(*sc->tools));
+			for (i = 0; i < h->ntools; i++)
+				sc->tools[i] = xstrndup(h->tools[i], strlen(h->tools[i]));
+			sc->ntools = h->ntools;
 			break;
 		}
 		case KG_R_STR: {
-			const char *s = kg_str(&in.r, in.rec.str_id);
-			uint32_t id = intern_get(&j->str, s, strlen(s));
+			const char *str = kg_str(&r, rec.str_id);
+			char *c = xstrndup(str, strlen(str));
 
-			VEC_PUSH(smap, nsmap, capsmap, id);
+			VEC_PUSH(sc->str, sc->nstr, sc->capstr, c);
 			break;
 		}
-		case KG_R_PROC: {
-			struct kg_proc p = in.rec.proc;
-
-			p.name = remap(smap, nsmap, p.name);
-			p.rank = rk->rank;
-			VEC_PUSH(j->proc, j->nproc, j->capproc, p);
+		case KG_R_PROC:
+			VEC_PUSH(sc->proc, sc->nproc, sc->capproc, rec.proc);
 			rk->nproc++;
 			break;
-		}
 		case KG_R_TASK: {
-			struct kg_task k = in.rec.task;
+			const struct kg_task *k = &rec.task;
 
-			k.proc += (uint32_t)rk->proc0;
-			k.name = remap(smap, nsmap, k.name);
-			k.op = remap(smap, nsmap, k.op);
-			k.shapes = remap(smap, nsmap, k.shapes);
-			k.itypes = remap(smap, nsmap, k.itypes);
-			k.pg = remap(smap, nsmap, k.pg);
-			k.pgr = remap(smap, nsmap, k.pgr);
-			k.dtype = remap(smap, nsmap, k.dtype);
-			VEC_PUSH(j->task, j->ntask, j->captask, k);
+			if (k->ts < rk->tsmin)
+				rk->tsmin = k->ts;
+			if (k->kind == KG_COLL) {
+				struct coll c;
+
+				c.task = (uint32_t)rk->ntask;
+				c.rk = 0;
+				c.proc = k->proc;
+				c.type = k->coll;
+				c.pg = k->pg;
+				c.pgr = k->pgr;
+				c.ts = k->ts;
+				c.odur = k->odur;
+				c.gsize = k->gsize;
+				c.seq = k->seq;
+				c.dur = -1;
+				VEC_PUSH(sc->col, sc->ncol, sc->capcol, c);
+			}
 			rk->ntask++;
 			break;
 		}
-		case KG_R_EDGE: {
-			struct kg_edge e = in.rec.edge;
-
-			if (e.src >= rk->ntask || e.dst >= rk->ntask) {
-				errmsg("%s: record %llu: edge to an unknown task", in.name,
-				    (unsigned long long)in.r.nrec);
-				free(smap);
-				gin_close(&in);
-				return 1;
+		case KG_R_EDGE:
+			if (rec.edge.src >= rk->ntask || rec.edge.dst >= rk->ntask) {
+				fail(in, "%s: record %llu: edge to an unknown task", in->name,
+				    (unsigned long long)r.nrec);
+				goto out;
 			}
-			e.src += (uint32_t)rk->task0;
-			e.dst += (uint32_t)rk->task0;
-			if (e.on != KG_NONE)
-				e.on = e.on < rk->nproc ? e.on + (uint32_t)rk->proc0 : KG_NONE;
-			if (e.via != KG_NONE)
-				e.via = e.via < rk->ntask ? e.via + (uint32_t)rk->task0 : KG_NONE;
-			if (e.at != KG_NONE)
-				e.at = e.at < rk->ntask ? e.at + (uint32_t)rk->task0 : KG_NONE;
-			VEC_PUSH(j->edge, j->nedge, j->capedge, e);
 			rk->nedge++;
 			break;
-		}
 		case KG_R_COV:
-			for (i = 0; i < in.rec.cov.n; i++)
-				kg_cov_add(&j->cov, in.rec.cov.name[i], in.rec.cov.val[i]);
+			for (i = 0; i < rec.cov.n; i++)
+				kg_cov_add(&in->cov, rec.cov.name[i], rec.cov.val[i]);
+			break;
+		case KG_R_END: {
+			uint64_t end = pos + rec.nbytes;
+
+			if (frames && (n = kg_reader_take_frames(&r, end, &z)) > 0) {
+				hold(rk, z, n);
+				zmark = end;
+			}
+			if ((n = kg_reader_take_held(&r, end, &p)) > 0 && hold_raw(cctx, rk, p, n) < 0) {
+				fail(in, "%s: section %zu: cannot compress it to hold", in->name,
+				    in->nsec - 1);
+				goto out;
+			}
 			break;
 		}
+		}
 	}
-	free(smap);
-	gin_close(&in);
-	return t < 0;
+	if (t < 0)
+		fail(in, "%s: %s", in->name, r.err);
+out:
+	kg_rec_release(&rec);
+	kg_reader_release(&r);
+	if (!isstdin)
+		fclose(fp);
+}
+
+/* Free what the first pass made of an input and the job did not take. */
+static void
+input_release(struct input *in)
+{
+	size_t i, k;
+
+	for (i = 0; i < in->nsec; i++) {
+		struct sec *sc = &in->sec[i];
+
+		for (k = 0; k < sc->nstr; k++)
+			free(sc->str[k]);
+		free(sc->str);
+		free(sc->proc);
+		free(sc->col);
+		free(sc->iters);
+		for (k = 0; k < sc->ntools; k++)
+			free(sc->tools[k]);
+		free(sc->tools);
+		free(sc->r.gpu);
+		free(sc->r.z);
+		free(sc->r.smap);
+	}
+	free(in->sec);
+	kg_cov_release(&in->cov);
+	free(in->err);
+	memset(in, 0, sizeof(*in));
+}
+
+/*
+ * Take an input's sections into the job, in order (strings are the
+ * job's in the order first seen); 1 after telling what stops the merge.
+ */
+static int
+take_input(struct job *j, struct input *in)
+{
+	size_t s, i;
+
+	for (s = 0; s < in->nsec; s++) {
+		struct sec *sc = &in->sec[s];
+		struct rank *rk;
+
+		if (sc->r.rank < 0)
+			sc->r.rank = (int64_t)j->nrk;
+		for (i = 0; i < j->nrk; i++)
+			if (j->rk[i].rank == sc->r.rank) {
+				errmsg("%s: section %zu: rank %lld is in the input twice (first in %s)",
+				    in->name, s, (long long)sc->r.rank, j->rk[i].file);
+				return 1;
+			}
+		VEC_PUSH(j->rk, j->nrk, j->caprk, sc->r);
+		memset(&sc->r, 0, sizeof(sc->r)); /* the job's now */
+		rk = &j->rk[j->nrk - 1];
+		rk->proc0 = j->nproc;
+		rk->col0 = j->ncol;
+		rk->ncol = sc->ncol;
+		rk->smap = xmalloc((sc->nstr + 1) * sizeof(*rk->smap));
+		rk->nsmap = rk->capsmap = sc->nstr;
+		for (i = 0; i < sc->nstr; i++)
+			rk->smap[i] = intern_get(&j->str, sc->str[i], strlen(sc->str[i]));
+		for (i = 0; i < sc->nproc; i++) {
+			struct kg_proc q = sc->proc[i];
+
+			q.name = remap(rk->smap, rk->nsmap, q.name);
+			q.rank = rk->rank;
+			VEC_PUSH(j->proc, j->nproc, j->capproc, q);
+		}
+		for (i = 0; i < sc->ncol; i++) {
+			struct coll c = sc->col[i];
+
+			c.rk = (uint32_t)(j->nrk - 1);
+			c.proc += (uint32_t)rk->proc0;
+			c.pg = remap(rk->smap, rk->nsmap, c.pg);
+			c.pgr = remap(rk->smap, rk->nsmap, c.pgr);
+			VEC_PUSH(j->col, j->ncol, j->capcol, c);
+		}
+		for (i = 0; i < sc->niters; i++) {
+			size_t k;
+
+			for (k = 0; k < j->niters && j->iters[k] != sc->iters[i]; k++)
+				;
+			if (k == j->niters)
+				VEC_PUSH(j->iters, j->niters, j->capiters, sc->iters[i]);
+		}
+		if (j->tools == NULL && sc->ntools > 0) {
+			j->tools = sc->tools;
+			j->ntools = sc->ntools;
+			sc->tools = NULL;
+			sc->ntools = 0;
+		}
+	}
+	for (i = 0; i < in->cov.n; i++)
+		kg_cov_add(&j->cov, in->cov.name[i], in->cov.val[i]);
+	if (in->err != NULL) {
+		errmsg("%s", in->err);
+		return 1;
+	}
+	return 0;
+}
+
+/* Reader threads: each reads the next input not taken. */
+struct readers {
+	struct input *in;
+	size_t n, next;
+	pthread_mutex_t mu;
+};
+
+static void *
+reader(void *arg)
+{
+	struct readers *rd = arg;
+	ZSTD_CCtx *cctx = NULL;
+
+	for (;;) {
+		size_t k;
+
+		pthread_mutex_lock(&rd->mu);
+		k = rd->next++;
+		pthread_mutex_unlock(&rd->mu);
+		if (k >= rd->n)
+			break;
+		read_one(&rd->in[k], &cctx);
+	}
+	ZSTD_freeCCtx(cctx);
+	return NULL;
+}
+
+/*
+ * The first pass over every input, on as many threads as there are
+ * CPUs (at most READERS, and one an input).
+ */
+#define READERS 8
+static void
+read_all(struct input *in, size_t n)
+{
+	struct readers rd = { in, n, 0, PTHREAD_MUTEX_INITIALIZER };
+	pthread_t th[READERS];
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t nt = cpus > 1 ? (size_t)cpus : 1, started = 0, i;
+
+	if (nt > READERS)
+		nt = READERS;
+	if (nt > n)
+		nt = n;
+	for (i = 1; i < nt; i++)
+		if (pthread_create(&th[started], NULL, reader, &rd) == 0)
+			started++;
+	reader(&rd);
+	for (i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
 }
 
 static int
@@ -255,7 +531,7 @@ cmp_entry(const void *a, const void *b)
 		return x->inst < y->inst ? -1 : 1;
 	if (x->ts != y->ts)
 		return x->ts < y->ts ? -1 : 1;
-	return x->task < y->task ? -1 : x->task > y->task;
+	return x->col < y->col ? -1 : x->col > y->col;
 }
 
 static const struct job *sortj;
@@ -314,47 +590,41 @@ match(struct job *j, int64_t **endsp, uint32_t **erkp, size_t **istartp, size_t 
 	uint8_t *seqmode;
 
 	intern_init(&keys);
-	for (i = 0; i < j->nrk; i++) {
-		struct rank *rk = &j->rk[i];
-		size_t t;
+	for (i = 0; i < j->ncol; i++) {
+		const struct coll *k = &j->col[i];
+		struct rank *rk = &j->rk[k->rk];
+		struct centry e;
+		char buf[64];
+		const char *kt;
 
-		for (t = rk->task0; t < rk->task0 + rk->ntask; t++) {
-			const struct kg_task *k = &j->task[t];
-			struct centry e;
-			char buf[64];
-			const char *kt;
+		rk->colls++;
+		if (k->pgr != KG_NONE || k->pg != KG_NONE) {
+			/* "r:" and the ranks text, or "p:" and the name */
+			int byranks = k->pgr != KG_NONE;
+			size_t len;
+			char *s;
 
-			if (k->kind != KG_COLL)
-				continue;
-			rk->colls++;
-			if (k->pgr != KG_NONE || k->pg != KG_NONE) {
-				/* "r:" and the ranks text, or "p:" and the name */
-				int byranks = k->pgr != KG_NONE;
-				size_t len;
-				char *s;
+			kt = j->str.str[byranks ? k->pgr : k->pg];
+			len = strlen(kt);
+			s = xmalloc(len + 3);
+			memcpy(s, byranks ? "r:" : "p:", 2);
+			memcpy(s + 2, kt, len + 1);
+			e.key = intern_get(&keys, s, len + 2);
+			free(s);
+		} else {
+			/* no metadata: size, stream and type (send and
+			 * receive as one, to pair them) */
+			int64_t size = k->gsize > 0 ? k->gsize : rk->world;
 
-				kt = j->str.str[byranks ? k->pgr : k->pg];
-				len = strlen(kt);
-				s = xmalloc(len + 3);
-				memcpy(s, byranks ? "r:" : "p:", 2);
-				memcpy(s + 2, kt, len + 1);
-				e.key = intern_get(&keys, s, len + 2);
-				free(s);
-			} else {
-				/* no metadata: size, stream and type (send and
-				 * receive as one, to pair them) */
-				int64_t size = k->gsize > 0 ? k->gsize : rk->world;
-
-				e.key = intern_get(&keys, buf, (size_t)snprintf(buf, sizeof(buf),
-				    "s:%lld:%lld:%d", (long long)size, (long long)j->proc[k->proc].tid,
-				    p2p(k->coll) ? KG_COLL_SEND : k->coll));
-			}
-			e.task = (uint32_t)t;
-			e.rk = (uint32_t)i;
-			e.inst = k->seq;
-			e.ts = k->ts;
-			VEC_PUSH(ce, nce, cap, e);
+			e.key = intern_get(&keys, buf, (size_t)snprintf(buf, sizeof(buf),
+			    "s:%lld:%lld:%d", (long long)size, (long long)j->proc[k->proc].tid,
+			    p2p(k->type) ? KG_COLL_SEND : k->type));
 		}
+		e.col = (uint32_t)i;
+		e.rk = k->rk;
+		e.inst = k->seq;
+		e.ts = k->ts;
+		VEC_PUSH(ce, nce, cap, e);
 	}
 	/* Sequence numbers where every collective of a group has one, else
 	 * the position on each rank in start order. */
@@ -403,14 +673,14 @@ match(struct job *j, int64_t **endsp, uint32_t **erkp, size_t **istartp, size_t 
 		if (bad || np < 2)
 			continue;
 		for (c = a; c < b; c = d) {
-			int type = j->task[ce[c].task].coll, ok = 1;
+			int type = j->col[ce[c].col].type, ok = 1;
 
 			for (d = c; d < b && ce[d].inst == ce[c].inst; d++)
 				;
 			if (d - c != np)
 				continue;
 			for (k = c; k < d; k++) {
-				int tk = j->task[ce[k].task].coll;
+				int tk = j->col[ce[k].col].type;
 				size_t q;
 
 				for (q = 0; q < np && part[q] != ce[k].rk; q++)
@@ -429,11 +699,11 @@ match(struct job *j, int64_t **endsp, uint32_t **erkp, size_t **istartp, size_t 
 				int64_t tmin = INT64_MAX;
 
 				for (k = c; k < d; k++)
-					if (j->task[ce[k].task].odur < tmin)
-						tmin = j->task[ce[k].task].odur;
+					if (j->col[ce[k].col].odur < tmin)
+						tmin = j->col[ce[k].col].odur;
 				VEC_PUSH(istart, ninst, capist, nends);
 				for (k = c; k < d; k++) {
-					struct kg_task *t = &j->task[ce[k].task];
+					struct coll *t = &j->col[ce[k].col];
 					struct rank *rk = &j->rk[ce[k].rk];
 
 					VEC_PUSH(ends, nends, capends, rk->tbase + t->ts + t->odur);
@@ -442,7 +712,7 @@ match(struct job *j, int64_t **endsp, uint32_t **erkp, size_t **istartp, size_t 
 					t->dur = tmin;
 					rk->matched++;
 					if (k > c) {
-						struct redge re = { ce[c].task, ce[k].task,
+						struct redge re = { ce[c].col, ce[k].col,
 						    seqmode[ce[c].key] ? KG_HOW_TRACE : KG_HOW_INFERRED };
 
 						VEC_PUSH(j->re, j->nre, j->capre, re);
@@ -589,30 +859,113 @@ cmp_rank(const void *a, const void *b)
 	return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
-/* Old task id -> its id in the job section. */
+/* A collective's id in the job section. */
 static uint32_t
-newid(const struct job *j, const uint32_t *rkof, uint32_t id)
+newid(const struct job *j, uint32_t col)
 {
-	const struct rank *rk = &j->rk[rkof[id]];
+	const struct coll *c = &j->col[col];
 
-	return (uint32_t)(rk->newtask0 + (id - rk->task0));
+	return (uint32_t)(j->rk[c->rk].newtask0 + c->task);
+}
+
+/*
+ * The second pass over one rank: its held section read again, its
+ * tasks written to w with the job's ids, strings and clock, its edges
+ * to the edge stream e. -1 with the reason in err.
+ */
+static int
+write_rank(const struct job *j, const struct rank *rk, int64_t shift, struct kg_writer *w,
+    struct kg_writer *e, char *err, size_t errlen)
+{
+	FILE *fp = fmemopen(rk->z, rk->nz, "rb");
+	struct kg_reader r;
+	struct kg_rec rec;
+	const struct coll *c = j->col + rk->col0, *cend = c + rk->ncol;
+	size_t ntask = 0;
+	int t, rc = -1;
+
+	if (fp == NULL) {
+		snprintf(err, errlen, "rank %lld: %s", (long long)rk->rank, strerror(errno));
+		return -1;
+	}
+	if (kg_reader_init(&r, fp) < 0) {
+		snprintf(err, errlen, "rank %lld: %s", (long long)rk->rank, r.err);
+		fclose(fp);
+		return -1;
+	}
+	r.one_section = 1;
+	kg_rec_init(&rec);
+	while ((t = kg_read(&r, &rec)) > 0 && t != KG_R_END) {
+		if (t == KG_R_TASK) {
+			struct kg_task k = rec.task;
+
+			k.id = (uint32_t)(rk->newtask0 + ntask);
+			k.proc = (uint32_t)(k.proc + rk->newproc0);
+			k.name = remap(rk->smap, rk->nsmap, k.name);
+			k.op = remap(rk->smap, rk->nsmap, k.op);
+			k.shapes = remap(rk->smap, rk->nsmap, k.shapes);
+			k.itypes = remap(rk->smap, rk->nsmap, k.itypes);
+			k.pg = remap(rk->smap, rk->nsmap, k.pg);
+			k.pgr = remap(rk->smap, rk->nsmap, k.pgr);
+			k.dtype = remap(rk->smap, rk->nsmap, k.dtype);
+			k.ts += shift;
+			if (c < cend && c->task == ntask) {
+				if (c->dur >= 0)
+					k.dur = c->dur;
+				c++;
+			}
+			ntask++;
+			if (kg_write_task(w, &k) < 0) {
+				snprintf(err, errlen, "%s", w->err);
+				goto out;
+			}
+		} else if (t == KG_R_EDGE) {
+			struct kg_edge x = rec.edge;
+
+			x.src = (uint32_t)(rk->newtask0 + x.src);
+			x.dst = (uint32_t)(rk->newtask0 + x.dst);
+			if (x.via != KG_NONE)
+				x.via = x.via < ntask ? (uint32_t)(x.via + rk->newtask0) : KG_NONE;
+			if (x.at != KG_NONE)
+				x.at = x.at < ntask ? (uint32_t)(x.at + rk->newtask0) : KG_NONE;
+			if (x.on != KG_NONE)
+				x.on = x.on < rk->nproc ? (uint32_t)(x.on + rk->newproc0) : KG_NONE;
+			if (kg_write_edge(e, &x) < 0) {
+				snprintf(err, errlen, "%s", e->err);
+				goto out;
+			}
+		}
+	}
+	if (t < 0 || ntask != rk->ntask)
+		snprintf(err, errlen, "rank %lld: internal error: its section read again %s",
+		    (long long)rk->rank, t < 0 ? r.err : "differs");
+	else
+		rc = 0;
+out:
+	kg_rec_release(&rec);
+	kg_reader_release(&r);
+	fclose(fp);
+	return rc;
 }
 
 static int
 write_job(struct job *j, struct gout *g)
 {
-	struct kg_writer *w = &g->w;
+	struct kg_writer *w = &g->w, ew;
 	struct rank **ord = xmalloc((j->nrk + 1) * sizeof(*ord));
-	uint32_t *rkof = xmalloc((j->ntask + 1) * sizeof(*rkof));
 	int64_t *ranks = xmalloc((j->nrk + 1) * sizeof(*ranks));
 	int64_t *clk = xmalloc((j->nrk + 1) * sizeof(*clk));
 	int64_t *t0 = xmalloc((j->nrk + 1) * sizeof(*t0)), first = INT64_MAX;
 	const char **tools = xmalloc((j->ntools + 2) * sizeof(*tools));
 	struct kg_header h;
-	size_t i, t, e, nt = 0, np = 0;
+	size_t i, t, e, nt = 0, np = 0, nedge = 0;
 	int64_t tbase = INT64_MAX, world = -1;
-	int rc = -1;
+	char *eb = NULL, err[512];
+	size_t neb = 0;
+	FILE *ef = NULL;
+	int rc = -1, ewok = 0;
 
+	err[0] = '\0';
 	for (i = 0; i < j->nrk; i++) {
 		ord[i] = &j->rk[i];
 		if (j->rk[i].tbase < tbase)
@@ -621,8 +974,6 @@ write_job(struct job *j, struct gout *g)
 			world = j->rk[i].world;
 		if (j->rk[i].rank + 1 > world)
 			world = j->rk[i].rank + 1;
-		for (t = j->rk[i].task0; t < j->rk[i].task0 + j->rk[i].ntask; t++)
-			rkof[t] = (uint32_t)i;
 	}
 	qsort(ord, j->nrk, sizeof(*ord), cmp_rank);
 	for (i = 0; i < j->nrk; i++) {
@@ -635,11 +986,8 @@ write_job(struct job *j, struct gout *g)
 	}
 	/* Where each rank's graph begins on the job's clock. */
 	for (i = 0; i < j->nrk; i++) {
-		int64_t lo = INT64_MAX;
+		int64_t lo = ord[i]->tsmin;
 
-		for (t = ord[i]->task0; t < ord[i]->task0 + ord[i]->ntask; t++)
-			if (j->task[t].ts < lo)
-				lo = j->task[t].ts;
 		t0[i] = lo == INT64_MAX ? 0 : lo + ord[i]->tbase - tbase - ord[i]->clk;
 		if (t0[i] < first)
 			first = t0[i];
@@ -690,37 +1038,42 @@ write_job(struct job *j, struct gout *g)
 			if (kg_write_proc(w, &p) < 0)
 				goto out;
 		}
-	for (i = 0; i < j->nrk; i++)
-		for (t = 0; t < ord[i]->ntask; t++) {
-			struct kg_task k = j->task[ord[i]->task0 + t];
-
-			k.id = (uint32_t)(ord[i]->newtask0 + t);
-			k.proc = (uint32_t)(k.proc - ord[i]->proc0 + ord[i]->newproc0);
-			k.ts += ord[i]->tbase - tbase - ord[i]->clk;
-			if (kg_write_task(w, &k) < 0)
-				goto out;
-		}
-	for (i = 0; i < j->nrk; i++)
-		for (e = 0; e < ord[i]->nedge; e++) {
-			struct kg_edge x = j->edge[ord[i]->edge0 + e];
-
-			x.src = newid(j, rkof, x.src);
-			x.dst = newid(j, rkof, x.dst);
-			if (x.via != KG_NONE)
-				x.via = newid(j, rkof, x.via);
-			if (x.at != KG_NONE)
-				x.at = newid(j, rkof, x.at);
-			if (x.on != KG_NONE)
-				x.on = (uint32_t)(x.on - ord[i]->proc0 + ord[i]->newproc0);
-			if (kg_write_edge(w, &x) < 0)
-				goto out;
-		}
+	/* The tasks, rank by rank; the edges meanwhile to a stream in
+	 * memory, whose frames follow the last task as they are. */
+	ef = open_memstream(&eb, &neb);
+	if (ef == NULL || kg_writer_init(&ew, ef, KG_LEVEL) < 0) {
+		snprintf(err, sizeof(err), "%s", ef == NULL ? strerror(errno) : ew.err);
+		goto out;
+	}
+	ewok = 1;
+	for (i = 0; i < j->nrk; i++) {
+		if (write_rank(j, ord[i], ord[i]->tbase - tbase - ord[i]->clk, w, &ew, err,
+		    sizeof(err)) < 0)
+			goto out;
+		nedge += ord[i]->nedge;
+	}
+	if (kg_writer_finish(&ew) < 0) {
+		snprintf(err, sizeof(err), "%s", ew.err);
+		goto out;
+	}
+	kg_writer_release(&ew);
+	ewok = 0;
+	if (fclose(ef) != 0) {
+		ef = NULL;
+		snprintf(err, sizeof(err), "%s", strerror(errno));
+		goto out;
+	}
+	ef = NULL;
+	if (kg_write_frames(w, eb, neb) < 0)
+		goto out;
+	for (e = 0; e < nedge; e++)
+		kg_writer_count(w, KG_R_EDGE);
 	for (e = 0; e < j->nre; e++) {
 		struct kg_edge x;
 
 		kg_edge_init(&x);
-		x.src = newid(j, rkof, j->re[e].src);
-		x.dst = newid(j, rkof, j->re[e].dst);
+		x.src = newid(j, j->re[e].src);
+		x.dst = newid(j, j->re[e].dst);
 		x.kind = KG_E_RANK;
 		x.how = j->re[e].how;
 		if (kg_write_edge(w, &x) < 0)
@@ -746,9 +1099,13 @@ write_job(struct job *j, struct gout *g)
 	rc = 0;
 out:
 	if (rc < 0)
-		errmsg("%s: %s", g->name, w->err);
+		errmsg("%s: %s", g->name, err[0] != '\0' ? err : w->err);
+	if (ewok)
+		kg_writer_release(&ew);
+	if (ef != NULL)
+		fclose(ef);
+	free(eb);
 	free(ord);
-	free(rkof);
 	free(ranks);
 	free(clk);
 	free(t0);
@@ -851,20 +1208,26 @@ merge_run(char **paths, int n, const char *output, int verbose)
 	struct gout g;
 	int64_t *ends;
 	uint32_t *erk;
-	size_t *istart, ninst, i;
-	int rc = 0, k, section;
+	size_t *istart, ninst, i, nin;
+	struct input *in;
+	int rc = 0;
 
 	memset(&j, 0, sizeof(j));
 	intern_init(&j.str);
 	kg_cov_init(&j.cov);
-	if (n == 0) {
-		section = 0;
-		rc = read_input(&j, NULL, &section);
+	nin = n > 0 ? (size_t)n : 1;
+	in = xcalloc(nin, sizeof(*in));
+	for (i = 0; i < nin; i++) {
+		in[i].path = n > 0 ? paths[i] : NULL;
+		in[i].name = input_name(in[i].path);
+		kg_cov_init(&in[i].cov);
 	}
-	for (k = 0; k < n && rc == 0; k++) {
-		section = 0;
-		rc = read_input(&j, paths[k], &section);
-	}
+	read_all(in, nin);
+	for (i = 0; i < nin && rc == 0; i++)
+		rc = take_input(&j, &in[i]);
+	for (i = 0; i < nin; i++)
+		input_release(&in[i]);
+	free(in);
 	if (rc == 0 && j.nrk == 0) {
 		errmsg("no section to merge");
 		rc = 1;
@@ -909,12 +1272,14 @@ merge_run(char **paths, int n, const char *output, int verbose)
 	for (i = 0; i < j.ntools; i++)
 		free(j.tools[i]);
 	free(j.tools);
-	for (i = 0; i < j.nrk; i++)
+	for (i = 0; i < j.nrk; i++) {
 		free(j.rk[i].gpu);
+		free(j.rk[i].smap);
+		free(j.rk[i].z);
+	}
 	free(j.rk);
 	free(j.proc);
-	free(j.task);
-	free(j.edge);
+	free(j.col);
 	free(j.iters);
 	free(j.re);
 	return rc;

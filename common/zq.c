@@ -31,7 +31,7 @@ struct zq {
 	ZSTD_CCtx *cctx;
 	void *out;
 	size_t outcap;
-	int threaded;
+	int want, threaded; /* want: start the thread with the first item */
 	pthread_t th;
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* an item handed, taken or done */
@@ -146,17 +146,28 @@ zq_new(FILE *fp, int level, char *err, size_t errlen)
 	q->outcap = ZSTD_CStreamOutSize();
 	q->out = xmalloc(q->outcap);
 	/* KG_WRITER_THREAD=0: compress on the caller's thread (tests) */
-	if (sysconf(_SC_NPROCESSORS_ONLN) > 1 && (e == NULL || strcmp(e, "0") != 0)) {
-		pthread_mutex_init(&q->mu, NULL);
-		pthread_cond_init(&q->cv, NULL);
-		if (pthread_create(&q->th, NULL, worker, q) == 0) {
-			q->threaded = 1;
-		} else {
-			pthread_cond_destroy(&q->cv);
-			pthread_mutex_destroy(&q->mu);
-		}
-	}
+	q->want = sysconf(_SC_NPROCESSORS_ONLN) > 1 && (e == NULL || strcmp(e, "0") != 0);
 	return q;
+}
+
+/*
+ * The thread, started with the first item rather than with the writer:
+ * a program that opens its output and then forks (kineto2graph --jobs)
+ * forks before there is a thread, whose locks (the allocator's, under
+ * the sanitizers) a child would inherit held.
+ */
+static void
+start(struct zq *q)
+{
+	q->want = 0;
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_cond_init(&q->cv, NULL);
+	if (pthread_create(&q->th, NULL, worker, q) == 0) {
+		q->threaded = 1;
+	} else {
+		pthread_cond_destroy(&q->cv);
+		pthread_mutex_destroy(&q->mu);
+	}
 }
 
 /* Hand an item to the thread; -1 (the item not taken) after an error. */
@@ -197,6 +208,8 @@ zq_put(struct zq *q, char **buf, size_t len, size_t *cap, ZSTD_EndDirective mode
 {
 	struct item it = { OP_Z, mode, *buf, len, *cap, 0 };
 
+	if (q->want)
+		start(q);
 	if (!q->threaded)
 		return here(q, &it); /* the caller keeps its buffer */
 	if (hand(q, &it) < 0)
@@ -219,6 +232,8 @@ zq_pledge(struct zq *q, uint64_t size)
 {
 	struct item it = { OP_PLEDGE, ZSTD_e_continue, NULL, 0, 0, size };
 
+	if (q->want)
+		start(q);
 	return q->threaded ? hand(q, &it) : here(q, &it);
 }
 
@@ -227,6 +242,8 @@ zq_raw(struct zq *q, const void *p, size_t n)
 {
 	struct item it = { OP_RAW, ZSTD_e_continue, (char *)p, n, n, 0 };
 
+	if (q->want)
+		start(q);
 	if (!q->threaded)
 		return here(q, &it);
 	it.buf = xmalloc(n > 0 ? n : 1);

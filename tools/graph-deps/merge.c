@@ -279,7 +279,8 @@ read_one(struct input *in, ZSTD_CCtx **cctx)
 			rk->section = (int)in->nsec - 1;
 			rk->gpu = h->gpu != NULL ? xstrndup(h->gpu, strlen(h->gpu)) : xstrndup("", 0);
 			sc->iters = xmalloc((h->niters + 1) * sizeof(*sc->iters));
-			memcpy(sc->iters, h->iters, h->niters * sizeof(*sc->iters));
+			if (h->niters > 0)
+				memcpy(sc->iters, h->iters, h->niters * sizeof(*sc->iters));
 			sc->niters = h->niters;
 			sc->tools = xmalloc((h->ntools + 1) * sizeof(*sc->tools));
 			for (i = 0; i < h->ntools; i++)

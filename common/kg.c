@@ -6,6 +6,7 @@
 
 #include "mp.h"
 #include "util.h"
+#include "zin.h"
 #include "zq.h"
 
 const char *const kg_task_kind_name[KG_NTASK_KIND] = {
@@ -927,6 +928,7 @@ kg_reader_release(struct kg_reader *r)
 	free(r->se);
 	free(r->z);
 	free(r->fr);
+	zin_free(r->zin);
 	ZSTD_freeDCtx(r->dctx);
 	memset(r, 0, sizeof(*r));
 }
@@ -985,6 +987,61 @@ kg_reader_take_held(struct kg_reader *r, uint64_t pos, const char **p)
 	return n;
 }
 
+/* Room for n bytes more in buf, after dropping what is parsed (and not held). */
+static void
+room(struct kg_reader *r, size_t n)
+{
+	size_t drop = r->off;
+
+	if (r->keep_frames && r->mark - r->base < drop)
+		drop = (size_t)(r->mark - r->base);
+	if (drop > 0) {
+		memmove(r->buf, r->buf + drop, r->len - drop);
+		r->len -= drop;
+		r->off -= drop;
+		r->base += drop;
+	}
+	grow(&r->buf, &r->cap, r->len + n, 1);
+}
+
+/* fill, from the pieces the zin thread decompressed ahead: the same bytes,
+ * frame ends and errors as fill's own loop gives. */
+static int
+fill_ahead(struct kg_reader *r)
+{
+	size_t got = 0;
+
+	for (;;) {
+		struct zin_piece p;
+		int seen = 0, t = zin_next(r->zin, &p, &seen, r->err, sizeof(r->err));
+
+		if (seen)
+			r->seen_bytes = 1;
+		if (t <= 0)
+			return t < 0 ? -1 : (int)got;
+		if (p.nd > 0) {
+			room(r, p.nd);
+			memcpy(r->buf + r->len, p.d, p.nd);
+		}
+		if (r->keep_frames && p.nz > 0) {
+			grow(&r->z, &r->zcap, r->zlen + p.nz, 1);
+			memcpy(r->z + r->zlen, p.z, p.nz);
+			r->zlen += p.nz;
+		}
+		r->len += p.nd;
+		got += p.nd;
+		r->frame_left = p.hint;
+		if (p.hint == 0 && r->keep_frames) {
+			struct kg_zframe f = { r->zlen, r->base + r->len };
+
+			VEC_PUSH(r->fr, r->nfr, r->capfr, f);
+		}
+		zin_done(r->zin, &p);
+		if (got > 0 && (r->frame_left == 0 || r->len - r->off >= KG_FRAME_HOLD))
+			return (int)got;
+	}
+}
+
 /*
  * Decompress more bytes into buf. Returns the number of bytes made
  * available, 0 at the end of the input (after checking the last frame
@@ -996,10 +1053,17 @@ fill(struct kg_reader *r)
 	size_t got = 0;
 
 	zdrop(r);
+	if (!r->zin_tried) {
+		r->zin_tried = 1;
+		if (!r->no_ahead)
+			r->zin = zin_new(r->fp, r->dctx, r->keep_frames);
+	}
+	if (r->zin != NULL)
+		return fill_ahead(r);
 	for (;;) {
 		ZSTD_inBuffer in;
 		ZSTD_outBuffer out;
-		size_t ret, drop;
+		size_t ret;
 
 		if (r->inpos == r->inlen && !r->eof) {
 			r->inlen = fread(r->in, 1, IN_CHUNK, r->fp);
@@ -1022,18 +1086,7 @@ fill(struct kg_reader *r)
 			}
 			return (int)got;
 		}
-		/* Room for 64 KiB more, after dropping what is parsed (and
-		 * not held). */
-		drop = r->off;
-		if (r->keep_frames && r->mark - r->base < drop)
-			drop = (size_t)(r->mark - r->base);
-		if (drop > 0) {
-			memmove(r->buf, r->buf + drop, r->len - drop);
-			r->len -= drop;
-			r->off -= drop;
-			r->base += drop;
-		}
-		grow(&r->buf, &r->cap, r->len + (1 << 16), 1);
+		room(r, 1 << 16);
 		in.src = r->in;
 		in.size = r->inlen;
 		in.pos = r->inpos;

@@ -4,9 +4,10 @@
  * A writer packs records with msgpack-c into a buffer and compresses it
  * with zstd (frame checksums on) onto a FILE*, on a thread of its own
  * where the machine has two CPUs or more (common/zq.h; the bytes are the
- * same either way). A reader decompresses and
- * reads one record at a time where it lies (common/mp.h: no object tree
- * is built), decodes the known record types into the structs below,
+ * same either way). A reader decompresses (a regular file ahead, on a
+ * thread of its own: common/zin.h) and reads one record at a time where
+ * it lies (common/mp.h: no object tree is built), decodes the known
+ * record types into the structs below,
  * ignores unknown keys and record types, keeps the current section's
  * string table, and tells a truncated or corrupt stream from a clean end.
  * Whole zstd frames can be passed from a reader to a writer untouched.
@@ -177,6 +178,7 @@ int64_t kg_cov_get(const struct kg_cov *c, const char *name);
 /* Writer ------------------------------------------------------------- */
 
 struct zq;
+struct zin;
 
 struct kg_writer {
 	FILE *fp;
@@ -306,6 +308,12 @@ struct kg_reader {
 	/* With keep_frames: compressed bytes of the frames not yet taken, and
 	 * the decompressed bytes from `mark` on (see kg_reader_take_held). */
 	int keep_frames;
+	/* Set before the first read: decompress on this thread, never on
+	 * one of its own (common/zin.h; for readers already run on
+	 * threads of their own, as graph-deps --merge's). */
+	int no_ahead;
+	struct zin *zin;   /* the thread decompressing ahead, or NULL */
+	int zin_tried;
 	/* Set before the first read: the stream is one section of a run,
 	 * read alone (graph-deps --merge reads again what it held); its
 	 * header may be any section of the run, and nothing is told

@@ -74,6 +74,38 @@ setup_file() {
 	[[ $stderr == "graphcat: bad.kg: corrupt graph stream"* ]]
 }
 
+@test "graphcat: decompressing ahead on a thread or not, a file reads the same, whole or broken" {
+	# Readers of a regular file decompress on a thread of their own
+	# (common/zin.h); KG_READER_THREAD=0 keeps it on theirs. Both must
+	# give the same records and the same message at the same place.
+	need_traces
+	kineto2graph -q "$TRACES"/param_dlrm_8rank_v100/kineto/*.json.gz > big.kg
+	[ "$(python3 "$ROOT/tests/tools/zframes.py" big.kg | wc -l)" -gt 20 ]
+	graphcat big.kg > a
+	KG_READER_THREAD=0 graphcat big.kg > b
+	cmp a b
+	graph-deps --merge big.kg > job.kg
+	graphsim job.kg > s1.kg
+	KG_READER_THREAD=0 graphsim job.kg > s2.kg
+	cmp s1.kg s2.kg
+	size=$(stat -c %s big.kg)
+	printf 'hello world, not zstd\n' > junk.kg
+	: > empty.kg
+	head -c $((size / 2)) big.kg > cut.kg
+	cp big.kg flip.kg
+	printf '\x55' | dd of=flip.kg bs=1 seek=$((size / 3)) conv=notrunc status=none
+	graphcat big.kg > all.jsonl
+	head -n $(($(wc -l < all.jsonl) / 2)) all.jsonl | "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > rec.kg
+	for f in junk empty cut flip rec; do
+		run -1 --separate-stderr graphcat "$f.kg"
+		out1=$output err1=$stderr
+		KG_READER_THREAD=0 run -1 --separate-stderr graphcat "$f.kg"
+		[ "$output" = "$out1" ] || { echo "$f: stdout differs"; false; }
+		[ "$stderr" = "$err1" ] || { echo "$f: '$stderr' against '$err1'"; false; }
+		[[ "$stderr" == "graphcat: $f.kg: "* ]]
+	done
+}
+
 @test "graphcat: an unknown major version is refused" {
 	echo '{"r":"header","format":"kgraph","major":2,"minor":0,"producer":"future","unit":"ns"}' | mkstream > v2.kg
 	run -1 --separate-stderr graphcat v2.kg

@@ -241,6 +241,7 @@ read_one(struct input *in, ZSTD_CCtx **cctx)
 		return;
 	}
 	r.keep_frames = 1;
+	r.no_ahead = 1; /* the inputs are read on threads already */
 	kg_rec_init(&rec);
 	while ((t = kg_read(&r, &rec)) > 0) {
 		uint64_t pos = rec.pos;

@@ -152,6 +152,12 @@ kg_writer_init(struct kg_writer *w, FILE *fp, int level)
 }
 
 void
+kg_writer_threads(struct kg_writer *w, int n)
+{
+	zq_threads(w->zq, n);
+}
+
+void
 kg_writer_release(struct kg_writer *w)
 {
 	zq_free(w->zq);

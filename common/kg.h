@@ -2,7 +2,7 @@
  * kg: the graph-stream codec, mirroring formats/graph-stream.md.
  *
  * A writer packs records with msgpack-c into a buffer and compresses it
- * with zstd (frame checksums on) onto a FILE*, on a thread of its own
+ * with zstd (frame checksums on) onto a FILE*, on threads of its own
  * where the machine has two CPUs or more (common/zq.h; the bytes are the
  * same either way). A reader decompresses (a regular file ahead, on a
  * thread of its own: common/zin.h) and reads one record at a time where
@@ -200,6 +200,8 @@ struct kg_writer {
 #define KG_LEVEL 1
 
 int kg_writer_init(struct kg_writer *w, FILE *fp, int level);
+/* At most n threads compress (zq_threads; before the first record). */
+void kg_writer_threads(struct kg_writer *w, int n);
 int kg_write_header(struct kg_writer *w, const struct kg_header *h);
 /*
  * Say how many sections the next headers begin (1.4 `section` and

@@ -1,7 +1,14 @@
 /*
- * zq: the compressing end of a graph-stream writer (see zq.h). Items
- * go through a queue of QMAX to one thread; the buffers it is done with
- * come back for the writer to fill again.
+ * zq: the compressing end of a graph-stream writer (see zq.h).
+ *
+ * What the writer hands is gathered into jobs, one a zstd frame (its
+ * buffers, and the pledged size that opens it) or one a run of bytes
+ * already compressed. Jobs wait in a ring of JMAX; each of the threads
+ * takes the oldest waiting one, compresses it into its own output with
+ * a zstd context of its own, and writes out, in the order handed, every
+ * job done that is next. A frame is compressed by the same calls in the
+ * same order whichever context does it, and a frame does not depend on
+ * the ones before it: the bytes are those of one context doing them all.
  */
 #include "zq.h"
 
@@ -13,118 +20,214 @@
 
 #include "util.h"
 
-enum { OP_Z, OP_RAW, OP_PLEDGE, OP_STOP };
+enum { OP_Z, OP_RAW, OP_PLEDGE };
 
 struct item {
 	int op;
 	ZSTD_EndDirective mode;
-	char *buf;
+	char *buf;         /* the job's, unless borrowed */
 	size_t len, cap;
 	uint64_t size;
+	int borrowed;      /* the caller's: neither kept nor freed */
 };
 
-/* Items waiting, at most: a writer that gets that far ahead waits. */
-#define QMAX 4
+enum { J_FILLING, J_WAITING, J_TAKEN, J_DONE };
+
+struct job {
+	struct item *it;
+	size_t nit, capit;
+	char *out;         /* what it makes, to write */
+	size_t nout, capout;
+	int state;
+};
+
+/* Jobs in the ring, at most: a writer that gets that far ahead waits. */
+#define JMAX 8
+/* Threads, at most. */
+#define WMAX 4
+/* Bytes passed as they are (zq_raw) that are copied; more are waited on. */
+#define RAW_COPY ((size_t)16 << 20)
+/* Buffers kept for the writer to fill again. */
+#define SPARE 32
 
 struct zq {
 	FILE *fp;
-	ZSTD_CCtx *cctx;
-	void *out;
-	size_t outcap;
-	int want, threaded; /* want: start the thread with the first item */
-	pthread_t th;
+	int level;
+	ZSTD_CCtx *cctx;   /* the caller's, when no thread */
+	int want, nth;     /* want: start the threads with the first item */
+	int max;           /* threads at most, 0: one a CPU (zq_threads) */
+	pthread_t th[WMAX];
 	pthread_mutex_t mu;
-	pthread_cond_t cv; /* an item handed, taken or done */
-	struct item q[QMAX];
-	size_t head, n;
-	int busy;          /* the thread holds an item it took */
-	char *spare[QMAX + 1]; /* buffers done with, for the writer to fill */
-	size_t sparecap[QMAX + 1];
+	pthread_cond_t cv; /* a job handed, done or written, or stop */
+	struct job job[JMAX];
+	size_t head, tail; /* the oldest not written; the one filling */
+	uint64_t handed, written; /* jobs handed to the threads, and written */
+	int writing, stop;
+	char *spare[SPARE];
+	size_t sparecap[SPARE];
 	size_t nspare;
 	int failed;
 	char err[256];
 };
 
-/* Do one item; 0, or -1 with err set. */
+static ZSTD_CCtx *
+new_cctx(int level)
+{
+	ZSTD_CCtx *c = ZSTD_createCCtx();
+
+	if (c != NULL) {
+		ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
+		ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+	}
+	return c;
+}
+
+/* Do one item with cctx, appending what it makes to *out; 0, or -1 with err set. */
 static int
-run(struct zq *q, const struct item *it, char *err, size_t errlen)
+run(ZSTD_CCtx *cctx, const struct item *it, char **out, size_t *nout, size_t *capout,
+    char *err, size_t errlen)
 {
 	ZSTD_inBuffer in = { it->buf, it->len, 0 };
 	size_t left;
 
 	switch (it->op) {
 	case OP_PLEDGE:
-		left = ZSTD_CCtx_setPledgedSrcSize(q->cctx, it->size);
+		left = ZSTD_CCtx_setPledgedSrcSize(cctx, it->size);
 		if (ZSTD_isError(left)) {
 			snprintf(err, errlen, "zstd: %s", ZSTD_getErrorName(left));
 			return -1;
 		}
 		return 0;
 	case OP_RAW:
-		if (it->len > 0 && fwrite(it->buf, 1, it->len, q->fp) != it->len)
-			goto werr;
-		return 0;
+		return 0; /* written as it is (job_write) */
 	default:
 		break;
 	}
 	do {
-		ZSTD_outBuffer out = { q->out, q->outcap, 0 };
+		ZSTD_outBuffer o;
 
-		left = ZSTD_compressStream2(q->cctx, &out, &in, it->mode);
+		grow(out, capout, *nout + ZSTD_CStreamOutSize(), 1);
+		o.dst = *out + *nout;
+		o.size = *capout - *nout;
+		o.pos = 0;
+		left = ZSTD_compressStream2(cctx, &o, &in, it->mode);
 		if (ZSTD_isError(left)) {
 			snprintf(err, errlen, "zstd: %s", ZSTD_getErrorName(left));
 			return -1;
 		}
-		if (out.pos > 0 && fwrite(q->out, 1, out.pos, q->fp) != out.pos)
-			goto werr;
+		*nout += o.pos;
 	} while (it->mode == ZSTD_e_end ? left != 0 : in.pos < in.size);
 	return 0;
-werr:
-	snprintf(err, errlen, "write error: %s", strerror(errno ? errno : EIO));
-	return -1;
+}
+
+static int
+write_out(FILE *fp, const char *p, size_t n, char *err, size_t errlen)
+{
+	if (n > 0 && fwrite(p, 1, n, fp) != n) {
+		snprintf(err, errlen, "write error: %s", strerror(errno ? errno : EIO));
+		return -1;
+	}
+	return 0;
+}
+
+/* What a job made: its compressed frame, or the bytes it was handed. */
+static int
+job_write(FILE *fp, const struct job *j, char *err, size_t errlen)
+{
+	if (j->nit == 1 && j->it[0].op == OP_RAW)
+		return write_out(fp, j->it[0].buf, j->it[0].len, err, errlen);
+	return write_out(fp, j->out, j->nout, err, errlen);
+}
+
+/* A job written: its buffers back to the spares (locked). */
+static void
+job_clear(struct zq *q, struct job *j)
+{
+	size_t i;
+
+	for (i = 0; i < j->nit; i++) {
+		struct item *it = &j->it[i];
+
+		if (it->borrowed)
+			continue;
+		if (it->op == OP_Z && it->buf != NULL && q->nspare < SPARE) {
+			q->spare[q->nspare] = it->buf;
+			q->sparecap[q->nspare++] = it->cap;
+		} else {
+			free(it->buf);
+		}
+	}
+	j->nit = 0;
+	j->nout = 0;
+	j->state = J_FILLING;
+}
+
+/* The first error, kept (locked). */
+static void
+set_failed(struct zq *q, const char *err)
+{
+	if (!q->failed) {
+		q->failed = 1;
+		snprintf(q->err, sizeof(q->err), "%s", err);
+	}
 }
 
 static void *
 worker(void *arg)
 {
 	struct zq *q = arg;
+	ZSTD_CCtx *cctx = new_cctx(q->level);
 	char err[256];
-	int bad = 0;
 
 	pthread_mutex_lock(&q->mu);
+	if (cctx == NULL)
+		set_failed(q, "cannot create zstd context");
 	for (;;) {
-		struct item it;
-		int r = 0;
+		struct job *j = NULL;
+		size_t k;
+		int bad = 0;
 
-		while (q->n == 0)
-			pthread_cond_wait(&q->cv, &q->mu);
-		it = q->q[q->head];
-		q->head = (q->head + 1) % QMAX;
-		q->n--;
-		q->busy = 1;
-		pthread_mutex_unlock(&q->mu);
-		if (it.op != OP_STOP && !bad)
-			r = run(q, &it, err, sizeof(err));
-		pthread_mutex_lock(&q->mu);
-		if (r < 0) {
-			bad = 1;
-			if (!q->failed) {
-				q->failed = 1;
-				memcpy(q->err, err, sizeof(q->err));
+		for (k = q->head; k != q->tail; k = (k + 1) % JMAX)
+			if (q->job[k].state == J_WAITING) {
+				j = &q->job[k];
+				break;
 			}
+		if (j == NULL) {
+			if (q->stop)
+				break;
+			pthread_cond_wait(&q->cv, &q->mu);
+			continue;
 		}
-		if (it.op == OP_Z && q->nspare < QMAX + 1) {
-			q->spare[q->nspare] = it.buf;
-			q->sparecap[q->nspare++] = it.cap;
-		} else {
-			free(it.buf);
+		j->state = J_TAKEN;
+		pthread_mutex_unlock(&q->mu);
+		for (k = 0; k < j->nit && !bad && cctx != NULL; k++)
+			bad = run(cctx, &j->it[k], &j->out, &j->nout, &j->capout, err,
+			    sizeof(err)) < 0;
+		pthread_mutex_lock(&q->mu);
+		if (bad)
+			set_failed(q, err);
+		j->state = J_DONE;
+		/* write what is next and done, one thread at a time */
+		while (!q->writing && q->head != q->tail && q->job[q->head].state == J_DONE) {
+			struct job *w = &q->job[q->head];
+			int ok = 1, skip = q->failed;
+
+			q->writing = 1;
+			pthread_mutex_unlock(&q->mu);
+			if (!skip)
+				ok = job_write(q->fp, w, err, sizeof(err)) == 0;
+			pthread_mutex_lock(&q->mu);
+			if (!ok)
+				set_failed(q, err);
+			job_clear(q, w);
+			q->head = (q->head + 1) % JMAX;
+			q->written++;
+			q->writing = 0;
 		}
-		q->busy = 0;
 		pthread_cond_broadcast(&q->cv);
-		if (it.op == OP_STOP)
-			break;
 	}
 	pthread_mutex_unlock(&q->mu);
+	ZSTD_freeCCtx(cctx);
 	return NULL;
 }
 
@@ -135,85 +238,153 @@ zq_new(FILE *fp, int level, char *err, size_t errlen)
 	const char *e = getenv("KG_WRITER_THREAD");
 
 	q->fp = fp;
-	q->cctx = ZSTD_createCCtx();
+	q->level = level;
+	q->cctx = new_cctx(level);
 	if (q->cctx == NULL) {
 		snprintf(err, errlen, "cannot create zstd context");
 		free(q);
 		return NULL;
 	}
-	ZSTD_CCtx_setParameter(q->cctx, ZSTD_c_compressionLevel, level);
-	ZSTD_CCtx_setParameter(q->cctx, ZSTD_c_checksumFlag, 1);
-	q->outcap = ZSTD_CStreamOutSize();
-	q->out = xmalloc(q->outcap);
 	/* KG_WRITER_THREAD=0: compress on the caller's thread (tests) */
 	q->want = sysconf(_SC_NPROCESSORS_ONLN) > 1 && (e == NULL || strcmp(e, "0") != 0);
 	return q;
 }
 
 /*
- * The thread, started with the first item rather than with the writer:
- * a program that opens its output and then forks (kineto2graph --jobs)
- * forks before there is a thread, whose locks (the allocator's, under
- * the sanitizers) a child would inherit held.
+ * The threads, started with the first item rather than with the
+ * writer: a program that opens its output and then forks (kineto2graph
+ * --jobs) forks before there is a thread, whose locks (the allocator's,
+ * under the sanitizers) a child would inherit held. One a CPU, at most
+ * WMAX: the caller's thread encodes meanwhile.
  */
 static void
 start(struct zq *q)
 {
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int n = cpus > WMAX ? WMAX : (int)cpus, i;
+
+	if (q->max > 0 && n > q->max)
+		n = q->max;
+
 	q->want = 0;
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->cv, NULL);
-	if (pthread_create(&q->th, NULL, worker, q) == 0) {
-		q->threaded = 1;
-	} else {
+	for (i = 0; i < n; i++)
+		if (pthread_create(&q->th[q->nth], NULL, worker, q) == 0)
+			q->nth++;
+	if (q->nth == 0) {
 		pthread_cond_destroy(&q->cv);
 		pthread_mutex_destroy(&q->mu);
 	}
 }
 
-/* Hand an item to the thread; -1 (the item not taken) after an error. */
-static int
-hand(struct zq *q, const struct item *it)
+void
+zq_threads(struct zq *q, int n)
 {
-	pthread_mutex_lock(&q->mu);
-	while (q->n == QMAX && !q->failed)
-		pthread_cond_wait(&q->cv, &q->mu);
-	if (q->failed && it->op != OP_STOP) {
-		pthread_mutex_unlock(&q->mu);
-		return -1;
-	}
-	while (q->n == QMAX)
-		pthread_cond_wait(&q->cv, &q->mu);
-	q->q[(q->head + q->n) % QMAX] = *it;
-	q->n++;
-	pthread_cond_broadcast(&q->cv);
-	pthread_mutex_unlock(&q->mu);
-	return 0;
+	q->max = n;
 }
 
-/* Do an item here; 0, or -1 after an error. */
+/* Do an item on the caller's thread; 0, or -1 after an error. */
 static int
 here(struct zq *q, const struct item *it)
 {
+	struct job *j = &q->job[0];
+
 	if (q->failed)
 		return -1;
-	if (run(q, it, q->err, sizeof(q->err)) < 0) {
+	j->nout = 0;
+	if (run(q->cctx, it, &j->out, &j->nout, &j->capout, q->err, sizeof(q->err)) < 0 ||
+	    write_out(q->fp, it->op == OP_RAW ? it->buf : j->out, it->op == OP_RAW ? it->len :
+	    j->nout, q->err, sizeof(q->err)) < 0) {
 		q->failed = 1;
 		return -1;
 	}
 	return 0;
 }
 
+/* Hand the job filling to the threads, then wait for room in the ring (locked). */
+static void
+submit(struct zq *q)
+{
+	q->job[q->tail].state = J_WAITING;
+	q->tail = (q->tail + 1) % JMAX;
+	q->handed++;
+	pthread_cond_broadcast(&q->cv);
+	while ((q->tail + 1) % JMAX == q->head && !q->failed)
+		pthread_cond_wait(&q->cv, &q->mu);
+}
+
+/*
+ * Add an item to the job filling (the buffer is the job's now); `ends`
+ * hands the job to the threads. -1 after an error (the item's buffer
+ * freed).
+ */
+static int
+hand(struct zq *q, const struct item *it, int ends)
+{
+	struct job *j;
+
+	pthread_mutex_lock(&q->mu);
+	if (q->failed) {
+		pthread_mutex_unlock(&q->mu);
+		free(it->buf);
+		return -1;
+	}
+	j = &q->job[q->tail];
+	VEC_PUSH(j->it, j->nit, j->capit, *it);
+	if (ends)
+		submit(q);
+	pthread_mutex_unlock(&q->mu);
+	return 0;
+}
+
+/*
+ * Hand bytes that stay the caller's, as a job of their own, and wait
+ * until the threads are done with it (written, or dropped after an
+ * error): for a run too large to copy (graph-deps --merge passes its
+ * edges, hundreds of MB, so).
+ */
+static int
+hand_wait(struct zq *q, const struct item *it)
+{
+	struct item mine = *it;
+	struct job *j;
+	uint64_t my;
+	int rc;
+
+	mine.borrowed = 1;
+	pthread_mutex_lock(&q->mu);
+	if (q->failed) {
+		pthread_mutex_unlock(&q->mu);
+		return -1;
+	}
+	if (q->job[q->tail].nit > 0)
+		submit(q); /* a frame not ended goes first, as it is */
+	j = &q->job[q->tail];
+	VEC_PUSH(j->it, j->nit, j->capit, mine);
+	my = q->handed;
+	submit(q);
+	while (q->written <= my)
+		pthread_cond_wait(&q->cv, &q->mu);
+	rc = q->failed ? -1 : 0;
+	pthread_mutex_unlock(&q->mu);
+	return rc;
+}
+
 int
 zq_put(struct zq *q, char **buf, size_t len, size_t *cap, ZSTD_EndDirective mode)
 {
-	struct item it = { OP_Z, mode, *buf, len, *cap, 0 };
+	struct item it = { OP_Z, mode, *buf, len, *cap, 0, 0 };
 
 	if (q->want)
 		start(q);
-	if (!q->threaded)
+	if (q->nth == 0)
 		return here(q, &it); /* the caller keeps its buffer */
-	if (hand(q, &it) < 0)
+	if (hand(q, &it, mode == ZSTD_e_end) < 0) {
+		*buf = NULL;
+		*cap = 0;
 		return -1;
+	}
 	pthread_mutex_lock(&q->mu);
 	if (q->nspare > 0) {
 		q->nspare--;
@@ -230,37 +401,37 @@ zq_put(struct zq *q, char **buf, size_t len, size_t *cap, ZSTD_EndDirective mode
 int
 zq_pledge(struct zq *q, uint64_t size)
 {
-	struct item it = { OP_PLEDGE, ZSTD_e_continue, NULL, 0, 0, size };
+	struct item it = { OP_PLEDGE, ZSTD_e_continue, NULL, 0, 0, size, 0 };
 
 	if (q->want)
 		start(q);
-	return q->threaded ? hand(q, &it) : here(q, &it);
+	return q->nth == 0 ? here(q, &it) : hand(q, &it, 0);
 }
 
 int
 zq_raw(struct zq *q, const void *p, size_t n)
 {
-	struct item it = { OP_RAW, ZSTD_e_continue, (char *)p, n, n, 0 };
+	struct item it = { OP_RAW, ZSTD_e_continue, (char *)p, n, n, 0, 0 };
 
 	if (q->want)
 		start(q);
-	if (!q->threaded)
+	if (q->nth == 0)
 		return here(q, &it);
+	if (n > RAW_COPY)
+		return hand_wait(q, &it);
 	it.buf = xmalloc(n > 0 ? n : 1);
 	memcpy(it.buf, p, n);
-	if (hand(q, &it) < 0) {
-		free(it.buf);
-		return -1;
-	}
-	return 0;
+	return hand(q, &it, 1);
 }
 
 int
 zq_finish(struct zq *q)
 {
-	if (q->threaded) {
+	if (q->nth > 0) {
 		pthread_mutex_lock(&q->mu);
-		while (q->n > 0 || q->busy)
+		if (q->job[q->tail].nit > 0 && !q->failed)
+			submit(q); /* a frame not ended: what it has goes as it is */
+		while (q->head != q->tail && !q->failed)
 			pthread_cond_wait(&q->cv, &q->mu);
 		pthread_mutex_unlock(&q->mu);
 	}
@@ -283,18 +454,32 @@ zq_err(const struct zq *q)
 void
 zq_free(struct zq *q)
 {
-	struct item stop = { OP_STOP, ZSTD_e_continue, NULL, 0, 0, 0 };
+	size_t k;
+	int i;
 
 	if (q == NULL)
 		return;
-	if (q->threaded) {
-		hand(q, &stop);
-		pthread_join(q->th, NULL);
+	if (q->nth > 0) {
+		pthread_mutex_lock(&q->mu);
+		q->stop = 1;
+		pthread_cond_broadcast(&q->cv);
+		pthread_mutex_unlock(&q->mu);
+		for (i = 0; i < q->nth; i++)
+			pthread_join(q->th[i], NULL);
 		pthread_cond_destroy(&q->cv);
 		pthread_mutex_destroy(&q->mu);
 	}
+	for (k = 0; k < JMAX; k++) {
+		struct job *j = &q->job[k];
+		size_t i2;
+
+		for (i2 = 0; i2 < j->nit; i2++)
+			if (!j->it[i2].borrowed)
+				free(j->it[i2].buf);
+		free(j->it);
+		free(j->out);
+	}
 	ZSTD_freeCCtx(q->cctx);
-	free(q->out);
 	while (q->nspare > 0)
 		free(q->spare[--q->nspare]);
 	free(q);

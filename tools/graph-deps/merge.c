@@ -1027,6 +1027,9 @@ write_job(struct job *j, struct gout *g)
 			h.gpu_sms = -1;
 	}
 	h.nranks = j->nrk;
+	/* This thread decodes all along as the writers' threads compress the
+	 * job and its edges: one each is enough (more take its CPU). */
+	kg_writer_threads(w, 1);
 	if (kg_write_header(w, &h) < 0)
 		goto out;
 	for (i = 0; i < j->str.n; i++)
@@ -1048,6 +1051,7 @@ write_job(struct job *j, struct gout *g)
 		goto out;
 	}
 	ewok = 1;
+	kg_writer_threads(&ew, 1);
 	for (i = 0; i < j->nrk; i++) {
 		if (write_rank(j, ord[i], ord[i]->tbase - tbase - ord[i]->clk, w, &ew, err,
 		    sizeof(err)) < 0)

@@ -3,7 +3,9 @@
  *
  * What the writer hands is gathered into jobs, one a zstd frame (its
  * buffers, and the pledged size that opens it) or one a run of bytes
- * already compressed. Jobs wait in a ring of JMAX; each of the threads
+ * already compressed. Jobs wait in a ring, one more than the threads (a
+ * job in the making beside one for each: memory for so many frames of
+ * 2 MiB, and no more, is what a writer adds); each of the threads
  * takes the oldest waiting one, compresses it into its own output with
  * a zstd context of its own, and writes out, in the order handed, every
  * job done that is next. A frame is compressed by the same calls in the
@@ -41,14 +43,14 @@ struct job {
 	int state;
 };
 
-/* Jobs in the ring, at most: a writer that gets that far ahead waits. */
-#define JMAX 8
 /* Threads, at most. */
 #define WMAX 4
+/* Jobs in the ring, at most: a writer that gets that far ahead waits. */
+#define JMAX (WMAX + 1)
 /* Bytes passed as they are (zq_raw) that are copied; more are waited on. */
 #define RAW_COPY ((size_t)16 << 20)
 /* Buffers kept for the writer to fill again. */
-#define SPARE 32
+#define SPARE 8
 
 struct zq {
 	FILE *fp;
@@ -60,6 +62,7 @@ struct zq {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* a job handed, done or written, or stop */
 	struct job job[JMAX];
+	size_t ring;       /* jobs in the ring: one more than the threads */
 	size_t head, tail; /* the oldest not written; the one filling */
 	uint64_t handed, written; /* jobs handed to the threads, and written */
 	int writing, stop;
@@ -187,7 +190,7 @@ worker(void *arg)
 		size_t k;
 		int bad = 0;
 
-		for (k = q->head; k != q->tail; k = (k + 1) % JMAX)
+		for (k = q->head; k != q->tail; k = (k + 1) % q->ring)
 			if (q->job[k].state == J_WAITING) {
 				j = &q->job[k];
 				break;
@@ -220,7 +223,7 @@ worker(void *arg)
 			if (!ok)
 				set_failed(q, err);
 			job_clear(q, w);
-			q->head = (q->head + 1) % JMAX;
+			q->head = (q->head + 1) % q->ring;
 			q->written++;
 			q->writing = 0;
 		}
@@ -265,8 +268,8 @@ start(struct zq *q)
 
 	if (q->max > 0 && n > q->max)
 		n = q->max;
-
 	q->want = 0;
+	q->ring = (size_t)n + 1;
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->cv, NULL);
 	for (i = 0; i < n; i++)
@@ -307,10 +310,10 @@ static void
 submit(struct zq *q)
 {
 	q->job[q->tail].state = J_WAITING;
-	q->tail = (q->tail + 1) % JMAX;
+	q->tail = (q->tail + 1) % q->ring;
 	q->handed++;
 	pthread_cond_broadcast(&q->cv);
-	while ((q->tail + 1) % JMAX == q->head && !q->failed)
+	while ((q->tail + 1) % q->ring == q->head && !q->failed)
 		pthread_cond_wait(&q->cv, &q->mu);
 }
 

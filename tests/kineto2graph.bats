@@ -511,6 +511,38 @@ open("head.json.gz", "wb").write(gz[:5])' >offset
 	same "$stderr" "kineto2graph: head.json.gz: byte 0: truncated gzip data"
 }
 
+@test "kineto2graph: reading ahead on a thread or not, a trace converts the same, whole or broken" {
+	# A regular file is read and gunzipped on a thread of its own, a few
+	# chunks of 256 KiB ahead of the parser (kineto2graph/ahead.h);
+	# KG_READER_THREAD=0 reads it on the parser's. Both must give the same
+	# graph, and the same message at the same byte.
+	need_traces
+	local f="$TRACES/hta_16rank_a100_rank0/rank0.json.gz"
+	[ -f "$f" ] || skip "no $f"
+	kineto2graph -q -o a.kg "$f"
+	KG_READER_THREAD=0 kineto2graph -q -o b.kg "$f"
+	cmp a.kg b.kg
+	zcat "$f" > t.json
+	[ "$(stat -c %s t.json)" -gt 4000000 ]
+	kineto2graph -q -o c.kg t.json
+	KG_READER_THREAD=0 kineto2graph -q -o d.kg t.json
+	cmp c.kg d.kg
+	size=$(stat -c %s "$f")
+	head -c $((size / 2)) "$f" > half.json.gz
+	cp "$f" flip.json.gz
+	chmod u+w flip.json.gz
+	printf '\x55\x55\x55\x55' | dd of=flip.json.gz bs=1 seek=$((size / 3)) conv=notrunc status=none
+	{ head -c 3000000 t.json; printf ' }}}'; tail -c +3000001 t.json; } > bad.json
+	for x in half.json.gz flip.json.gz bad.json; do
+		run -1 --separate-stderr kineto2graph -q -o out.kg "$x"
+		err1=$stderr
+		KG_READER_THREAD=0 run -1 --separate-stderr kineto2graph -q -o out.kg "$x"
+		[ "$stderr" = "$err1" ] || { echo "$x: '$stderr' against '$err1'"; false; }
+		[[ "$stderr" == "kineto2graph: $x: byte "* || "$stderr" == "kineto2graph: $x: corrupt gzip"* ]]
+		[ ! -e out.kg ]
+	done
+}
+
 @test "kineto2graph: a .gz without its trailer is truncated after the whole JSON" {
 	small_trace
 	gzip -n <in.json | head -c -4 >cut.json.gz

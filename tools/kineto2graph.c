@@ -180,6 +180,7 @@ worker(const struct opts *o, int argc, char **argv, int w, int nj, int fd, const
 		g.name = oname;
 		if (kg_writer_init(&g.w, fs, o->level) < 0)
 			_exit(3);
+		kg_writer_threads(&g.w, 1); /* see run */
 		kg_writer_run_at(&g.w, (uint64_t)argc, (uint64_t)i);
 		stderr = fe;
 		m.rc = convert(o, argv[i], &g);
@@ -286,6 +287,11 @@ run(struct opts *o, int argc, char **argv)
 
 	if (gout_open(&g, o->output, o->level) < 0)
 		return 1;
+	/* One thread compresses: the graph is a small part of the trace's
+	 * bytes, and each more would hold its frames beside the peak of the
+	 * graph's build, which must stay under a quarter of the JSON
+	 * (doc/PERFORMANCE.md). */
+	kg_writer_threads(&g.w, 1);
 	/* one section an input: the headers say how many */
 	kg_writer_run(&g.w, argc > 0 ? (uint64_t)argc : 1);
 	if (nj > argc)

@@ -21,6 +21,7 @@
 #include <yajl_parse.h>
 #include <zlib.h>
 
+#include "ahead.h"
 #include "k2g.h"
 #include "util.h"
 
@@ -1256,6 +1257,14 @@ input_read(struct input *in, unsigned char *buf, size_t cap, size_t *n,
 	return 0;
 }
 
+/* input_read, as the reading-ahead thread calls it (ahead.h). */
+static int
+input_ahead(void *arg, unsigned char *buf, size_t cap, size_t *n, uint64_t off, char *err,
+    size_t errlen)
+{
+	return input_read(arg, buf, cap, n, off, err, errlen);
+}
+
 static void
 yajl_msg(yajl_handle h, const unsigned char *buf, size_t len, char *out, size_t outlen)
 {
@@ -1337,6 +1346,7 @@ trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 	uint64_t off = 0;
 	yajl_handle h;
 	yajl_status st;
+	struct ahead *ah = NULL;
 	int rc = -1, c0;
 
 	memset(&p, 0, sizeof(p));
@@ -1373,8 +1383,12 @@ trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 		}
 		in.zinit = 1;
 	}
+	/* From here, the input is the thread's where there is one. */
+	if (n == 0)
+		ah = ahead_new(fp, input_ahead, &in, CHUNK);
 	for (;;) {
-		if (n == 0 && input_read(&in, buf, CHUNK, &n, off, err, errlen) < 0)
+		if (n == 0 && (ah != NULL ? ahead_next(ah, &buf, &n, err, errlen) :
+		    input_read(&in, buf, CHUNK, &n, off, err, errlen)) < 0)
 			goto out;
 		if (n == 0)
 			break;
@@ -1428,6 +1442,7 @@ trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 	}
 	rc = 0;
 out:
+	ahead_free(ah);
 	skip_flush(&p);
 	t->xxh3 = XXH3_64bits_digest(in.h);
 	XXH3_freeState(in.h);

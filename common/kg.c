@@ -1018,24 +1018,27 @@ fill_ahead(struct kg_reader *r)
 	size_t got = 0;
 
 	for (;;) {
-		struct zin_piece p;
-		int seen = 0, t = zin_next(r->zin, &p, &seen, r->err, sizeof(r->err));
+		struct ahead_piece p;
+		int t = zin_next(r->zin, &p);
 
-		if (seen)
+		if (p.seen)
 			r->seen_bytes = 1;
-		if (t <= 0)
+		if (t <= 0) {
+			if (t < 0)
+				seterr(r->err, "%s", p.err);
 			return t < 0 ? -1 : (int)got;
-		if (p.nd > 0) {
-			room(r, p.nd);
-			memcpy(r->buf + r->len, p.d, p.nd);
 		}
-		if (r->keep_frames && p.nz > 0) {
-			grow(&r->z, &r->zcap, r->zlen + p.nz, 1);
-			memcpy(r->z + r->zlen, p.z, p.nz);
-			r->zlen += p.nz;
+		if (p.n > 0) {
+			room(r, p.n);
+			memcpy(r->buf + r->len, p.buf, p.n);
 		}
-		r->len += p.nd;
-		got += p.nd;
+		if (r->keep_frames && p.nextra > 0) {
+			grow(&r->z, &r->zcap, r->zlen + p.nextra, 1);
+			memcpy(r->z + r->zlen, p.extra, p.nextra);
+			r->zlen += p.nextra;
+		}
+		r->len += p.n;
+		got += p.n;
 		r->frame_left = p.hint;
 		if (p.hint == 0 && r->keep_frames) {
 			struct kg_zframe f = { r->zlen, r->base + r->len };

@@ -1257,12 +1257,23 @@ input_read(struct input *in, unsigned char *buf, size_t cap, size_t *n,
 	return 0;
 }
 
-/* input_read, as the reading-ahead thread calls it (ahead.h). */
-static int
-input_ahead(void *arg, unsigned char *buf, size_t cap, size_t *n, uint64_t off, char *err,
-    size_t errlen)
+/* Reading ahead (common/ahead.h): input_read's step, and where it is. */
+struct ahead_in {
+	struct input *in;
+	uint64_t off;
+};
+
+static void
+input_ahead(void *arg, struct ahead_piece *p, size_t cap)
 {
-	return input_read(arg, buf, cap, n, off, err, errlen);
+	struct ahead_in *a = arg;
+
+	if (input_read(a->in, p->buf, cap, &p->n, a->off, p->err, sizeof(p->err)) < 0) {
+		p->rc = -1;
+		return;
+	}
+	a->off += p->n;
+	p->rc = p->n > 0;
 }
 
 static void
@@ -1347,6 +1358,9 @@ trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 	yajl_handle h;
 	yajl_status st;
 	struct ahead *ah = NULL;
+	struct ahead_in ai;
+	struct ahead_piece cur;
+	unsigned char *cbuf = buf; /* the chunk parsed: buf, or cur's */
 	int rc = -1, c0;
 
 	memset(&p, 0, sizeof(p));
@@ -1384,16 +1398,27 @@ trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 		in.zinit = 1;
 	}
 	/* From here, the input is the thread's where there is one. */
+	memset(&cur, 0, sizeof(cur));
+	ai.in = &in;
+	ai.off = 0;
 	if (n == 0)
-		ah = ahead_new(fp, input_ahead, &in, CHUNK);
+		ah = ahead_new(fp, input_ahead, &ai, CHUNK);
 	for (;;) {
-		if (n == 0 && (ah != NULL ? ahead_next(ah, &buf, &n, err, errlen) :
-		    input_read(&in, buf, CHUNK, &n, off, err, errlen)) < 0)
+		if (n == 0 && ah != NULL) {
+			ahead_done(ah, &cur);
+			if (ahead_next(ah, &cur) < 0) {
+				snprintf(err, errlen, "%s", cur.err);
+				goto out;
+			}
+			cbuf = cur.buf;
+			n = cur.n;
+		} else if (n == 0 && input_read(&in, buf, CHUNK, &n, off, err, errlen) < 0) {
 			goto out;
+		}
 		if (n == 0)
 			break;
-		long_at = scan_strings(&scan, buf, n);
-		st = yajl_parse(h, buf, long_at < n ? long_at : n);
+		long_at = scan_strings(&scan, cbuf, n);
+		st = yajl_parse(h, cbuf, long_at < n ? long_at : n);
 		if (st == yajl_status_ok && long_at < n) {
 			snprintf(err, errlen, "byte %llu: string longer than %d bytes",
 			    (unsigned long long)(off + long_at + 1), MAX_STRING);
@@ -1407,7 +1432,7 @@ trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 			else {
 				char m[160];
 
-				yajl_msg(h, buf, n, m, sizeof(m));
+				yajl_msg(h, cbuf, n, m, sizeof(m));
 				snprintf(err, errlen, "byte %llu: invalid JSON (%s)",
 				    (unsigned long long)at, m);
 			}
@@ -1442,7 +1467,10 @@ trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 	}
 	rc = 0;
 out:
-	ahead_free(ah);
+	if (ah != NULL) {
+		ahead_done(ah, &cur);
+		ahead_free(ah);
+	}
 	skip_flush(&p);
 	t->xxh3 = XXH3_64bits_digest(in.h);
 	XXH3_freeState(in.h);

@@ -1,6 +1,6 @@
 /*
- * ahead: the trace's bytes read ahead (see ahead.h). Chunks go through
- * a queue of QMAX; the ones the parser is done with come back.
+ * ahead: an input read ahead (see ahead.h). Pieces go through a queue
+ * of QMAX; the buffers of those used come back as spares.
  */
 #include "ahead.h"
 
@@ -14,64 +14,66 @@
 
 #define QMAX 4
 
-struct chunk {
-	unsigned char *buf;
-	size_t n;
-	int rc;
-	char err[256];
-};
-
 struct ahead {
 	ahead_fn fn;
 	void *arg;
-	size_t size;
+	size_t cap;
 	pthread_t th;
 	pthread_mutex_t mu;
-	pthread_cond_t cv; /* a chunk queued or taken, or stop */
-	struct chunk q[QMAX];
+	pthread_cond_t cv; /* a piece queued or taken, or stop */
+	struct ahead_piece q[QMAX];
 	size_t head, n;
 	unsigned char *spare[QMAX + 2];
 	size_t nspare;
-	int stop, over;
+	int stop;
+	struct ahead_piece last; /* the end or error, once taken */
+	int over;
 };
 
 static void *
 run(void *arg)
 {
 	struct ahead *a = arg;
-	uint64_t off = 0;
 
 	for (;;) {
-		struct chunk c;
+		struct ahead_piece p;
 
-		memset(&c, 0, sizeof(c));
+		memset(&p, 0, sizeof(p));
 		pthread_mutex_lock(&a->mu);
-		c.buf = a->nspare > 0 ? a->spare[--a->nspare] : NULL;
+		p.buf = a->nspare > 0 ? a->spare[--a->nspare] : NULL;
 		pthread_mutex_unlock(&a->mu);
-		if (c.buf == NULL)
-			c.buf = xmalloc(a->size);
-		c.rc = a->fn(a->arg, c.buf, a->size, &c.n, off, c.err, sizeof(c.err));
-		off += c.n;
+		if (p.buf == NULL)
+			p.buf = xmalloc(a->cap);
+		a->fn(a->arg, &p, a->cap);
+		if (p.rc <= 0) {
+			/* the end or an error: nothing of its own to hand */
+			free(p.buf);
+			free(p.extra);
+			p.buf = NULL;
+			p.extra = NULL;
+			p.n = p.nextra = 0;
+		}
 		pthread_mutex_lock(&a->mu);
 		while (a->n == QMAX && !a->stop)
 			pthread_cond_wait(&a->cv, &a->mu);
 		if (a->stop) {
 			pthread_mutex_unlock(&a->mu);
-			free(c.buf);
+			free(p.buf);
+			free(p.extra);
 			break;
 		}
-		a->q[(a->head + a->n) % QMAX] = c;
+		a->q[(a->head + a->n) % QMAX] = p;
 		a->n++;
 		pthread_cond_broadcast(&a->cv);
 		pthread_mutex_unlock(&a->mu);
-		if (c.rc < 0 || c.n == 0)
+		if (p.rc <= 0)
 			break;
 	}
 	return NULL;
 }
 
 struct ahead *
-ahead_new(FILE *fp, ahead_fn fn, void *arg, size_t chunk)
+ahead_new(FILE *fp, ahead_fn fn, void *arg, size_t cap)
 {
 	const char *e = getenv("KG_READER_THREAD");
 	struct stat st;
@@ -84,7 +86,7 @@ ahead_new(FILE *fp, ahead_fn fn, void *arg, size_t chunk)
 	a = xcalloc(1, sizeof(*a));
 	a->fn = fn;
 	a->arg = arg;
-	a->size = chunk;
+	a->cap = cap;
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->cv, NULL);
 	if (pthread_create(&a->th, NULL, run, a) != 0) {
@@ -97,33 +99,39 @@ ahead_new(FILE *fp, ahead_fn fn, void *arg, size_t chunk)
 }
 
 int
-ahead_next(struct ahead *a, unsigned char **buf, size_t *n, char *err, size_t errlen)
+ahead_next(struct ahead *a, struct ahead_piece *p)
 {
-	struct chunk c;
-
 	if (a->over) {
-		*n = 0;
-		return 0;
+		*p = a->last;
+		return p->rc;
 	}
 	pthread_mutex_lock(&a->mu);
 	while (a->n == 0)
 		pthread_cond_wait(&a->cv, &a->mu);
-	c = a->q[a->head];
+	*p = a->q[a->head];
 	a->head = (a->head + 1) % QMAX;
 	a->n--;
-	if (a->nspare < QMAX + 2)
-		a->spare[a->nspare++] = *buf;
-	else
-		free(*buf);
 	pthread_cond_broadcast(&a->cv);
 	pthread_mutex_unlock(&a->mu);
-	*buf = c.buf;
-	*n = c.n;
-	if (c.rc < 0 || c.n == 0)
+	if (p->rc <= 0) {
+		a->last = *p;
 		a->over = 1;
-	if (c.rc < 0)
-		snprintf(err, errlen, "%s", c.err);
-	return c.rc;
+	}
+	return p->rc;
+}
+
+void
+ahead_done(struct ahead *a, struct ahead_piece *p)
+{
+	free(p->extra);
+	pthread_mutex_lock(&a->mu);
+	if (p->buf != NULL && a->nspare < QMAX + 2)
+		a->spare[a->nspare++] = p->buf;
+	else
+		free(p->buf);
+	pthread_mutex_unlock(&a->mu);
+	p->buf = NULL;
+	p->extra = NULL;
 }
 
 void
@@ -138,6 +146,7 @@ ahead_free(struct ahead *a)
 	pthread_join(a->th, NULL);
 	while (a->n > 0) {
 		free(a->q[a->head].buf);
+		free(a->q[a->head].extra);
 		a->head = (a->head + 1) % QMAX;
 		a->n--;
 	}

@@ -38,6 +38,7 @@ enum { J_FILLING, J_WAITING, J_TAKEN, J_DONE };
 struct job {
 	struct item *it;
 	size_t nit, capit;
+	size_t bytes;      /* of its items */
 	char *out;         /* what it makes, to write */
 	size_t nout, capout;
 	int state;
@@ -47,6 +48,8 @@ struct job {
 #define WMAX 4
 /* Jobs in the ring, at most: a writer that gets that far ahead waits. */
 #define JMAX (WMAX + 1)
+/* A frame held whole up to this; a larger one is compressed as it comes. */
+#define BIG_FRAME ((size_t)8 << 20)
 /* Bytes passed as they are (zq_raw) that are copied; more are waited on. */
 #define RAW_COPY ((size_t)16 << 20)
 /* Buffers kept for the writer to fill again. */
@@ -66,6 +69,10 @@ struct zq {
 	size_t head, tail; /* the oldest not written; the one filling */
 	uint64_t handed, written; /* jobs handed to the threads, and written */
 	int writing, stop;
+	int direct;        /* a large frame is being compressed by the caller */
+	size_t hold;       /* a frame larger is large: BIG_FRAME, or KG_WRITER_FRAME_HOLD */
+	char *hout;        /* what here() makes */
+	size_t nhout, caphout;
 	char *spare[SPARE];
 	size_t sparecap[SPARE];
 	size_t nspare;
@@ -161,6 +168,7 @@ job_clear(struct zq *q, struct job *j)
 		}
 	}
 	j->nit = 0;
+	j->bytes = 0;
 	j->nout = 0;
 	j->state = J_FILLING;
 }
@@ -238,7 +246,7 @@ struct zq *
 zq_new(FILE *fp, int level, char *err, size_t errlen)
 {
 	struct zq *q = xcalloc(1, sizeof(*q));
-	const char *e = getenv("KG_WRITER_THREAD");
+	const char *e;
 
 	q->fp = fp;
 	q->level = level;
@@ -248,6 +256,17 @@ zq_new(FILE *fp, int level, char *err, size_t errlen)
 		free(q);
 		return NULL;
 	}
+	/* KG_WRITER_FRAME_HOLD=BYTES: a smaller hold, for the tests to make
+	 * large frames of small graphs */
+	q->hold = BIG_FRAME;
+	if ((e = getenv("KG_WRITER_FRAME_HOLD")) != NULL) {
+		char *end;
+		unsigned long long v = strtoull(e, &end, 10);
+
+		if (*e != '\0' && *end == '\0' && v > 0)
+			q->hold = (size_t)v;
+	}
+	e = getenv("KG_WRITER_THREAD");
 	/* KG_WRITER_THREAD=0: compress on the caller's thread (tests) */
 	q->want = sysconf(_SC_NPROCESSORS_ONLN) > 1 && (e == NULL || strcmp(e, "0") != 0);
 	return q;
@@ -291,14 +310,12 @@ zq_threads(struct zq *q, int n)
 static int
 here(struct zq *q, const struct item *it)
 {
-	struct job *j = &q->job[0];
-
 	if (q->failed)
 		return -1;
-	j->nout = 0;
-	if (run(q->cctx, it, &j->out, &j->nout, &j->capout, q->err, sizeof(q->err)) < 0 ||
-	    write_out(q->fp, it->op == OP_RAW ? it->buf : j->out, it->op == OP_RAW ? it->len :
-	    j->nout, q->err, sizeof(q->err)) < 0) {
+	q->nhout = 0;
+	if (run(q->cctx, it, &q->hout, &q->nhout, &q->caphout, q->err, sizeof(q->err)) < 0 ||
+	    write_out(q->fp, it->op == OP_RAW ? it->buf : q->hout, it->op == OP_RAW ? it->len :
+	    q->nhout, q->err, sizeof(q->err)) < 0) {
 		q->failed = 1;
 		return -1;
 	}
@@ -335,8 +352,27 @@ hand(struct zq *q, const struct item *it, int ends)
 	}
 	j = &q->job[q->tail];
 	VEC_PUSH(j->it, j->nit, j->capit, *it);
-	if (ends)
+	j->bytes += it->len;
+	if (ends) {
 		submit(q);
+	} else if (j->bytes > q->hold) {
+		/* A frame too large to hold whole (a job's sim record): once
+		 * the jobs before it are written, the caller compresses it,
+		 * what it has and then the rest as it comes (zq_put). */
+		size_t k;
+		int bad = 0;
+
+		while (q->head != q->tail && !q->failed)
+			pthread_cond_wait(&q->cv, &q->mu);
+		pthread_mutex_unlock(&q->mu);
+		for (k = 0; k < j->nit && !bad; k++)
+			bad = here(q, &j->it[k]) < 0;
+		pthread_mutex_lock(&q->mu);
+		job_clear(q, j);
+		q->direct = !bad;
+		pthread_mutex_unlock(&q->mu);
+		return bad ? -1 : 0;
+	}
 	pthread_mutex_unlock(&q->mu);
 	return 0;
 }
@@ -381,8 +417,14 @@ zq_put(struct zq *q, char **buf, size_t len, size_t *cap, ZSTD_EndDirective mode
 
 	if (q->want)
 		start(q);
-	if (q->nth == 0)
+	if (q->direct) {
+		/* the rest of a large frame (hand) */
+		if (mode == ZSTD_e_end)
+			q->direct = 0;
 		return here(q, &it); /* the caller keeps its buffer */
+	}
+	if (q->nth == 0)
+		return here(q, &it);
 	if (hand(q, &it, mode == ZSTD_e_end) < 0) {
 		*buf = NULL;
 		*cap = 0;
@@ -408,7 +450,7 @@ zq_pledge(struct zq *q, uint64_t size)
 
 	if (q->want)
 		start(q);
-	return q->nth == 0 ? here(q, &it) : hand(q, &it, 0);
+	return q->nth == 0 || q->direct ? here(q, &it) : hand(q, &it, 0);
 }
 
 int
@@ -418,7 +460,7 @@ zq_raw(struct zq *q, const void *p, size_t n)
 
 	if (q->want)
 		start(q);
-	if (q->nth == 0)
+	if (q->nth == 0 || q->direct)
 		return here(q, &it);
 	if (n > RAW_COPY)
 		return hand_wait(q, &it);
@@ -483,6 +525,7 @@ zq_free(struct zq *q)
 		free(j->out);
 	}
 	ZSTD_freeCCtx(q->cctx);
+	free(q->hout);
 	while (q->nspare > 0)
 		free(q->spare[--q->nspare]);
 	free(q);

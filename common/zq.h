@@ -9,7 +9,10 @@
  * bytes written are the same either way: each frame is compressed by
  * the same calls in the same order, and depends on no other.
  * KG_WRITER_THREAD=0 in the environment keeps it on the caller's thread
- * (tests compare the two).
+ * (tests compare the two). A frame of more than 8 MiB (a job's sim
+ * record) is not held whole for a thread: once the jobs before it are
+ * written, the caller compresses it as it comes; KG_WRITER_FRAME_HOLD=
+ * BYTES sets that size (tests, to make such frames of small graphs).
  *
  * Errors (zstd's, the output's) are sticky: the call that finds one,
  * or a later one, returns -1 and zq_err says what; zq_finish, which

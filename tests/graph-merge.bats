@@ -703,6 +703,13 @@ dlrm_job() {
 	graphsim a.kg > sa.kg
 	KG_WRITER_THREAD=0 graphsim a.kg > sb.kg
 	cmp sa.kg sb.kg
+	# frames too large to hold whole for the threads (a large job's sim
+	# record), made so by a hold of 16 KiB: compressed by the caller
+	KG_WRITER_FRAME_HOLD=16384 graph-deps --merge ranks.kg > c.kg
+	cmp a.kg c.kg
+	KG_WRITER_FRAME_HOLD=16384 graphsim a.kg > sc.kg
+	cmp sa.kg sc.kg
+	[ "$(graphcat a.kg | jq -c 'select(.r == "end")' | wc -l)" -eq 1 ]
 }
 
 @test "graph-deps --merge: of several bad inputs, read at once, the first is told, alone" {

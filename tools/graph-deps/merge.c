@@ -882,7 +882,9 @@ write_rank(const struct job *j, const struct rank *rk, int64_t shift, struct kg_
 	FILE *fp = fmemopen(rk->z, rk->nz, "rb");
 	struct kg_reader r;
 	struct kg_rec rec;
-	const struct coll *c = j->col + rk->col0, *cend = c + rk->ncol;
+	/* (j->col is NULL in a job without collectives) */
+	const struct coll *c = rk->ncol > 0 ? j->col + rk->col0 : NULL;
+	const struct coll *cend = rk->ncol > 0 ? c + rk->ncol : NULL;
 	size_t ntask = 0;
 	int t, rc = -1;
 

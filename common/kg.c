@@ -142,7 +142,6 @@ int
 kg_writer_init(struct kg_writer *w, FILE *fp, int level)
 {
 	memset(w, 0, sizeof(*w));
-	w->fp = fp;
 	w->zq = zq_new(fp, level, w->err, sizeof(w->err));
 	if (w->zq == NULL)
 		return -1;

@@ -181,8 +181,7 @@ struct zq;
 struct zin;
 
 struct kg_writer {
-	FILE *fp;
-	struct zq *zq;     /* compresses and writes (common/zq.h) */
+	struct zq *zq;     /* compresses and writes onto the FILE* (common/zq.h) */
 	msgpack_sbuffer sbuf;
 	msgpack_packer pk;
 	uint64_t ntasks, nedges, nprocs, nstrs;

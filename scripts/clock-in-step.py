@@ -20,7 +20,6 @@ start and end on the same clock) and OUTDIR/NAME.json.gz traces.
 """
 import json
 import os
-import sys
 import time
 
 import torch
@@ -36,11 +35,7 @@ CONFIGS = [("gptB_L4_H2560", 4, 2560), ("gptB_L8_H2560", 8, 2560),
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: clock-in-step.py RECORD_PY OUTDIR")
-    rec = gpulog.load_record(sys.argv[1])
-    out = sys.argv[2]
-    os.makedirs(out, exist_ok=True)
+    rec, out = gpulog.record_args("clock-in-step.py")
     smi = gpulog.sampler(os.path.join(out, "clocks.csv"), 20)
     runs = []
     try:

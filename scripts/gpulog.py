@@ -7,6 +7,7 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 import time
 
 FIELDS = "timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu"
@@ -26,6 +27,16 @@ def sampler(path, ms):
     return subprocess.Popen(["nvidia-smi", "--query-gpu=" + fields,
                              "--format=csv,noheader,nounits", "-lms", str(ms)],
                             stdout=open(path, "w"))
+
+
+def record_args(script):
+    """SCRIPT RECORD_PY OUTDIR: record.py loaded (load_record) and OUTDIR
+    made; the usage on a wrong count of arguments."""
+    if len(sys.argv) != 3:
+        sys.exit("usage: %s RECORD_PY OUTDIR" % script)
+    out = sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    return load_record(sys.argv[1]), out
 
 
 def load_record(path):

@@ -30,7 +30,6 @@ Writes OUTDIR/clocks.csv (as clock-in-step.py) and OUTDIR/phases.json.
 """
 import json
 import os
-import sys
 import time
 
 import torch
@@ -99,11 +98,7 @@ def kernel_kinds():
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: power-by-class.py RECORD_PY OUTDIR")
-    rec = gpulog.load_record(sys.argv[1])
-    out = sys.argv[2]
-    os.makedirs(out, exist_ok=True)
+    rec, out = gpulog.record_args("power-by-class.py")
     phases = kernel_kinds()
 
     smi = gpulog.sampler(os.path.join(out, "clocks.csv"), 50)

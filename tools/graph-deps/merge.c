@@ -71,7 +71,7 @@ struct rank {
 	size_t newtask0, newproc0;
 	uint64_t colls, matched;
 	uint32_t *smap;          /* its string ids -> the job's */
-	size_t nsmap, capsmap;
+	size_t nsmap;
 	char *z;                 /* the section, zstd frames from header to end */
 	size_t nz, capz;
 	const char *file;
@@ -417,7 +417,7 @@ take_input(struct job *j, struct input *in)
 		rk->col0 = j->ncol;
 		rk->ncol = sc->ncol;
 		rk->smap = xmalloc((sc->nstr + 1) * sizeof(*rk->smap));
-		rk->nsmap = rk->capsmap = sc->nstr;
+		rk->nsmap = sc->nstr;
 		for (i = 0; i < sc->nstr; i++)
 			rk->smap[i] = intern_get(&j->str, sc->str[i], strlen(sc->str[i]));
 		for (i = 0; i < sc->nproc; i++) {

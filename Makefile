@@ -76,10 +76,10 @@ endef
 # The op model (common/opmodel.c) needs XGBoost's C API; only the tools
 # that use it link it. opmodel reads Kineto traces with kineto2graph's
 # reader and graph builder.
-EXTRA_LIBS_opmodel = -lxgboost
-EXTRA_LIBS_graph-retime = -lxgboost
-EXTRA_LIBS_graph-scale-hidden = -lxgboost
-EXTRA_LIBS_graph-scale-tp = -lxgboost
+EXTRA_LIBS_opmodel = -lxgboost -lgomp
+EXTRA_LIBS_graph-retime = -lxgboost -lgomp
+EXTRA_LIBS_graph-scale-hidden = -lxgboost -lgomp
+EXTRA_LIBS_graph-scale-tp = -lxgboost -lgomp
 EXTRA_OBJ_opmodel = $(patsubst %.c,build/%.o,$(wildcard tools/kineto2graph/*.c))
 build/tools/opmodel/%.o: ALL_CFLAGS += -Itools/kineto2graph
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))

@@ -48,6 +48,7 @@ hf_reset(struct held_frames *f)
 	f->zlen = f->nu = f->cur = 0;
 	f->first = 0;
 	f->dirty = 1; /* the header is written anew */
+	f->marked = 0;
 }
 
 void
@@ -57,7 +58,7 @@ hf_drop(struct held_frames *f)
 }
 
 void
-hf_take(struct held_frames *f, struct kg_reader *r, uint64_t pos, const struct held *h)
+hf_take(struct held_frames *f, struct kg_reader *r, uint64_t pos, struct held *h)
 {
 	const void *z;
 	size_t n = kg_reader_take_frames(r, pos, &z);
@@ -69,6 +70,9 @@ hf_take(struct held_frames *f, struct kg_reader *r, uint64_t pos, const struct h
 		u.off = f->zlen, u.len = n;
 		u.first = f->first, u.last = h->n;
 		u.dirty = f->dirty;
+		u.gone = f->sparse && !f->dirty && !f->marked;
+		if (u.gone)
+			h->len = h->off[u.first];
 		grow(&f->z, &f->zcap, f->zlen + n, 1);
 		memcpy(f->z + f->zlen, z, n);
 		f->zlen += n;
@@ -77,6 +81,13 @@ hf_take(struct held_frames *f, struct kg_reader *r, uint64_t pos, const struct h
 	if (f->first != SIZE_MAX)
 		f->first = h->n;
 	f->dirty = 0;
+	f->marked = 0;
+}
+
+void
+hf_mark(struct held_frames *f)
+{
+	f->marked = 1;
 }
 
 void
@@ -98,8 +109,11 @@ hf_changed(struct held_frames *f, size_t i)
 		else
 			hi = mid;
 	}
-	if (lo < f->nu && f->u[lo].first <= i)
+	if (lo < f->nu && f->u[lo].first <= i) {
+		if (f->u[lo].gone)
+			abort(); /* a record hf_mark never saw */
 		f->u[lo].dirty = 1;
+	}
 }
 
 int

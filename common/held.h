@@ -39,6 +39,7 @@ struct held_unit {
 	size_t off, len;
 	size_t first, last;
 	int dirty;
+	int gone; /* its records' bytes were let go (hf_sparse) */
 };
 
 struct held_frames {
@@ -48,6 +49,8 @@ struct held_frames {
 	size_t nu, capu;
 	size_t first;  /* the next unit's first record; SIZE_MAX: dropped */
 	int dirty;
+	int sparse;    /* let go of the bytes of units that cannot change */
+	int marked;    /* the unit being read holds a record that may change */
 	size_t cur;    /* hf_pass's place */
 };
 
@@ -58,11 +61,18 @@ struct kg_writer;
 void hf_reset(struct held_frames *f);
 /* After a section's end record: what follows up to the next header goes. */
 void hf_drop(struct held_frames *f);
-/* Before each record read (its pos; h the records held so far). */
-void hf_take(struct held_frames *f, struct kg_reader *r, uint64_t pos, const struct held *h);
+/*
+ * Before each record read (its pos; h the records held so far). With
+ * f->sparse set, a unit that is not dirty and holds no record marked by
+ * hf_mark goes out as it came for sure: the bytes of its records are
+ * let go of (h's memory is then that of the units that may change).
+ */
+void hf_take(struct held_frames *f, struct kg_reader *r, uint64_t pos, struct held *h);
+/* The record about to be held may be written anew (f->sparse). */
+void hf_mark(struct held_frames *f);
 /* A record not held (the current unit is dirty). */
 void hf_skip(struct held_frames *f);
-/* Held record i will be written anew. */
+/* Held record i will be written anew (if sparse, one hf_mark saw). */
 void hf_changed(struct held_frames *f, size_t i);
 /*
  * Writing held record *i: when a clean unit starts there, write its

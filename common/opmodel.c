@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include <xgboost/c_api.h>
+
+void omp_set_num_threads(int); /* libgomp, which XGBoost links (no omp.h under clang) */
 #include <xxhash.h>
 
 #include "kg.h"
@@ -760,9 +762,9 @@ om_load(struct om_model *m, FILE *fp, char *err, size_t errlen)
 		snprintf(err, errlen, "truncated model file");
 		goto fail;
 	}
-	if (ver != OM_VERSION) {
-		snprintf(err, errlen, "unsupported model version %d (this opmodel reads %d)", ver,
-		    OM_VERSION);
+	if (ver < OM_VERSION_MIN || ver > OM_VERSION) {
+		snprintf(err, errlen, "unsupported model version %d (this opmodel reads %d to %d)",
+		    ver, OM_VERSION_MIN, OM_VERSION);
 		goto fail;
 	}
 	/* the checksum line ends the file; without it the file is cut */
@@ -841,6 +843,10 @@ om_load(struct om_model *m, FILE *fp, char *err, size_t errlen)
 			if (XGBoosterCreate(NULL, 0, &h) != 0)
 				goto xgb;
 			c->booster = h;
+			/* one thread: XGBoost's load runs on all CPUs whatever
+			 * the booster's nthread, and OpenMP's idle threads then
+			 * spin, taking the CPUs of our readers and writers */
+			omp_set_num_threads(1);
 			if (XGBoosterLoadModelFromBuffer(h, b + pos, nt) != 0 ||
 			    XGBoosterSetParam(h, "nthread", "1") != 0)
 				goto xgb;
@@ -897,7 +903,8 @@ om_predict(const struct om_model *m, const struct om_desc *d, int *via)
 		bst_ulong n;
 		const float *out;
 
-		if (XGDMatrixCreateFromMat(d->x, 1, OM_NFEAT, NAN, &dm) != 0)
+		/* one thread: OpenMP's others would spin after each call */
+		if (XGDMatrixCreateFromMat_omp(d->x, 1, OM_NFEAT, NAN, &dm, 1) != 0)
 			return -1;
 		if (XGBoosterPredict(c->booster, dm, 0, 0, 0, &n, &out) != 0 || n != 1) {
 			XGDMatrixFree(dm);

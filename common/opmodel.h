@@ -26,7 +26,8 @@
 #include <stdio.h>
 
 #define OM_MAGIC "kgraph-opmodel"
-#define OM_VERSION 2
+#define OM_VERSION 3
+#define OM_VERSION_MIN 2 /* 2 differs only in its trees' encoding (JSON) */
 #define OM_NFEAT 18
 /* A sweep's whole AdamW step (foreach), as an operator: dims [[P]] */
 #define OM_ADAMW_STEP "adamw_foreach_step"

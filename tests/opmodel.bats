@@ -199,9 +199,9 @@ fit() { # a model of the fixture trace into m.om
 	head -c 100 m.om > cut.om
 	run -1 --separate-stderr opmodel predict cut.om /dev/null
 	[ "$stderr" = "opmodel: cut.om: truncated model file" ]
-	sed '1s/ 2$/ 1/' m.om > v1.om
+	sed '1s/ 3$/ 1/' m.om > v1.om
 	run -1 --separate-stderr opmodel check v1.om "$OM/mm.json"
-	[ "$stderr" = "opmodel: v1.om: unsupported model version 1 (this opmodel reads 2)" ]
+	[ "$stderr" = "opmodel: v1.om: unsupported model version 1 (this opmodel reads 2 to 3)" ]
 	cp "$OM/mm.json" notmodel.om
 	run -1 --separate-stderr opmodel predict notmodel.om /dev/null
 	[ "$stderr" = "opmodel: notmodel.om: not an opmodel model file" ]

@@ -21,8 +21,10 @@
  * through graphsim and graphstat (found beside this program, else on
  * PATH), and prints the iteration times and gains instead of a stream.
  *
- * State: one section at a time: its records as read, and its GPU tasks
- * decoded (about 150 bytes each).
+ * State: one section at a time: its input frames compressed, the records
+ * of those frames that hold a GPU task as read (the others go out as
+ * they came: common/held.h's sparse units), and its GPU tasks decoded
+ * (about 200 bytes each).
  */
 #include <errno.h>
 #include <fnmatch.h>
@@ -466,6 +468,7 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 		return 1;
 	memset(&s, 0, sizeof(s));
 	hf_drop(&s.fr);
+	s.fr.sparse = 1; /* only GPU tasks change: other frames need no bytes */
 	in.r.keep_frames = 1;
 	while (rc == 0 && (t = gin_read(&in)) > 0) {
 		hf_take(&s.fr, &in.r, in.rec.pos, &s.rec);
@@ -491,6 +494,7 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 			x.rec = s.rec.n;
 			x.d0 = x.t.dur;
 			VEC_PUSH(s.g, s.ng, s.capg, x);
+			hf_mark(&s.fr);
 		}
 		if (t == KG_R_END) {
 			if (o->have_to && !s.keep && no_shapes(&s)) {

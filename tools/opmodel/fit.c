@@ -297,7 +297,7 @@ fit_model(const struct calls *cs, const struct fit_opts *o, struct om_model *m, 
 			bst_ulong len;
 			const char *buf;
 
-			if (XGBoosterSaveModelToBuffer(k->booster, "{\"format\": \"json\"}", &len,
+			if (XGBoosterSaveModelToBuffer(k->booster, "{\"format\": \"ubj\"}", &len,
 			    &buf) != 0) {
 				errmsg("xgboost: %s", XGBGetLastError());
 				goto out;

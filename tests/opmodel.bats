@@ -212,6 +212,22 @@ fit() { # a model of the fixture trace into m.om
 	[ "$stderr" = "opmodel: nothere.om: No such file or directory" ]
 }
 
+@test "opmodel: a version 2 model (JSON trees) is read and predicts as version 3 (UBJSON trees)" {
+	gzip -dc "$OM/v2trees.om.gz" > v2.om
+	[ "$(head -1 v2.om)" = "kgraph-opmodel 2" ]
+	run -0 --separate-stderr opmodel fit -o v3.om "$OM/trees.jsonl"
+	[[ "${lines[2]}" == "gemm      trees "* ]]
+	[ "$(head -1 v3.om)" = "kgraph-opmodel 3" ]
+	printf 'aten::mm [[1000,3000],[3000,700]]\naten::mm [[2048,4096],[4096,512]]\naten::mm [[100,100],[100,100]]\n' > in.txt
+	opmodel predict v2.om in.txt > p2.txt
+	opmodel predict v3.om in.txt > p3.txt
+	[ "$(wc -l < p3.txt)" -eq 3 ]
+	diff p2.txt p3.txt
+	opmodel check v2.om "$OM/trees.jsonl" > c2.txt
+	opmodel check v3.om "$OM/trees.jsonl" > c3.txt
+	diff c2.txt c3.txt
+}
+
 @test "opmodel: a write error on stdout exits 1" {
 	fit
 	run -1 --separate-stderr bash -c 'opmodel check m.om "$1" > /dev/full' _ "$OM/mm.json"

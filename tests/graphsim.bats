@@ -312,6 +312,24 @@ setup_file() {
 	[ "$(grep -c '"r":"sim"' want)" -eq 2 ]
 }
 
+@test "graphsim: pages faulted in on a thread or not, the same output, section by section" {
+	# graphsim's arrays are faulted in ahead by a thread (common/prefault.h)
+	# once they pass 64 MiB; KG_PREFAULT=always starts it at once, =0
+	# never. Several sections and inputs: the derived arrays are made
+	# again, zero, for each.
+	need_traces
+	kineto2graph -q "$TRACES"/param_dlrm_8rank_v100/kineto/*.json.gz > ranks.kg
+	graph-deps --merge ranks.kg > job.kg
+	fixture event
+	KG_PREFAULT=0 graphsim ranks.kg job.kg event.kg ranks.kg > a.kg
+	KG_PREFAULT=always graphsim ranks.kg job.kg event.kg ranks.kg > b.kg
+	cmp a.kg b.kg
+	[ "$(graphcat a.kg | grep -c '"r":"sim"')" -eq 18 ]
+	cat event.kg job.kg | KG_PREFAULT=always graphsim > c.kg
+	cat event.kg job.kg | KG_PREFAULT=0 graphsim > d.kg
+	cmp c.kg d.kg
+}
+
 @test "graphsim: a simulated stream simulated again keeps one sim record" {
 	fixture thread-delay
 	graphsim thread-delay.kg | graphsim | simcat > dump

@@ -24,6 +24,7 @@
 
 #include "cli.h"
 #include "kg.h"
+#include "prefault.h"
 #include "util.h"
 
 static const char usage[] = "graphsim [-q] [-o FILE] [FILE ...]";
@@ -98,13 +99,13 @@ struct heapent {
  * search where a flag says there is something to find.
  */
 struct sim {
-	/* tasks, as read (big arrays: capacities in bytes) */
+	/* tasks, as read (big arrays: capacities in bytes, see BIG_TASK) */
 	size_t n, cap;            /* cap: tasks all of them hold */
 	uint32_t *proc, *name;
 	int64_t *dend;
 	uint8_t *kind;
 	size_t bproc, bname, bdend, bkind;
-	/* edges, as read */
+	/* edges, as read (BIG_EDGE) */
 	struct sedge *e;
 	uint8_t *ekind;
 	size_t ne, cape, be, bekind;
@@ -112,9 +113,9 @@ struct sim {
 	size_t nrte, caprte;
 	struct longdl *ldl;
 	size_t nldl, capldl;
-	/* derived; the per-task arrays all in one block */
-	void *block;
-	size_t bblock, bsucc;
+	/* derived, but made as big as the tasks and edges as they are read,
+	 * so that their pages are faulted in by then (struct prefault) */
+	size_t brs, bcnt, bwhead, bsoff, bstate, bfl, bsucc;
 	uint32_t *soff, *succ;    /* successors by a fixed or runtime edge: edge indices */
 	struct rin *rin;          /* runtime edges by destination */
 	size_t nrin;
@@ -143,6 +144,7 @@ struct sim {
 	uint32_t *held;           /* per proc: tasks waiting for it to be released */
 	struct wnode *hn;
 	size_t nhn, caphn;
+	struct prefault *pf;      /* NULL: none */
 };
 
 #define HELD INT64_MAX /* busy[p]: a collective waits there for its peers */
@@ -198,6 +200,83 @@ big_free(void *pp, size_t *capp)
 	*capp = 0;
 }
 
+/*
+ * The big arrays by task and by edge: where each is, its capacity and
+ * its element's size (soff has two more than the tasks), and its slot
+ * with the prefault thread. Those made while simulating are derived,
+ * all zero until then.
+ */
+struct big {
+	void **p;
+	size_t *cap;
+	size_t size;
+	int derived;
+};
+
+#define BIG_TASK(s) { \
+	{ (void **)&(s)->proc, &(s)->bproc, sizeof(*(s)->proc), 0 }, \
+	{ (void **)&(s)->name, &(s)->bname, sizeof(*(s)->name), 0 }, \
+	{ (void **)&(s)->dend, &(s)->bdend, sizeof(*(s)->dend), 0 }, \
+	{ (void **)&(s)->kind, &(s)->bkind, sizeof(*(s)->kind), 0 }, \
+	{ (void **)&(s)->rs, &(s)->brs, sizeof(*(s)->rs), 1 }, \
+	{ (void **)&(s)->cnt, &(s)->bcnt, sizeof(*(s)->cnt), 1 }, \
+	{ (void **)&(s)->whead, &(s)->bwhead, sizeof(*(s)->whead), 1 }, \
+	{ (void **)&(s)->soff, &(s)->bsoff, sizeof(*(s)->soff), 1 }, \
+	{ (void **)&(s)->state, &(s)->bstate, sizeof(*(s)->state), 1 }, \
+	{ (void **)&(s)->fl, &(s)->bfl, sizeof(*(s)->fl), 1 }, \
+}
+#define NBIG_TASK 10
+#define BIG_EDGE(s) { \
+	{ (void **)&(s)->e, &(s)->be, sizeof(*(s)->e), 0 }, \
+	{ (void **)&(s)->ekind, &(s)->bekind, sizeof(*(s)->ekind), 0 }, \
+	{ (void **)&(s)->succ, &(s)->bsucc, sizeof(*(s)->succ), 1 }, \
+}
+#define NBIG_EDGE 3
+
+/*
+ * How far ahead of the tasks and edges read the prefault thread faults
+ * in their arrays' pages, and how often it is told.
+ */
+#define PF_AHEAD ((size_t)1 << 16)
+#define PF_EVERY ((size_t)1 << 16)
+
+/*
+ * The arrays of tab (nb of them, slots from slot0) made to hold need
+ * elements (soff two more); returns the elements all of them hold.
+ * With prefault, their pages up to need + PF_AHEAD are asked for.
+ */
+static size_t
+big_need(struct sim *s, struct big *tab, int nb, int slot0, size_t need)
+{
+	size_t cap = SIZE_MAX;
+	int i;
+
+	for (i = 0; i < nb; i++) {
+		struct big *b = &tab[i];
+		size_t extra = b->p == (void **)&s->soff ? 2 : 0, bytes, c;
+
+		big_grow(b->p, b->cap, (need + extra) * b->size);
+		c = *b->cap / b->size - extra;
+		if (c < cap)
+			cap = c;
+		bytes = (need + extra + PF_AHEAD) * b->size;
+		pf_want(s->pf, slot0 + i, *b->p, bytes < *b->cap ? bytes : *b->cap);
+	}
+	return cap;
+}
+
+static void
+big_forget(struct sim *s, struct big *tab, int nb, int slot0, int derived)
+{
+	int i;
+
+	for (i = 0; i < nb; i++)
+		if (tab[i].derived || !derived) {
+			pf_want(s->pf, slot0 + i, NULL, 0);
+			big_free(tab[i].p, tab[i].cap);
+		}
+}
+
 static void
 heap_push(struct sim *s, int64_t t, uint32_t id)
 {
@@ -245,34 +324,34 @@ heap_pop(struct sim *s)
 static void
 sim_reset(struct sim *s)
 {
-	big_free(&s->block, &s->bblock);
-	big_free(&s->succ, &s->bsucc);
+	struct big bt[] = BIG_TASK(s), be[] = BIG_EDGE(s);
+
+	/* the derived arrays are zero again for the next section */
+	big_forget(s, bt, NBIG_TASK, 0, 1);
+	big_forget(s, be, NBIG_EDGE, NBIG_TASK, 1);
 	free(s->rin), free(s->bind), free(s->last), free(s->lastby), free(s->busy);
 	free(s->grp), free(s->goff), free(s->gmem), free(s->garr), free(s->gmax), free(s->held);
 	s->grp = s->goff = s->gmem = s->garr = s->held = NULL;
 	s->gmax = NULL;
 	s->nhn = 0;
-	s->soff = NULL;
 	s->rin = NULL;
 	s->bind = NULL;
 	s->nrin = s->nbind = 0;
-	s->cnt = s->whead = s->last = s->lastby = NULL;
-	s->rs = s->busy = NULL;
-	s->state = s->fl = NULL;
-	s->n = s->ne = s->nrte = s->nldl = s->nwn = s->nheap = 0;
+	s->last = s->lastby = NULL;
+	s->busy = NULL;
+	s->n = s->cap = s->ne = s->cape = s->nrte = s->nldl = s->nwn = s->nheap = 0;
 	s->nproc = 0;
 }
 
 static void
 sim_release(struct sim *s)
 {
+	struct big bt[] = BIG_TASK(s), be[] = BIG_EDGE(s);
+
 	sim_reset(s);
-	big_free(&s->proc, &s->bproc);
-	big_free(&s->name, &s->bname);
-	big_free(&s->dend, &s->bdend);
-	big_free(&s->kind, &s->bkind);
-	big_free(&s->e, &s->be);
-	big_free(&s->ekind, &s->bekind);
+	big_forget(s, bt, NBIG_TASK, 0, 0);
+	big_forget(s, be, NBIG_EDGE, NBIG_TASK, 0);
+	pf_free(s->pf);
 	free(s->rte);
 	free(s->ldl);
 	free(s->wn);
@@ -584,18 +663,18 @@ simulate(struct sim *s)
 	size_t n = s->n, i, done = 0;
 	uint32_t k;
 
-	/* one block, zero: rs; cnt, whead; soff; state, fl */
-	big_grow(&s->block, &s->bblock, n * (8 + 2 * 4 + 2) + (n + 2) * 4);
-	s->rs = s->block;
-	s->cnt = (uint32_t *)(s->rs + n);
-	s->whead = s->cnt + n;
-	s->soff = s->whead + n;
-	s->state = (uint8_t *)(s->soff + n + 2);
-	s->fl = s->state + n;
+	/* rs, cnt, whead, soff, state and fl are zero, made as the tasks
+	 * were read (and soff, at least, for a section of none) */
+	{
+		struct big bt[] = BIG_TASK(s);
+
+		big_need(s, bt, NBIG_TASK, 0, n);
+	}
 	s->last = xmalloc(s->nproc * sizeof(*s->last));
 	s->lastby = xmalloc(s->nproc * sizeof(*s->lastby));
 	s->busy = xcalloc(s->nproc, sizeof(*s->busy));
-	memset(s->whead, 0xff, n * sizeof(*s->whead)); /* KG_NONE */
+	if (n > 0)
+		memset(s->whead, 0xff, n * sizeof(*s->whead)); /* KG_NONE */
 	for (i = 0; i < s->nproc; i++)
 		s->last[i] = s->lastby[i] = KG_NONE;
 	bucket(s);
@@ -792,19 +871,11 @@ process(const char *path, struct gout *g, struct sim *s)
 					s->pt0[s->nproc] = s->rt0[i];
 			s->nproc++;
 		} else if (t == KG_R_TASK) {
-			if (s->n + 1 > s->cap) {
+			if (s->n + 1 > s->cap || s->n % PF_EVERY == 0) {
 				/* grown together: cap is what all of them hold */
-				big_grow(&s->proc, &s->bproc, (s->n + 1) * sizeof(*s->proc));
-				big_grow(&s->name, &s->bname, (s->n + 1) * sizeof(*s->name));
-				big_grow(&s->dend, &s->bdend, (s->n + 1) * sizeof(*s->dend));
-				big_grow(&s->kind, &s->bkind, s->n + 1);
-				s->cap = s->bdend / sizeof(*s->dend);
-				if (s->cap > s->bproc / sizeof(*s->proc))
-					s->cap = s->bproc / sizeof(*s->proc);
-				if (s->cap > s->bname / sizeof(*s->name))
-					s->cap = s->bname / sizeof(*s->name);
-				if (s->cap > s->bkind)
-					s->cap = s->bkind;
+				struct big bt[] = BIG_TASK(s);
+
+				s->cap = big_need(s, bt, NBIG_TASK, 0, s->n + 1);
 			}
 			s->kind[s->n] = (uint8_t)in.rec.task.kind;
 			s->proc[s->n] = in.rec.task.proc;
@@ -821,12 +892,10 @@ process(const char *path, struct gout *g, struct sim *s)
 				rc = 1;
 				break;
 			}
-			if (s->ne + 1 > s->cape) {
-				big_grow(&s->e, &s->be, (s->ne + 1) * sizeof(*s->e));
-				big_grow(&s->ekind, &s->bekind, s->ne + 1);
-				s->cape = s->be / sizeof(*s->e);
-				if (s->cape > s->bekind)
-					s->cape = s->bekind;
+			if (s->ne + 1 > s->cape || s->ne % PF_EVERY == 0) {
+				struct big be[] = BIG_EDGE(s);
+
+				s->cape = big_need(s, be, NBIG_EDGE, NBIG_TASK, s->ne + 1);
 			}
 			s->e[s->ne].src = re->src;
 			s->e[s->ne].dst = re->dst;
@@ -925,6 +994,7 @@ main(int argc, char **argv)
 	if (gout_open(&g, output, KG_LEVEL) < 0)
 		return 1;
 	memset(&s, 0, sizeof(s));
+	s.pf = pf_new();
 	if (argc == 0)
 		rc = process(NULL, &g, &s);
 	for (i = 0; i < argc && rc == 0; i++)

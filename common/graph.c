@@ -5,24 +5,27 @@
 #include <string.h>
 
 #include "graph.h"
+#include "prefault.h"
 #include "util.h"
 
 void
 graph_init(struct graph *g)
 {
 	memset(g, 0, sizeof(*g));
+	g->pf = pf_new();
 }
 
 void
 graph_release(struct graph *g)
 {
+	pf_free(g->pf);
 	free(g->raw);
 	free(g->roff);
 	free(g->rtype);
 	free(g->proc);
 	free(g->task);
 	free(g->edge);
-	graph_init(g);
+	memset(g, 0, sizeof(*g));
 }
 
 void
@@ -49,6 +52,8 @@ keep(struct graph *g, const struct kg_rec *rec)
 void
 graph_add(struct graph *g, const struct kg_rec *rec)
 {
+	size_t cap0;
+
 	switch (rec->type) {
 	case KG_R_STR:
 		keep(g, rec);
@@ -62,10 +67,14 @@ graph_add(struct graph *g, const struct kg_rec *rec)
 		VEC_PUSH(g->proc, g->nproc, g->capproc, rec->proc);
 		break;
 	case KG_R_TASK:
+		cap0 = g->captask;
 		VEC_PUSH(g->task, g->ntask, g->captask, rec->task);
+		pf_vec(g->pf, 0, g->task, g->ntask, g->captask, cap0, sizeof(*g->task));
 		break;
 	case KG_R_EDGE:
+		cap0 = g->capedge;
 		VEC_PUSH(g->edge, g->nedge, g->capedge, rec->edge);
+		pf_vec(g->pf, 1, g->edge, g->nedge, g->capedge, cap0, sizeof(*g->edge));
 		break;
 	default: /* sim: the times go with the change; others: unknown */
 		break;

@@ -19,6 +19,8 @@
 
 #include "kg.h"
 
+struct prefault;
+
 struct graph {
 	struct kg_header h;
 	int job;                /* a job section (graph-deps --merge) */
@@ -34,6 +36,9 @@ struct graph {
 	struct kg_edge *edge;
 	size_t nedge, capedge;
 	uint32_t nstr;          /* str records: a new string's id is nstr on */
+	/* task and edge pages faulted in ahead (slots 0 and 1; a tool may
+	 * use the others for its own arrays); NULL: none */
+	struct prefault *pf;
 };
 
 void graph_init(struct graph *g);

@@ -5,7 +5,6 @@
 #define _GNU_SOURCE /* MADV_POPULATE_WRITE */
 #include <sys/mman.h>
 
-#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -77,10 +76,7 @@ run(void *arg)
 		pthread_mutex_unlock(&p->mu);
 		/* a range no longer mapped (the array moved or went) fails:
 		 * the owner faults in what it then touches itself */
-		if (madvise(at, len, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) {
-			pthread_mutex_lock(&p->mu);
-			break;
-		}
+		(void)madvise(at, len, MADV_POPULATE_WRITE);
 		pthread_mutex_lock(&p->mu);
 	}
 	pthread_mutex_unlock(&p->mu);
@@ -148,6 +144,10 @@ pf_want(struct prefault *p, int i, void *base, size_t want)
 
 	if (p == NULL || i < 0 || i >= PF_SLOTS)
 		return;
+	/* from the page it begins in (malloc's large blocks begin past a
+	 * header), to the page it ends in */
+	want += (uintptr_t)base % p->page;
+	base = (char *)base - (uintptr_t)base % p->page;
 	want = (want + p->page - 1) / p->page * p->page;
 	pthread_mutex_lock(&p->mu);
 	s = &p->s[i];
@@ -165,6 +165,15 @@ pf_want(struct prefault *p, int i, void *base, size_t want)
 			start(p);
 	}
 	pthread_mutex_unlock(&p->mu);
+}
+
+void
+pf_vec(struct prefault *p, int i, void *arr, size_t n, size_t cap, size_t cap0, size_t size)
+{
+	size_t want = n + PF_AHEAD;
+
+	if (p != NULL && (n % PF_EVERY == 0 || cap != cap0))
+		pf_want(p, i, arr, (want < cap ? want : cap) * size);
 }
 
 void

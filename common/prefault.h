@@ -37,6 +37,16 @@ struct prefault *pf_new(void);
  * p may be NULL (no thread).
  */
 void pf_want(struct prefault *p, int i, void *base, size_t want);
+/*
+ * For an array that grows by one element at a time (VEC_PUSH): arr, of
+ * n elements of size bytes in room for cap (cap0 before the push: it
+ * moved if they differ), faulted in PF_AHEAD elements ahead of n, the
+ * thread told every PF_EVERY elements and whenever it moved.
+ */
+#define PF_AHEAD ((size_t)1 << 16)
+#define PF_EVERY ((size_t)1 << 15)
+void pf_vec(struct prefault *p, int i, void *arr, size_t n, size_t cap, size_t cap0,
+    size_t size);
 /* Stop the thread after the populate it is in, and free. */
 void pf_free(struct prefault *p);
 

@@ -91,6 +91,17 @@ simulated() {
 	[ "$stderr" = "graph-scale-layers: stdout: write error: No space left on device" ]
 }
 
+@test "graph-scale-layers: pages faulted in on a thread or not, the same job" {
+	# the input's and the new job's arrays are faulted in ahead by a
+	# thread (common/prefault.h) past 64 MiB; =always starts it at once
+	tracegen --preset tiny -d tr
+	kineto2graph -q tr/*.json.gz | graph-deps --merge > base.kg
+	KG_PREFAULT=0 graph-scale-layers -q 8 base.kg > a.kg
+	KG_PREFAULT=always graph-scale-layers -q 8 base.kg > b.kg
+	cmp a.kg b.kg
+	[ "$(graphcat a.kg | grep -c '"r":"task"')" -gt "$(graphcat base.kg | grep -c '"r":"task"')" ]
+}
+
 @test "graph-scale-layers: the same count gives the same graph" {
 	mkrank > rank.kg
 	graph-scale-layers 2 rank.kg > same.kg

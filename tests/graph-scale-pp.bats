@@ -67,6 +67,16 @@ steps() {
 	[ "$stderr" = "graph-scale-pp: nosuch.kg: No such file or directory" ]
 }
 
+@test "graph-scale-pp: pages faulted in on a thread or not, the same job" {
+	# the input's and the new job's arrays are faulted in ahead by a
+	# thread (common/prefault.h) past 64 MiB; =always starts it at once
+	mkbase
+	KG_PREFAULT=0 graph-scale-pp -q 4 base.kg > a.kg
+	KG_PREFAULT=always graph-scale-pp -q 4 base.kg > b.kg
+	cmp a.kg b.kg
+	[ "$(graphcat a.kg | grep -c '"r":"task"')" -gt "$(graphcat base.kg | grep -c '"r":"task"')" ]
+}
+
 @test "graph-scale-pp: the traced depth gives the same replay, every rank and iteration" {
 	mkbase
 	graph-scale-pp --gpus-per-node 4 2 base.kg > same.kg

@@ -234,13 +234,6 @@ struct big {
 #define NBIG_EDGE 3
 
 /*
- * How far ahead of the tasks and edges read the prefault thread faults
- * in their arrays' pages, and how often it is told.
- */
-#define PF_AHEAD ((size_t)1 << 16)
-#define PF_EVERY ((size_t)1 << 16)
-
-/*
  * The arrays of tab (nb of them, slots from slot0) made to hold need
  * elements (soff two more); returns the elements all of them hold.
  * With prefault, their pages up to need + PF_AHEAD are asked for.

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "params.h"
+#include "prefault.h"
 #include "sl.h"
 #include "util.h"
 
@@ -262,12 +263,18 @@ add_task(struct ctx *c, struct kg_task t, uint32_t source, uint32_t copy)
 {
 	size_t n = c->nt;
 
+	size_t cap0 = c->capt, capsrc0 = c->capsrc, capcp0 = c->capcp;
+
 	t.id = (uint32_t)n;
 	VEC_PUSH(c->t, c->nt, c->capt, t);
 	grow(&c->src, &c->capsrc, n + 1, sizeof(*c->src));
 	grow(&c->cp, &c->capcp, n + 1, sizeof(*c->cp));
 	c->src[n] = source;
 	c->cp[n] = copy;
+	/* the new job's pages faulted in ahead (the graph's slots are 0, 1) */
+	pf_vec(c->g->pf, 2, c->t, c->nt, c->capt, cap0, sizeof(*c->t));
+	pf_vec(c->g->pf, 3, c->src, c->nt, c->capsrc, capsrc0, sizeof(*c->src));
+	pf_vec(c->g->pf, 4, c->cp, c->nt, c->capcp, capcp0, sizeof(*c->cp));
 }
 
 /*
@@ -378,7 +385,10 @@ add_edge(struct ctx *c, const struct kg_edge *tmpl, uint32_t src, uint32_t dst, 
 		e.via = via;
 	if (e.at != KG_NONE)
 		e.at = at;
+	size_t cap0 = c->cape;
+
 	VEC_PUSH(c->e, c->ne, c->cape, e);
+	pf_vec(c->g->pf, 5, c->e, c->ne, c->cape, cap0, sizeof(*c->e));
 }
 
 /*

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "pp.h"
+#include "prefault.h"
 #include "util.h"
 
 /* A processor's role in its rank: -1 the main thread, -2.. the others, a stream its id. */
@@ -190,10 +191,21 @@ add_task(struct build *B, struct kg_task *t, uint32_t u)
 	uint32_t nt = (uint32_t)B->nt, np = t->proc;
 	size_t q;
 
+	size_t cap0 = B->capt, captmpl0 = B->captmpl, capsnap0 = B->capsnap;
+	struct prefault *pf = B->J->g->pf;
+
 	t->id = nt;
 	VEC_PUSH(B->t, B->nt, B->capt, *t);
 	grow(&B->tmpl, &B->captmpl, B->nt, sizeof(*B->tmpl));
 	grow(&B->snap, &B->capsnap, B->nt, sizeof(*B->snap));
+	/* the new job's pages faulted in ahead (the graph's slots are 0, 1);
+	 * its edges grow with its tasks, by many pushes */
+	pf_vec(pf, 2, B->t, B->nt, B->capt, cap0, sizeof(*B->t));
+	pf_vec(pf, 3, B->tmpl, B->nt, B->captmpl, captmpl0, sizeof(*B->tmpl));
+	pf_vec(pf, 4, B->snap, B->nt, B->capsnap, capsnap0, sizeof(*B->snap));
+	if (B->nt % PF_EVERY == 0)
+		pf_want(pf, 5, B->e, (B->ne + PF_AHEAD < B->cape ? B->ne + PF_AHEAD : B->cape) *
+		    sizeof(*B->e));
 	B->tmpl[nt] = u;
 	B->snap[nt] = KG_NONE;
 	if (u != KG_NONE) {

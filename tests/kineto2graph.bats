@@ -474,6 +474,12 @@ print(len(pre) + 1048577 + 1)' >offsets
 	same "$stderr" "kineto2graph: big.json: byte $(sed -n 1p offsets): string longer than 1048576 bytes"
 	run -1 --separate-stderr kineto2graph -o out.kg key.json
 	same "$stderr" "kineto2graph: key.json: byte $(sed -n 2p offsets): string longer than 1048576 bytes"
+	# the strings are scanned on the reading thread, or here without one
+	KG_READER_THREAD=0 run -1 --separate-stderr kineto2graph -o out.kg big.json
+	same "$stderr" "kineto2graph: big.json: byte $(sed -n 1p offsets): string longer than 1048576 bytes"
+	gzip -1 -c big.json > big.json.gz
+	run -1 --separate-stderr kineto2graph -o out.kg big.json.gz
+	same "$stderr" "kineto2graph: big.json.gz: byte $(sed -n 1p offsets): string longer than 1048576 bytes"
 }
 
 # Depth counts every open object and array: the top object (1), traceEvents

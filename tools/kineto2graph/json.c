@@ -1257,37 +1257,6 @@ input_read(struct input *in, unsigned char *buf, size_t cap, size_t *n,
 	return 0;
 }
 
-/* Reading ahead (common/ahead.h): input_read's step, and where it is. */
-struct ahead_in {
-	struct input *in;
-	uint64_t off;
-};
-
-static void
-input_ahead(void *arg, struct ahead_piece *p, size_t cap)
-{
-	struct ahead_in *a = arg;
-
-	if (input_read(a->in, p->buf, cap, &p->n, a->off, p->err, sizeof(p->err)) < 0) {
-		p->rc = -1;
-		return;
-	}
-	a->off += p->n;
-	p->rc = p->n > 0;
-}
-
-static void
-yajl_msg(yajl_handle h, const unsigned char *buf, size_t len, char *out, size_t outlen)
-{
-	unsigned char *m = yajl_get_error(h, 0, buf, len);
-	char *nl;
-
-	snprintf(out, outlen, "%s", (char *)m);
-	yajl_free_error(h, m);
-	if ((nl = strchr(out, '\n')) != NULL)
-		*nl = '\0';
-}
-
 /*
  * YAJL keeps a string that spans chunks and lexes it again from its
  * start at every chunk: a 128 MB string took 32 s to be refused, the
@@ -1346,6 +1315,39 @@ scan_strings(struct strscan *s, const unsigned char *b, size_t n)
 	return n;
 }
 
+/* Reading ahead (common/ahead.h): input_read's step, and where it is. */
+struct ahead_in {
+	struct input *in;
+	uint64_t off;
+	struct strscan scan; /* on the thread too: a piece's hint is scan_strings' */
+};
+
+static void
+input_ahead(void *arg, struct ahead_piece *p, size_t cap)
+{
+	struct ahead_in *a = arg;
+
+	if (input_read(a->in, p->buf, cap, &p->n, a->off, p->err, sizeof(p->err)) < 0) {
+		p->rc = -1;
+		return;
+	}
+	a->off += p->n;
+	p->hint = scan_strings(&a->scan, p->buf, p->n);
+	p->rc = p->n > 0;
+}
+
+static void
+yajl_msg(yajl_handle h, const unsigned char *buf, size_t len, char *out, size_t outlen)
+{
+	unsigned char *m = yajl_get_error(h, 0, buf, len);
+	char *nl;
+
+	snprintf(out, outlen, "%s", (char *)m);
+	yajl_free_error(h, m);
+	if ((nl = strchr(out, '\n')) != NULL)
+		*nl = '\0';
+}
+
 int
 trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 {
@@ -1401,6 +1403,7 @@ trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 	memset(&cur, 0, sizeof(cur));
 	ai.in = &in;
 	ai.off = 0;
+	memset(&ai.scan, 0, sizeof(ai.scan));
 	if (n == 0)
 		ah = ahead_new(fp, input_ahead, &ai, CHUNK);
 	for (;;) {
@@ -1412,12 +1415,14 @@ trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 			}
 			cbuf = cur.buf;
 			n = cur.n;
+			long_at = cur.hint;
 		} else if (n == 0 && input_read(&in, buf, CHUNK, &n, off, err, errlen) < 0) {
 			goto out;
+		} else {
+			long_at = scan_strings(&scan, cbuf, n);
 		}
 		if (n == 0)
 			break;
-		long_at = scan_strings(&scan, cbuf, n);
 		st = yajl_parse(h, cbuf, long_at < n ? long_at : n);
 		if (st == yajl_status_ok && long_at < n) {
 			snprintf(err, errlen, "byte %llu: string longer than %d bytes",

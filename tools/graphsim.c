@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 
 #include <getopt.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,6 +122,7 @@ struct sim {
 	size_t nrin;
 	struct bind *bind;        /* binding points, by task */
 	size_t nbind;
+	uint32_t *rinix, *bindix; /* where each block of tasks begins in them (BLK) */
 	uint32_t *cnt, *whead;
 	int64_t *rs;
 	uint8_t *state;           /* 0 waiting, 1 bound, 2 done, 3 at its rendezvous */
@@ -323,6 +325,8 @@ sim_reset(struct sim *s)
 	big_forget(s, bt, NBIG_TASK, 0, 1);
 	big_forget(s, be, NBIG_EDGE, NBIG_TASK, 1);
 	free(s->rin), free(s->bind), free(s->last), free(s->lastby), free(s->busy);
+	free(s->rinix), free(s->bindix);
+	s->rinix = s->bindix = NULL;
 	free(s->grp), free(s->goff), free(s->gmem), free(s->garr), free(s->gmax), free(s->held);
 	s->grp = s->goff = s->gmem = s->garr = s->held = NULL;
 	s->gmax = NULL;
@@ -444,16 +448,47 @@ runtime_lists(struct sim *s)
 	s->nbind = j;
 }
 
-/* The first of rin whose destination is x (x has some: F_RTIN). */
-static size_t
-rin_first(const struct sim *s, uint32_t x)
+/*
+ * The runtime lists are found by task id, a million times a second on a
+ * large job: a binary search over the whole list missed the cache at
+ * most of its steps. Each block of 2^BLK task ids has the index of its
+ * first entry in a list (entries of 8 bytes, sorted by their first
+ * uint32), and a search goes over that block's few entries.
+ */
+#define BLK 8
+
+/* both lists' entries: a uint32 task, then a uint32 */
+_Static_assert(sizeof(struct rin) == 8 && offsetof(struct rin, dst) == 0, "struct rin");
+_Static_assert(sizeof(struct bind) == 8 && offsetof(struct bind, task) == 0, "struct bind");
+
+static uint32_t *
+block_index(const void *list, size_t n, size_t ntask)
 {
-	size_t lo = 0, hi = s->nrin;
+	const uint32_t *key = list;
+	size_t nb = (ntask >> BLK) + 2, b, i = 0;
+	uint32_t *ix = xmalloc(nb * sizeof(*ix));
+
+	for (b = 0; b < nb; b++) {
+		uint64_t lo = (uint64_t)b << BLK;
+
+		while (i < n && key[2 * i] < lo)
+			i++;
+		ix[b] = (uint32_t)i;
+	}
+	return ix;
+}
+
+/* The first entry of list (block index ix) whose task is x or after. */
+static size_t
+block_find(const void *list, const uint32_t *ix, uint32_t x)
+{
+	const uint32_t *key = list;
+	size_t lo = ix[x >> BLK], hi = ix[(x >> BLK) + 1];
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (s->rin[mid].dst < x)
+		if (key[2 * mid] < x)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -461,21 +496,18 @@ rin_first(const struct sim *s, uint32_t x)
 	return lo;
 }
 
+/* The first of rin whose destination is x (x has some: F_RTIN). */
+static size_t
+rin_first(const struct sim *s, uint32_t x)
+{
+	return block_find(s->rin, s->rinix, x);
+}
+
 /* Binding point x's entry (x is one: F_BIND). */
 static struct bind *
 bind_of(const struct sim *s, uint32_t x)
 {
-	size_t lo = 0, hi = s->nbind;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->bind[mid].task < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return &s->bind[lo];
+	return &s->bind[block_find(s->bind, s->bindix, x)];
 }
 
 /* Edge i's delay. */
@@ -687,6 +719,8 @@ simulate(struct sim *s)
 		}
 	}
 	runtime_lists(s);
+	s->rinix = block_index(s->rin, s->nrin, n);
+	s->bindix = block_index(s->bind, s->nbind, n);
 	for (i = 0; i < n; i++)
 		if (s->cnt[i] == 0)
 			heap_push(s, s->pt0[s->proc[i]], (uint32_t)i);

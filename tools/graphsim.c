@@ -10,7 +10,7 @@
  * `via` ran", so an edit that adds or moves kernels keeps them right.
  * Original timestamps are never read.
  *
- * State: one section at a time: about 39 bytes a task and 17 an edge for
+ * State: one section at a time: about 38 bytes a task and 17 an edge for
  * the simulation (struct sim), and the input records since the last
  * frame boundary (at most a frame, 2 MiB from kgraph's writers; see
  * run_frames).
@@ -116,7 +116,7 @@ struct sim {
 	size_t nldl, capldl;
 	/* derived, but made as big as the tasks and edges as they are read,
 	 * so that their pages are faulted in by then (struct prefault) */
-	size_t brs, bcnt, bwhead, bsoff, bstate, bfl, bsucc;
+	size_t brs, bcnt, bwhead, bsoff, bstate, bsucc;
 	uint32_t *soff, *succ;    /* successors by a fixed or runtime edge: edge indices */
 	struct rin *rin;          /* runtime edges by destination */
 	size_t nrin;
@@ -125,8 +125,7 @@ struct sim {
 	uint32_t *rinix, *bindix; /* where each block of tasks begins in them (BLK) */
 	uint32_t *cnt, *whead;
 	int64_t *rs;
-	uint8_t *state;           /* 0 waiting, 1 bound, 2 done, 3 at its rendezvous */
-	uint8_t *fl;              /* F_* */
+	uint8_t *state;           /* ST: 0 waiting, 1 bound, 2 done, 3 at its rendezvous; F_* */
 	size_t nproc, cappt0;
 	int64_t *pt0;             /* per proc: when its rank's graph begins (job sections) */
 	int64_t *rank, *rt0;      /* the header's ranks and their starts */
@@ -150,8 +149,12 @@ struct sim {
 };
 
 #define HELD INT64_MAX /* busy[p]: a collective waits there for its peers */
-#define F_RTIN 1 /* fl: the task has runtime in-edges (in rin) */
-#define F_BIND 2 /* fl: the task is a binding point (in bind) */
+/* A task's state and flags share a byte: one random read a task, not two. */
+#define ST(s, x) ((s)->state[x] & 3)
+#define SET_ST(s, x, v) ((s)->state[x] = (uint8_t)(((s)->state[x] & ~3) | (v)))
+#define F_RTIN 4  /* the task has runtime in-edges (in rin) */
+#define F_BIND 8  /* the task is a binding point (in bind) */
+#define F_GRP 16  /* the task is in a rendezvous group (grp) */
 
 /*
  * The section's large arrays are mapped whole, a power of two times 64
@@ -225,9 +228,8 @@ struct big {
 	{ (void **)&(s)->whead, &(s)->bwhead, sizeof(*(s)->whead), 1 }, \
 	{ (void **)&(s)->soff, &(s)->bsoff, sizeof(*(s)->soff), 1 }, \
 	{ (void **)&(s)->state, &(s)->bstate, sizeof(*(s)->state), 1 }, \
-	{ (void **)&(s)->fl, &(s)->bfl, sizeof(*(s)->fl), 1 }, \
 }
-#define NBIG_TASK 10
+#define NBIG_TASK 9
 #define BIG_EDGE(s) { \
 	{ (void **)&(s)->e, &(s)->be, sizeof(*(s)->e), 0 }, \
 	{ (void **)&(s)->ekind, &(s)->bekind, sizeof(*(s)->ekind), 0 }, \
@@ -413,7 +415,7 @@ bind_cmp(const void *a, const void *b)
 /*
  * The runtime edges by destination, and the binding points with the
  * stream each binds on (the last runtime edge's, in edge order), each
- * task flagged in fl.
+ * task flagged in state.
  */
 static void
 runtime_lists(struct sim *s)
@@ -429,7 +431,7 @@ runtime_lists(struct sim *s)
 			continue;
 		s->rin[s->nrin].dst = r->dst;
 		s->rin[s->nrin++].r = (uint32_t)i;
-		s->fl[r->dst] |= F_RTIN;
+		s->state[r->dst] |= F_RTIN;
 		if (r->via != r->dst) {
 			s->bind[s->nbind].task = r->via;
 			s->bind[s->nbind++].val = (uint32_t)i;
@@ -443,7 +445,7 @@ runtime_lists(struct sim *s)
 			j--;
 		s->bind[j].task = s->bind[i].task;
 		s->bind[j++].val = s->rte[s->bind[i].val].on;
-		s->fl[s->bind[i].task] |= F_BIND;
+		s->state[s->bind[i].task] |= F_BIND;
 	}
 	s->nbind = j;
 }
@@ -539,7 +541,7 @@ bind_runtime(struct sim *s, uint32_t x, int64_t t)
 {
 	size_t k;
 
-	for (k = s->fl[x] & F_RTIN ? rin_first(s, x) : s->nrin;
+	for (k = s->state[x] & F_RTIN ? rin_first(s, x) : s->nrin;
 	    k < s->nrin && s->rin[k].dst == x; k++) {
 		const struct rtedge *r = &s->rte[s->rin[k].r];
 		const struct sedge *e = &s->e[r->e];
@@ -548,13 +550,13 @@ bind_runtime(struct sim *s, uint32_t x, int64_t t)
 
 		if (r->via == x)
 			b = s->last[r->on];
-		else if (s->state[r->via] == 2)
+		else if (ST(s, r->via) == 2)
 			b = bind_of(s, r->via)->val;
 		else
 			b = e->src; /* the binding point has not run: keep the trace's */
 		if (b == KG_NONE || b == x)
 			continue;
-		if (s->state[b] == 2) {
+		if (ST(s, b) == 2) {
 			if (s->dend[b] + dl > t)
 				t = s->dend[b] + dl;
 		} else {
@@ -585,7 +587,7 @@ finish(struct sim *s, uint32_t x)
 	int64_t end = s->dend[x];
 	uint32_t k;
 
-	s->state[x] = 2;
+	SET_ST(s, x, 2);
 	for (k = s->soff[x]; k < s->soff[x + 1]; k++) {
 		const struct sedge *e = &s->e[s->succ[k]];
 		uint8_t ek = s->ekind[s->succ[k]];
@@ -610,7 +612,7 @@ finish(struct sim *s, uint32_t x)
 		if (--s->cnt[e->dst] == 0)
 			heap_push(s, s->rs[e->dst], e->dst);
 	}
-	if (s->fl[x] & F_BIND) {
+	if (s->state[x] & F_BIND) {
 		struct bind *b = bind_of(s, x);
 
 		b->val = s->last[b->val];
@@ -668,8 +670,10 @@ groups(struct sim *s)
 	s->garr = xcalloc(ng + 1, sizeof(*s->garr));
 	s->gmax = xcalloc(ng + 1, sizeof(*s->gmax));
 	for (i = 0; i < n; i++)
-		if (s->grp[i] != KG_NONE)
+		if (s->grp[i] != KG_NONE) {
 			s->goff[s->grp[i] + 1]++;
+			s->state[i] |= F_GRP;
+		}
 	for (i = 0; i < ng; i++)
 		s->goff[i + 1] += s->goff[i];
 	pos = xmalloc((ng + 1) * sizeof(*pos));
@@ -688,7 +692,7 @@ simulate(struct sim *s)
 	size_t n = s->n, i, done = 0;
 	uint32_t k;
 
-	/* rs, cnt, whead, soff, state and fl are zero, made as the tasks
+	/* rs, cnt, whead, soff and state are zero, made as the tasks
 	 * were read (and soff, at least, for a section of none) */
 	{
 		struct big bt[] = BIG_TASK(s);
@@ -730,8 +734,8 @@ simulate(struct sim *s)
 		uint32_t x = h.id, p = s->proc[x], g;
 		int64_t t = h.t;
 
-		if (s->state[x] == 0) {
-			s->state[x] = 1;
+		if (ST(s, x) == 0) {
+			SET_ST(s, x, 1);
 			t = bind_runtime(s, x, t);
 			if (t < 0)
 				continue; /* pushed again when its last waited task ends */
@@ -751,7 +755,7 @@ simulate(struct sim *s)
 		if (s->busy[p] > t)
 			t = s->busy[p];
 		s->rs[x] = t;
-		g = s->grp != NULL ? s->grp[x] : KG_NONE;
+		g = s->state[x] & F_GRP ? s->grp[x] : KG_NONE;
 		if (g == KG_NONE) {
 			s->dend[x] += t;
 			s->busy[p] = s->dend[x];
@@ -762,7 +766,7 @@ simulate(struct sim *s)
 		/* A collective: it holds its stream from its arrival; when the
 		 * last peer arrives, all of them run their transfer. */
 		s->busy[p] = HELD;
-		s->state[x] = 3;
+		SET_ST(s, x, 3);
 		if (t > s->gmax[g])
 			s->gmax[g] = t;
 		if (++s->garr[g] < s->goff[g + 1] - s->goff[g])
@@ -793,12 +797,12 @@ report_stuck(const char *name, int section, const struct sim *s, const struct kg
 	size_t i, len = 0, shown = 0, stuck = 0;
 
 	for (i = 0; i < s->n; i++)
-		if (s->state[i] != 2)
+		if (ST(s, i) != 2)
 			stuck++;
 	for (i = 0; i < s->n && shown < 3; i++) {
 		const char *tn;
 
-		if (s->state[i] == 2)
+		if (ST(s, i) == 2)
 			continue;
 		tn = kg_str(r, names[i]);
 		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s#%zu",

@@ -146,9 +146,11 @@ pf_want(struct prefault *p, int i, void *base, size_t want)
 		return;
 	/* from the page it begins in (malloc's large blocks begin past a
 	 * header), to the page it ends in */
-	want += (uintptr_t)base % p->page;
-	base = (char *)base - (uintptr_t)base % p->page;
-	want = (want + p->page - 1) / p->page * p->page;
+	if (base != NULL) {
+		want += (uintptr_t)base % p->page;
+		base = (char *)base - (uintptr_t)base % p->page;
+		want = (want + p->page - 1) / p->page * p->page;
+	}
 	pthread_mutex_lock(&p->mu);
 	s = &p->s[i];
 	if (base == NULL) {

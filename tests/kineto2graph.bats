@@ -517,6 +517,23 @@ open("head.json.gz", "wb").write(gz[:5])' >offset
 	same "$stderr" "kineto2graph: head.json.gz: byte 0: truncated gzip data"
 }
 
+@test "kineto2graph, graph-scale-pp: sorting on two threads or one, the same output" {
+	# Large sorts split in two, a half on a thread (common/psort.h):
+	# KG_SORT_THREAD=always splits every sort, =0 none; a stable merge
+	# of stable halves gives qsort's order, ties and all.
+	need_traces
+	local f="$TRACES/hta_16rank_a100_rank0/rank0.json.gz"
+	[ -f "$f" ] || skip "no $f"
+	KG_SORT_THREAD=always kineto2graph -q -o a.kg "$f"
+	KG_SORT_THREAD=0 kineto2graph -q -o b.kg "$f"
+	cmp a.kg b.kg
+	tracegen --preset tiny -d tr
+	kineto2graph -q tr/*.json.gz | graph-deps --merge > job.kg
+	KG_SORT_THREAD=always graph-scale-pp -q 4 job.kg > a.kg
+	KG_SORT_THREAD=0 graph-scale-pp -q 4 job.kg > b.kg
+	cmp a.kg b.kg
+}
+
 @test "kineto2graph: reading ahead on a thread or not, a trace converts the same, whole or broken" {
 	# A regular file is read and gunzipped on a thread of its own, a few
 	# chunks of 256 KiB ahead of the parser (kineto2graph/ahead.h);

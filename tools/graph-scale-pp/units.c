@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "params.h"
 #include "pp.h"
+#include "psort.h"
 #include "util.h"
 
 static int
@@ -626,7 +627,7 @@ make_pieces(struct job *J)
 		key[i].issued = issued(J, (uint32_t)i);
 		key[i].id = (uint32_t)i;
 	}
-	qsort(key, n, sizeof(*key), skey_cmp);
+	psort(key, n, sizeof(*key), skey_cmp);
 	for (i = 0; i < n; i++)
 		J->pt[i] = key[i].id;
 	free(key);

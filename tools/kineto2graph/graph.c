@@ -29,6 +29,7 @@
 
 #include "commkern.h"
 #include "k2g.h"
+#include "psort.h"
 #include "util.h"
 
 struct step {
@@ -1649,9 +1650,9 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	}
 	sort_ev = t->ev;
 	if (ncpu > 1)
-		qsort(cpu, ncpu, sizeof(*cpu), cmp_cpu);
+		psort(cpu, ncpu, sizeof(*cpu), cmp_cpu);
 	if (ngpu > 1)
-		qsort(gpu, ngpu, sizeof(*gpu), cmp_cpu);
+		psort(gpu, ngpu, sizeof(*gpu), cmp_cpu);
 	flatten(&g, cpu, ncpu, leaf);
 
 	/* Iterations and launches. */
@@ -1736,7 +1737,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		goto out_free;
 	}
 	if (g.ntask > 1)
-		qsort(g.order, g.ntask, sizeof(*g.order), cmp_time);
+		psort(g.order, g.ntask, sizeof(*g.order), cmp_time);
 	for (i = 0; i < g.ntask; i++)
 		g.task[g.order[i]] = (uint32_t)i;
 
@@ -1777,7 +1778,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		if (t->ev[cpu[i]].cls == EV_RT)
 			VEC_PUSH(rts, nrt, cap4, cpu[i]);
 	if (nrt > 1)
-		qsort(rts, nrt, sizeof(*rts), cmp_time);
+		psort(rts, nrt, sizeof(*rts), cmp_time);
 	kg_cov_init(&scratch);
 	g.cov = &scratch;
 	g.dry = 1;

@@ -1,0 +1,82 @@
+/*
+ * psort: qsort on two CPUs (see psort.h).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "psort.h"
+#include "util.h"
+
+#define PSORT_MIN ((size_t)1 << 16)
+
+struct half {
+	void *base;
+	size_t n, size;
+	int (*cmp)(const void *, const void *);
+};
+
+static void *
+sort_half(void *arg)
+{
+	struct half *h = arg;
+
+	qsort(h->base, h->n, h->size, h->cmp);
+	return NULL;
+}
+
+/* -1 plain, 0 by size, 1 always */
+static int
+mode(void)
+{
+	const char *e = getenv("KG_SORT_THREAD");
+
+	if (e != NULL && strcmp(e, "0") == 0)
+		return -1;
+	if (e != NULL && strcmp(e, "always") == 0)
+		return 1;
+	return sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 0 : -1;
+}
+
+void
+psort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	struct half a;
+	pthread_t th;
+	char *left, *x, *y, *xe, *ye, *o;
+	int m = n > 1 ? mode() : -1;
+
+	if (m < 0 || (m == 0 && n < PSORT_MIN)) {
+		if (n > 1)
+			qsort(base, n, size, cmp);
+		return;
+	}
+	a.base = base, a.n = n / 2, a.size = size, a.cmp = cmp;
+	if (pthread_create(&th, NULL, sort_half, &a) != 0) {
+		qsort(base, n, size, cmp);
+		return;
+	}
+	qsort((char *)base + a.n * size, n - a.n, size, cmp);
+	pthread_join(th, NULL);
+	/* the first half copied out, then merged with the second from the
+	 * front (a place is written only once its element is taken), the
+	 * first half's element first on ties: no more memory than qsort's */
+	left = xmalloc(a.n * size);
+	memcpy(left, base, a.n * size);
+	x = left, xe = left + a.n * size;
+	y = (char *)base + a.n * size, ye = (char *)base + n * size;
+	o = base;
+	while (x < xe && y < ye) {
+		if (cmp(y, x) < 0) {
+			memcpy(o, y, size);
+			y += size;
+		} else {
+			memcpy(o, x, size);
+			x += size;
+		}
+		o += size;
+	}
+	memcpy(o, x, (size_t)(xe - x)); /* what is left of the second is in place */
+	free(left);
+}

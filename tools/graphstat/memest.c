@@ -30,10 +30,15 @@ rank_of(struct memest *m, int64_t rank)
 	struct memrank *k;
 	size_t i;
 
+	if (m->lastrk < m->nrk && m->rk[m->lastrk].rank == rank)
+		return &m->rk[m->lastrk];
 	for (i = 0; i < m->nrk; i++)
-		if (m->rk[i].rank == rank)
+		if (m->rk[i].rank == rank) {
+			m->lastrk = i;
 			return &m->rk[i];
+		}
 	grow(&m->rk, &m->caprk, m->nrk + 1, sizeof(*m->rk));
+	m->lastrk = m->nrk;
 	k = &m->rk[m->nrk++];
 	memset(k, 0, sizeof(*k));
 	k->rank = rank;

@@ -127,6 +127,7 @@ struct memest {
 	size_t nev, capev;
 	struct memrank *rk;
 	size_t nrk, caprk;
+	size_t lastrk;  /* the rank found last: a job's tasks come rank by rank */
 	int sorted;
 };
 

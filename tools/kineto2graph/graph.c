@@ -170,9 +170,26 @@ struct gb {
 	size_t nhand;
 	struct umap hoff;   /* a hand-off's dst -> its src */
 	uint64_t nedges;
+	int16_t *ckc;       /* by name: commkern_classify's answer, CK_UNKNOWN before
+	                       it is asked (once a name: a name's kernels are many) */
+	size_t nckc;
 };
 
+#define CK_UNKNOWN INT16_MIN
+
 static const struct ev *sort_ev; /* qsort has no context argument */
+
+/* commkern_classify of the name interned as `name` (g->ckc made for the
+ * names there were when the build began). */
+static int
+kernel_class(const struct gb *g, uint32_t name)
+{
+	if (name >= g->nckc)
+		return commkern_classify(g->t->str.str[name], NULL);
+	if (g->ckc[name] == CK_UNKNOWN)
+		g->ckc[name] = (int16_t)commkern_classify(g->t->str.str[name], NULL);
+	return g->ckc[name];
+}
 
 static int64_t
 end_of(const struct ev *e)
@@ -1392,7 +1409,7 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 	else if (g->tags.stage >= 0) /* launched before the window: the rank's stage */
 		k->stage = g->tags.stage, tagged = TAG_ST_INF;
 	if (e->cls == EV_KERN) {
-		int c = commkern_classify(t->str.str[e->name], NULL), opc = KG_COLL_NONE, depth;
+		int c = kernel_class(g, e->name), opc = KG_COLL_NONE, depth;
 		const struct collmeta *cm = NULL;
 		uint32_t up;
 
@@ -1599,6 +1616,10 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	struct memtask mem;
 
 	memset(&g, 0, sizeof(g));
+	g.nckc = t->str.n;
+	g.ckc = xmalloc((g.nckc + 1) * sizeof(*g.ckc));
+	for (i = 0; i < g.nckc; i++)
+		g.ckc[i] = CK_UNKNOWN;
 	memset(&mem, 0, sizeof(mem));
 	g.t = t;
 	g.o = o;
@@ -2004,5 +2025,6 @@ out_free:
 	free(mem.exc);
 out:
 	free(g.steps);
+	free(g.ckc);
 	return rc;
 }

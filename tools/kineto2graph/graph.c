@@ -172,7 +172,8 @@ struct gb {
 	uint64_t nedges;
 	int16_t *ckc;       /* by name: commkern_classify's answer, CK_UNKNOWN before
 	                       it is asked (once a name: a name's kernels are many) */
-	size_t nckc;
+	uint8_t *rtc;       /* by name: rt_class's answer, 0 before it is asked */
+	size_t nckc;        /* the names both cover */
 };
 
 #define CK_UNKNOWN INT16_MIN
@@ -651,6 +652,41 @@ is_launch_api(const char *n)
 	    starts(n, "cudaGraphLaunch") || starts(n, "cuGraphLaunch");
 }
 
+/*
+ * What a runtime call's name makes it (the low bits), and whether it is
+ * a launch API; asked once a name (g->rtc, 0 before): a trace makes
+ * millions of calls of a few dozen names.
+ */
+enum { RTC_OTHER = 1, RTC_RECORD, RTC_WAIT, RTC_SYNC, RTC_KIND = 7, RTC_LAUNCHAPI = 8 };
+
+static int
+rt_class(struct gb *g, uint32_t name)
+{
+	const char *n = g->t->str.str[name];
+	int c;
+
+	if (name < g->nckc && g->rtc[name] != 0)
+		return g->rtc[name];
+	if (strcmp(n, "cudaEventRecord") == 0)
+		c = RTC_RECORD;
+	else if (strcmp(n, "cudaStreamWaitEvent") == 0)
+		c = RTC_WAIT;
+	else if (strcmp(n, "cudaStreamSynchronize") == 0 ||
+	    strcmp(n, "cudaEventSynchronize") == 0 ||
+	    strcmp(n, "cudaDeviceSynchronize") == 0 ||
+	    strcmp(n, "cuStreamSynchronize") == 0 ||
+	    strcmp(n, "cuEventSynchronize") == 0 ||
+	    strcmp(n, "cuCtxSynchronize") == 0)
+		c = RTC_SYNC;
+	else
+		c = RTC_OTHER;
+	if (is_launch_api(n))
+		c |= RTC_LAUNCHAPI;
+	if (name < g->nckc)
+		g->rtc[name] = (uint8_t)c;
+	return c;
+}
+
 /* What a pending cross-stream wait remembers until the next launch on its stream. */
 #define NRECENT 8 /* streams a thread launched onto lately, for inference */
 
@@ -755,7 +791,7 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 		const struct ev *e = &t->ev[x];
 		const char *n = evname(g, e);
 		const struct syncrec *sr = NULL;
-		int sel = g->sel[x];
+		int sel = g->sel[x], rc;
 
 		sx = e->corr != NO_CORR ? umap_get(&syncs, e->corr) : KG_NONE;
 		if (sx != KG_NONE)
@@ -849,10 +885,11 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 			}
 			continue;
 		}
-		if (is_launch_api(n) && sel)
+		rc = rt_class(g, e->name);
+		if ((rc & RTC_LAUNCHAPI) && sel)
 			kg_cov_add(cov, "launch_nogpu", 1);
 
-		if (strcmp(n, "cudaEventRecord") == 0) {
+		if ((rc & RTC_KIND) == RTC_RECORD) {
 			struct record r;
 			uint32_t ws = e->corr != NO_CORR ? umap_get(&waitstream, e->corr) : KG_NONE;
 
@@ -864,7 +901,7 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 			if (e->corr != NO_CORR)
 				umap_put(&recmap, e->corr, (uint32_t)(nrecs - 1));
 			thr_record[th] = (uint32_t)(nrecs - 1);
-		} else if (strcmp(n, "cudaStreamWaitEvent") == 0) {
+		} else if ((rc & RTC_KIND) == RTC_WAIT) {
 			struct wait wt;
 
 			wt.at = x;
@@ -935,12 +972,7 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 					kg_cov_add(cov, "wait_unresolved", 1);
 				}
 			}
-		} else if (strcmp(n, "cudaStreamSynchronize") == 0 ||
-		    strcmp(n, "cudaEventSynchronize") == 0 ||
-		    strcmp(n, "cudaDeviceSynchronize") == 0 ||
-		    strcmp(n, "cuStreamSynchronize") == 0 ||
-		    strcmp(n, "cuEventSynchronize") == 0 ||
-		    strcmp(n, "cuCtxSynchronize") == 0) {
+		} else if ((rc & RTC_KIND) == RTC_SYNC) {
 			uint32_t src[64], on[64], via = x;
 			size_t ns = 0, k;
 			int how = KG_HOW_INFERRED;
@@ -1618,6 +1650,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	memset(&g, 0, sizeof(g));
 	g.nckc = t->str.n;
 	g.ckc = xmalloc((g.nckc + 1) * sizeof(*g.ckc));
+	g.rtc = xcalloc(g.nckc + 1, sizeof(*g.rtc));
 	for (i = 0; i < g.nckc; i++)
 		g.ckc[i] = CK_UNKNOWN;
 	memset(&mem, 0, sizeof(mem));
@@ -2026,5 +2059,6 @@ out_free:
 out:
 	free(g.steps);
 	free(g.ckc);
+	free(g.rtc);
 	return rc;
 }

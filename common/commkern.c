@@ -3,9 +3,11 @@
  */
 #include "commkern.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "kg.h"
+#include "util.h"
 
 enum { M_PREFIX, M_FUNC, M_FUNC_PREFIX };
 
@@ -231,4 +233,35 @@ commkern_rules(size_t *n)
 		out[i] = rules[i].r;
 	*n = i;
 	return out;
+}
+
+#define MEMO_UNKNOWN INT16_MIN
+
+int
+commkern_memo(struct commkern_memo *m, uint32_t id, const char *name)
+{
+	if (id >= m->n) {
+		size_t i;
+
+		grow(&m->c, &m->cap, (size_t)id + 1, sizeof(*m->c));
+		for (i = m->n; i <= id; i++)
+			m->c[i] = MEMO_UNKNOWN;
+		m->n = (size_t)id + 1;
+	}
+	if (m->c[id] == MEMO_UNKNOWN)
+		m->c[id] = (int16_t)commkern_classify(name, NULL);
+	return m->c[id];
+}
+
+void
+commkern_memo_reset(struct commkern_memo *m)
+{
+	m->n = 0;
+}
+
+void
+commkern_memo_release(struct commkern_memo *m)
+{
+	free(m->c);
+	memset(m, 0, sizeof(*m));
 }

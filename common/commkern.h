@@ -16,6 +16,7 @@
 #define KG_COMMKERN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct commkern_rule {
 	const char *family; /* "nccl", "nccl-symk", "deepep", "nvls", "custom-ar" */
@@ -30,6 +31,20 @@ struct commkern_rule {
  * matched (NULL for -1).
  */
 int commkern_classify(const char *name, const struct commkern_rule **rule);
+
+/*
+ * commkern_classify once a name: a tool sees a name's kernels by the
+ * thousand, and the patterns were a few percent of its time. By the
+ * name's string id (per section: reset with each one's strings).
+ */
+struct commkern_memo {
+	int16_t *c;
+	size_t n, cap;
+};
+
+int commkern_memo(struct commkern_memo *m, uint32_t id, const char *name);
+void commkern_memo_reset(struct commkern_memo *m);
+void commkern_memo_release(struct commkern_memo *m);
 
 /* The table, for listing: n rules. */
 const struct commkern_rule *commkern_rules(size_t *n);

@@ -805,6 +805,10 @@ om_load(struct om_model *m, FILE *fp, char *err, size_t errlen)
 	l = next_line(b, sumend, &pos);
 	if (l == NULL || sscanf(l, "classes %d", &ncls) != 1 || ncls != OM_NCLASS)
 		goto bad;
+	/* one thread: XGBoost's load runs on all CPUs whatever the
+	 * booster's nthread, and OpenMP's idle threads then spin, taking
+	 * the CPUs of our readers and writers */
+	omp_set_num_threads(1);
 	for (i = 0; i < OM_NCLASS; i++) {
 		struct om_cls *c = &m->cls[i];
 		char name[32], kind[16], target[16];
@@ -843,10 +847,6 @@ om_load(struct om_model *m, FILE *fp, char *err, size_t errlen)
 			if (XGBoosterCreate(NULL, 0, &h) != 0)
 				goto xgb;
 			c->booster = h;
-			/* one thread: XGBoost's load runs on all CPUs whatever
-			 * the booster's nthread, and OpenMP's idle threads then
-			 * spin, taking the CPUs of our readers and writers */
-			omp_set_num_threads(1);
 			if (XGBoosterLoadModelFromBuffer(h, b + pos, nt) != 0 ||
 			    XGBoosterSetParam(h, "nthread", "1") != 0)
 				goto xgb;

@@ -170,15 +170,6 @@ pf_want(struct prefault *p, int i, void *base, size_t want)
 }
 
 void
-pf_vec(struct prefault *p, int i, void *arr, size_t n, size_t cap, size_t cap0, size_t size)
-{
-	size_t want = n + PF_AHEAD;
-
-	if (p != NULL && (n % PF_EVERY == 0 || cap != cap0))
-		pf_want(p, i, arr, (want < cap ? want : cap) * size);
-}
-
-void
 pf_free(struct prefault *p)
 {
 	if (p == NULL)

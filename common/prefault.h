@@ -45,8 +45,13 @@ void pf_want(struct prefault *p, int i, void *base, size_t want);
  */
 #define PF_AHEAD ((size_t)1 << 16)
 #define PF_EVERY ((size_t)1 << 15)
-void pf_vec(struct prefault *p, int i, void *arr, size_t n, size_t cap, size_t cap0,
-    size_t size);
+static inline void
+pf_vec(struct prefault *p, int i, void *arr, size_t n, size_t cap, size_t cap0, size_t size)
+{
+	/* on the path of every push: the test here, the call seldom */
+	if (p != NULL && (n % PF_EVERY == 0 || cap != cap0))
+		pf_want(p, i, arr, (n + PF_AHEAD < cap ? n + PF_AHEAD : cap) * size);
+}
 /* Stop the thread after the populate it is in, and free. */
 void pf_free(struct prefault *p);
 

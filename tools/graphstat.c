@@ -156,13 +156,9 @@ overlap1(struct iv iv, const struct iv *x, size_t nx)
 	return overlap(&iv, 1, x + lo, nx - lo);
 }
 
-#define CK_UNKNOWN INT16_MIN /* ckc: not yet classified */
-
 struct section {
 	char net[512];    /* a network a what-if tool assumed (its tools entry) */
-	int16_t *ckc;     /* by name id: commkern_classify's answer (a name's
-	                     kernels are many: it is asked once a name) */
-	size_t nckc, capckc;
+	struct commkern_memo ckm; /* kernel names' communication classes */
 	struct stask *t;
 	size_t n, cap;
 	uint8_t *pkind;   /* per proc: KG_THREAD / KG_STREAM */
@@ -722,23 +718,6 @@ out:
 	free(jrank);
 }
 
-
-/* commkern_classify of name id `name`, asked once a name a section. */
-static int
-kernel_class(struct section *s, const struct kg_reader *r, uint32_t name)
-{
-	if (name >= s->nckc) {
-		size_t i;
-
-		grow(&s->ckc, &s->capckc, (size_t)name + 1, sizeof(*s->ckc));
-		for (i = s->nckc; i <= name; i++)
-			s->ckc[i] = CK_UNKNOWN;
-		s->nckc = (size_t)name + 1;
-	}
-	if (s->ckc[name] == CK_UNKNOWN)
-		s->ckc[name] = (int16_t)commkern_classify(kg_str(r, name), NULL);
-	return s->ckc[name];
-}
 static int
 process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *comm,
     int *header, int *cheader, int *mheader)
@@ -755,7 +734,7 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 		switch (t) {
 		case KG_R_HEADER:
 			s.n = s.np = s.nmem = 0;
-			s.nckc = 0; /* the section's strings are its own */
+			commkern_memo_reset(&s.ckm); /* the section's strings are its own */
 			memest_reset(&s.me);
 			/* --device-memory, else the header's (1.5: the rank's
 			 * GPU, from the trace's deviceProperties) */
@@ -806,7 +785,8 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 			/* a stream from before a kernel family was known as
 			 * communication: the same table kineto2graph uses */
 			if (in.rec.task.kind == KG_KERN && in.rec.task.name != KG_NONE) {
-				int cc = kernel_class(&s, &in.r, in.rec.task.name);
+				int cc = commkern_memo(&s.ckm, in.rec.task.name,
+				    kg_str(&in.r, in.rec.task.name));
 
 				if (cc >= 0)
 					in.rec.task.kind = KG_COLL, in.rec.task.coll = (uint8_t)cc;
@@ -904,7 +884,7 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 	kg_cov_release(&s.cov);
 	free(s.t);
 	free(s.pkind);
-	free(s.ckc);
+	commkern_memo_release(&s.ckm);
 	free(s.pmain);
 	free(s.prank);
 	free(s.mem);

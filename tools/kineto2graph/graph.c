@@ -170,27 +170,12 @@ struct gb {
 	size_t nhand;
 	struct umap hoff;   /* a hand-off's dst -> its src */
 	uint64_t nedges;
-	int16_t *ckc;       /* by name: commkern_classify's answer, CK_UNKNOWN before
-	                       it is asked (once a name: a name's kernels are many) */
+	struct commkern_memo *ckm; /* kernel names' communication classes */
 	uint8_t *rtc;       /* by name: rt_class's answer, 0 before it is asked */
-	size_t nckc;        /* the names both cover */
+	size_t nrtc;        /* the names it covers (those before the build) */
 };
 
-#define CK_UNKNOWN INT16_MIN
-
 static const struct ev *sort_ev; /* qsort has no context argument */
-
-/* commkern_classify of the name interned as `name` (g->ckc made for the
- * names there were when the build began). */
-static int
-kernel_class(const struct gb *g, uint32_t name)
-{
-	if (name >= g->nckc)
-		return commkern_classify(g->t->str.str[name], NULL);
-	if (g->ckc[name] == CK_UNKNOWN)
-		g->ckc[name] = (int16_t)commkern_classify(g->t->str.str[name], NULL);
-	return g->ckc[name];
-}
 
 static int64_t
 end_of(const struct ev *e)
@@ -665,7 +650,7 @@ rt_class(struct gb *g, uint32_t name)
 	const char *n = g->t->str.str[name];
 	int c;
 
-	if (name < g->nckc && g->rtc[name] != 0)
+	if (name < g->nrtc && g->rtc[name] != 0)
 		return g->rtc[name];
 	if (strcmp(n, "cudaEventRecord") == 0)
 		c = RTC_RECORD;
@@ -682,7 +667,7 @@ rt_class(struct gb *g, uint32_t name)
 		c = RTC_OTHER;
 	if (is_launch_api(n))
 		c |= RTC_LAUNCHAPI;
-	if (name < g->nckc)
+	if (name < g->nrtc)
 		g->rtc[name] = (uint8_t)c;
 	return c;
 }
@@ -1441,7 +1426,8 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 	else if (g->tags.stage >= 0) /* launched before the window: the rank's stage */
 		k->stage = g->tags.stage, tagged = TAG_ST_INF;
 	if (e->cls == EV_KERN) {
-		int c = kernel_class(g, e->name), opc = KG_COLL_NONE, depth;
+		int c = commkern_memo(g->ckm, e->name, t->str.str[e->name]), opc = KG_COLL_NONE,
+		    depth;
 		const struct collmeta *cm = NULL;
 		uint32_t up;
 
@@ -1648,11 +1634,9 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	struct memtask mem;
 
 	memset(&g, 0, sizeof(g));
-	g.nckc = t->str.n;
-	g.ckc = xmalloc((g.nckc + 1) * sizeof(*g.ckc));
-	g.rtc = xcalloc(g.nckc + 1, sizeof(*g.rtc));
-	for (i = 0; i < g.nckc; i++)
-		g.ckc[i] = CK_UNKNOWN;
+	g.ckm = xcalloc(1, sizeof(*g.ckm));
+	g.nrtc = t->str.n;
+	g.rtc = xcalloc(g.nrtc + 1, sizeof(*g.rtc));
 	memset(&mem, 0, sizeof(mem));
 	g.t = t;
 	g.o = o;
@@ -2058,7 +2042,8 @@ out_free:
 	free(mem.exc);
 out:
 	free(g.steps);
-	free(g.ckc);
+	commkern_memo_release(g.ckm);
+	free(g.ckm);
 	free(g.rtc);
 	return rc;
 }

@@ -3,9 +3,11 @@
  *
  * What the writer hands is gathered into jobs, one a zstd frame (its
  * buffers, and the pledged size that opens it) or one a run of bytes
- * already compressed. Jobs wait in a ring, one more than the threads (a
- * job in the making beside one for each: memory for so many frames of
- * 2 MiB, and no more, is what a writer adds); each of the threads
+ * already compressed. Jobs wait in a ring: one a thread, one in the
+ * making, and one handed that a thread takes as soon as it is free
+ * (memory for so many frames of 2 MiB, and no more, is what a writer
+ * adds; with one fewer, the caller and a lone thread take turns
+ * instead of working side by side); each of the threads
  * takes the oldest waiting one, compresses it into its own output with
  * a zstd context of its own, and writes out, in the order handed, every
  * job done that is next. A frame is compressed by the same calls in the
@@ -46,8 +48,10 @@ struct job {
 
 /* Threads, at most. */
 #define WMAX 4
-/* Jobs in the ring, at most: a writer that gets that far ahead waits. */
-#define JMAX (WMAX + 1)
+/* Jobs in the ring, at most: one a thread, the one in the making, and
+ * one handed that waits for a thread (a writer that gets that far ahead
+ * waits; a ring whose head meets its tail is empty, never full). */
+#define JMAX (WMAX + 2)
 /* A frame held whole up to this; a larger one is compressed as it comes. */
 #define BIG_FRAME ((size_t)8 << 20)
 /* Bytes passed as they are (zq_raw) that are copied; more are waited on. */
@@ -65,7 +69,7 @@ struct zq {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* a job handed, done or written, or stop */
 	struct job job[JMAX];
-	size_t ring;       /* jobs in the ring: one more than the threads */
+	size_t ring;       /* slots in the ring: two more than the threads */
 	size_t head, tail; /* the oldest not written; the one filling */
 	uint64_t handed, written; /* jobs handed to the threads, and written */
 	int writing, stop;
@@ -288,7 +292,7 @@ start(struct zq *q)
 	if (q->max > 0 && n > q->max)
 		n = q->max;
 	q->want = 0;
-	q->ring = (size_t)n + 1;
+	q->ring = (size_t)n + 2;
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->cv, NULL);
 	for (i = 0; i < n; i++)
@@ -322,7 +326,11 @@ here(struct zq *q, const struct item *it)
 	return 0;
 }
 
-/* Hand the job filling to the threads, then wait for room in the ring (locked). */
+/*
+ * Hand the job filling to the threads, then wait for room in the ring
+ * (locked): while every thread has a job and another waits, the caller
+ * would only get further ahead.
+ */
 static void
 submit(struct zq *q)
 {

@@ -136,9 +136,14 @@ graph_write(struct kg_writer *w, const struct graph *g, const char *tool,
 	for (i = 0; o->proc != NULL && i < o->nproc; i++)
 		if (kg_write_proc(w, &o->proc[i]) < 0)
 			return -1;
-	for (i = 0; i < o->ntask; i++)
-		if (kg_write_task(w, &o->task[i]) < 0)
+	for (i = 0; i < o->ntask; i++) {
+		struct kg_task t;
+
+		if (o->task_at != NULL)
+			o->task_at(o->arg, i, &t);
+		if (kg_write_task(w, o->task_at != NULL ? &t : &o->task[i]) < 0)
 			return -1;
+	}
 	for (i = 0; i < o->nedge; i++)
 		if (kg_write_edge(w, &o->edge[i]) < 0)
 			return -1;

@@ -59,8 +59,11 @@ int64_t graph_rank(const struct graph *g, uint32_t task);
  * Write the section: the header h (the section's own, or a new one) with
  * `tool` added to its tools, the kept strings, the new strings xstr
  * (ids from g->nstr on), the processors (the kept ones when proc is
- * NULL), the tasks and edges given (the section's own, or rebuilt ones),
- * the coverage, the end. -1 with w->err set on failure.
+ * NULL), the tasks and edges given (the section's own, or rebuilt ones;
+ * or, where task_at is set, the ntask tasks it makes, asked for in
+ * order: a tool whose new tasks differ from their sources in a few
+ * fields need not hold them whole), the coverage, the end. -1 with
+ * w->err set on failure.
  */
 struct graph_out {
 	const struct kg_header *h;
@@ -70,6 +73,8 @@ struct graph_out {
 	size_t nproc;
 	const struct kg_task *task;
 	size_t ntask;
+	void (*task_at)(void *arg, size_t i, struct kg_task *t);
+	void *arg;
 	const struct kg_edge *edge;
 	size_t nedge;
 };

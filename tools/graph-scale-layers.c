@@ -43,7 +43,8 @@
  * take B'/B of their durations.
  *
  * State: one section at a time, decoded (common/graph.h), and the new
- * tasks and edges.
+ * tasks and edges; a new task as what differs from its source's record
+ * (32 bytes: sl.h's struct ntask), made whole only as it is written.
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -81,10 +82,24 @@ ctx_release(struct ctx *c)
 	free(c->progout), free(c->progin), free(c->ranks), free(c->rstage), free(c->rn);
 	for (k = 0; k < c->nst; k++)
 		free(c->st[k].cnt), free(c->st[k].firstj);
-	free(c->st), free(c->t), free(c->e), free(c->src), free(c->cp);
+	free(c->st), free(c->t), free(c->fix), free(c->e);
 	for (k = 0; k < c->nrk; k++)
 		free(c->rk[k].dur), free(c->rk[k].gap);
 	free(c->rk);
+}
+
+/* graph_write's new tasks, made whole one by one. */
+struct out_tasks {
+	const struct ctx *c;
+	size_t fix;
+};
+
+static void
+task_at(void *arg, size_t i, struct kg_task *t)
+{
+	struct out_tasks *o = arg;
+
+	new_task(o->c, i, &o->fix, t);
 }
 
 /* Rebuild and write one section; 0, or 1 after a message. */
@@ -94,6 +109,7 @@ scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, co
 {
 	struct ctx c;
 	struct graph_out go;
+	struct out_tasks ot;
 	int rc = 1;
 
 	memset(&c, 0, sizeof(c));
@@ -110,7 +126,9 @@ scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, co
 	if (c.dropped > 0)
 		warnmsg("%s: section %d: %zu edges lost both ends' tasks", name, index, c.dropped);
 	memset(&go, 0, sizeof(go));
-	go.task = c.t, go.ntask = c.nt, go.edge = c.e, go.nedge = c.ne;
+	ot.c = &c, ot.fix = 0;
+	go.task_at = task_at, go.arg = &ot, go.ntask = c.nt;
+	go.edge = c.e, go.nedge = c.ne;
 	if (graph_write(&out->w, g, PRODUCER, &go) < 0) {
 		errmsg("%s: %s", out->name, out->w.err);
 		goto out;

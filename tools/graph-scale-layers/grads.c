@@ -107,7 +107,7 @@ scale_step_host(struct ctx *c)
 	for (i = 0; i < g->nproc; i++)
 		iter[i] = INT64_MIN, cur[i] = SIZE_MAX, last[i] = KG_NONE;
 	for (i = 0; i < c->nt; i++) {
-		const struct kg_task *t = &c->t[i];
+		const struct kg_task *t = &g->task[c->t[i].src];
 		size_t w;
 
 		if (g->proc[t->proc].kind != KG_THREAD || t->phase != KG_PH_OPT ||
@@ -130,7 +130,7 @@ scale_step_host(struct ctx *c)
 		}
 		win[i] = (uint32_t)w + 1;
 		run[w] = t->kind == KG_CPU && last[t->proc] != KG_NONE &&
-		    c->t[last[t->proc]].name == t->name ? run[w] + 1 : 1;
+		    g->task[c->t[last[t->proc]].src].name == t->name ? run[w] + 1 : 1;
 		last[t->proc] = (uint32_t)i;
 		if (run[w] > longest[w])
 			longest[w] = run[w];
@@ -140,7 +140,7 @@ scale_step_host(struct ctx *c)
 
 		if (win[i] == 0)
 			continue;
-		s = &c->st[c->rstage[rank_index(c, graph_rank(g, c->src[i]))]];
+		s = &c->st[c->rstage[rank_index(c, graph_rank(g, c->t[i].src))]];
 		if (s->tratio == 1 || s->tensors <= 1 || longest[win[i] - 1] < s->tensors) {
 			win[i] = 0;
 			continue;
@@ -152,7 +152,7 @@ scale_step_host(struct ctx *c)
 
 		if (e->kind == KG_E_THREAD && e->dst < c->nt && win[e->dst] != 0) {
 			const struct stage *s =
-			    &c->st[c->rstage[rank_index(c, graph_rank(g, c->src[e->dst]))]];
+			    &c->st[c->rstage[rank_index(c, graph_rank(g, c->t[e->dst].src))]];
 
 			e->delay = llround((double)e->delay * s->tratio);
 		}
@@ -252,29 +252,33 @@ gradients(struct ctx *c)
 	for (i = 0; i < n; i++)
 		cg[ct[i]->id] = grp[i];
 	for (i = 0; i < c->nt; i++) {
-		struct kg_task *t = &c->t[i];
+		struct ntask *x = &c->t[i];
+		const struct kg_task *t = &g->task[x->src];
 		const struct stage *s;
 		const struct pgroup *gp;
+		struct tfix f = { i, t->bytes, t->mnet, t->mexc };
+		int fixed = 0;
 
 		/* only the optimizer's tasks and the backward's collectives
 		 * change: the others are not looked up (their source task,
 		 * for the rank, is a fetch from anywhere in the job) */
 		if (t->phase != KG_PH_OPT && (t->phase != KG_PH_BWD || t->kind != KG_COLL))
 			continue;
-		s = &c->st[c->rstage[rank_index(c, graph_rank(g, c->src[i]))]];
-		gp = cg[c->src[i]] == UINT32_MAX ? NULL : &pg.g[cg[c->src[i]]];
+		s = &c->st[c->rstage[rank_index(c, graph_rank(g, x->src))]];
+		gp = cg[x->src] == UINT32_MAX ? NULL : &pg.g[cg[x->src]];
 		if (s->ratio == 1)
 			continue;
 		if (t->phase == KG_PH_OPT && t->mpeak >= 0) {
 			/* the optimizer's allocator events (its temporaries,
 			 * the gradients freed) follow the parameters:
 			 * graphstat's memory estimate */
-			t->mnet = llround((double)t->mnet * s->ratio);
+			f.mnet = llround((double)t->mnet * s->ratio);
 			if (t->mexc >= 0)
-				t->mexc = llround((double)t->mexc * s->ratio);
+				f.mexc = llround((double)t->mexc * s->ratio);
+			fixed = 1;
 		}
 		if (t->kind == KG_KERN && t->phase == KG_PH_OPT) {
-			t->dur = llround((double)t->dur * s->ratio);
+			x->dur = llround((double)x->dur * s->ratio);
 		} else if (gp != NULL && gp->dp && !pgroups_p2p(t->coll) &&
 		    (t->phase == KG_PH_BWD || t->phase == KG_PH_OPT) && t->bytes > 0) {
 			uint64_t b = (uint64_t)llround((double)t->bytes * s->ratio);
@@ -290,9 +294,12 @@ gradients(struct ctx *c)
 			}
 			if (pgroups_borrowed(&m, t->coll, gp->link, seen, msg, sizeof(msg)))
 				warnmsg("%s: section %d: %s", c->name, c->index, msg);
-			t->dur = llround((double)t->dur * (double)tnew / (double)told);
-			t->bytes = b;
+			x->dur = llround((double)x->dur * (double)tnew / (double)told);
+			f.bytes = b;
+			fixed = 1;
 		}
+		if (fixed)
+			VEC_PUSH(c->fix, c->nfix, c->capfix, f);
 	}
 	free(cg);
 	scale_step_host(c);

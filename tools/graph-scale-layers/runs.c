@@ -259,22 +259,30 @@ find_runs(struct ctx *c)
 }
 
 static void
-add_task(struct ctx *c, struct kg_task t, uint32_t source, uint32_t copy)
+add_task(struct ctx *c, uint32_t source, uint32_t copy, int64_t layer, int64_t dur,
+    int64_t odur)
 {
-	size_t n = c->nt;
+	size_t cap0 = c->capt;
+	struct ntask x = { source, copy, layer, dur, odur };
 
-	size_t cap0 = c->capt, capsrc0 = c->capsrc, capcp0 = c->capcp;
-
-	t.id = (uint32_t)n;
-	VEC_PUSH(c->t, c->nt, c->capt, t);
-	grow(&c->src, &c->capsrc, n + 1, sizeof(*c->src));
-	grow(&c->cp, &c->capcp, n + 1, sizeof(*c->cp));
-	c->src[n] = source;
-	c->cp[n] = copy;
+	VEC_PUSH(c->t, c->nt, c->capt, x);
 	/* the new job's pages faulted in ahead (the graph's slots are 0, 1) */
 	pf_vec(c->g->pf, 2, c->t, c->nt, c->capt, cap0, sizeof(*c->t));
-	pf_vec(c->g->pf, 3, c->src, c->nt, c->capsrc, capsrc0, sizeof(*c->src));
-	pf_vec(c->g->pf, 4, c->cp, c->nt, c->capcp, capcp0, sizeof(*c->cp));
+}
+
+void
+new_task(const struct ctx *c, size_t i, size_t *fix, struct kg_task *t)
+{
+	const struct ntask *x = &c->t[i];
+
+	*t = c->g->task[x->src];
+	t->id = (uint32_t)i;
+	t->layer = x->layer, t->dur = x->dur, t->odur = x->odur;
+	if (*fix < c->nfix && c->fix[*fix].i == i) {
+		const struct tfix *f = &c->fix[(*fix)++];
+
+		t->bytes = f->bytes, t->mnet = f->mnet, t->mexc = f->mexc;
+	}
 }
 
 /*
@@ -341,14 +349,14 @@ make_tasks(struct ctx *c)
 	uint32_t k, q;
 
 	for (i = 0; i < g->ntask; i++) {
-		struct kg_task t = g->task[i];
+		const struct kg_task *t = &g->task[i];
 		struct run *x;
 		int64_t cp, n;
 
 		c->nid[i] = KG_NONE;
 		if (c->run[i] == KG_NONE) {
 			c->nid[i] = (uint32_t)c->nt;
-			add_task(c, t, (uint32_t)i, 0);
+			add_task(c, (uint32_t)i, 0, t->layer, t->dur, t->odur);
 			continue;
 		}
 		x = &c->rn[c->run[i]];
@@ -358,14 +366,16 @@ make_tasks(struct ctx *c)
 		n = ncopies(c, x);
 		for (cp = 0; cp < n; cp++)
 			for (k = 0, q = c->pidx[i]; k < x->len; k++, q++) {
-				t = g->task[c->porder[q]];
-				t.layer = c->st[x->stage].nlo + copy_layer(c, x, cp);
+				const struct kg_task *u = &g->task[c->porder[q]];
+				int64_t layer = c->st[x->stage].nlo + copy_layer(c, x, cp);
+				int64_t dur = u->dur, odur = u->odur;
+
 				if (cp > 0 && x->kind != KG_NONE) {
 					const struct rkind *r = &c->rk[x->kind];
 
-					t.dur = t.odur = llround(r->dur[k] / (double)r->n);
+					dur = odur = llround(r->dur[k] / (double)r->n);
 				}
-				add_task(c, t, c->porder[q], (uint32_t)cp);
+				add_task(c, c->porder[q], (uint32_t)cp, layer, dur, odur);
 			}
 	}
 }
@@ -478,12 +488,12 @@ program_edges(struct ctx *c)
 	for (i = 0; i < g->nproc; i++)
 		last[i] = KG_NONE;
 	for (i = 0; i < c->nt; i++) {
-		uint32_t p = c->t[i].proc, y = last[p], sx = c->src[i], sy, e = KG_NONE, o, n;
+		uint32_t sx = c->t[i].src, p = g->task[sx].proc, y = last[p], sy, e = KG_NONE, o, n;
 
 		last[p] = (uint32_t)i;
 		if (y == KG_NONE)
 			continue;
-		sy = c->src[y];
+		sy = c->t[y].src;
 		o = c->progout[sy], n = c->progin[sx];
 		if (o != KG_NONE && g->edge[o].dst == sx)
 			e = o; /* neighbours before */
@@ -495,7 +505,7 @@ program_edges(struct ctx *c)
 			e = o != KG_NONE ? o : n;
 		if (e == KG_NONE)
 			continue;
-		if (c->cp[i] > 0 && c->cp[y] == c->cp[i] && c->run[sx] != KG_NONE &&
+		if (c->t[i].cp > 0 && c->t[y].cp == c->t[i].cp && c->run[sx] != KG_NONE &&
 		    c->run[sy] == c->run[sx] && c->rn[c->run[sx]].kind != KG_NONE) {
 			/* inside a copy: the mean gap of its kind */
 			const struct rkind *r = &c->rk[c->rn[c->run[sx]].kind];

@@ -51,6 +51,20 @@ struct stage {
 	double tratio;    /* parameter tensors after / before */
 };
 
+/* A new task: its source, which copy it is in (0 outside runs), and what
+ * differs from the source's record (its id is its index). */
+struct ntask {
+	uint32_t src, cp;
+	int64_t layer, dur, odur;
+};
+
+/* The gradients' other changes to a new task (by ascending index). */
+struct tfix {
+	size_t i;
+	uint64_t bytes;
+	int64_t mnet, mexc;
+};
+
 struct ctx {
 	const struct opts *o;
 	const struct graph *g;
@@ -67,14 +81,15 @@ struct ctx {
 	size_t nrun, caprun;
 	struct stage *st;
 	size_t nst;
-	/* the result */
-	struct kg_task *t;
+	/* the result: the new tasks, each its source's record but for what
+	 * struct ntask holds (and the gradients' changes in fix), made
+	 * whole only as it is written (task_at) */
+	struct ntask *t;
 	size_t nt, capt;
+	struct tfix *fix;
+	size_t nfix, capfix;
 	struct kg_edge *e;
 	size_t ne, cape;
-	uint32_t *src;      /* by new task: its source */
-	uint32_t *cp;       /* and which copy it is in, 0 outside runs */
-	size_t capsrc, capcp;
 	struct rkind *rk;
 	size_t nrk, caprk;
 	size_t dropped;     /* edges with no task left to hold them */
@@ -88,5 +103,8 @@ void make_tasks(struct ctx *c);
 void program_edges(struct ctx *c);
 void other_edges(struct ctx *c);
 int gradients(struct ctx *c);
+/* New task i made whole, into *t; *fix, the next of c->fix not yet
+ * applied, moves on (start at 0; ask in ascending order). */
+void new_task(const struct ctx *c, size_t i, size_t *fix, struct kg_task *t);
 
 #endif

@@ -8,7 +8,8 @@
  * How: tools/graph-scale-pp/pp.h. What: graph-scale-pp(1).
  *
  * State: one section at a time, decoded (common/graph.h), its pieces,
- * and the new job.
+ * and the new job: a copied task as what it changes of its template's
+ * record (64 bytes, pp.h's struct ntask), a task made here whole.
  */
 #include <getopt.h>
 #include <stdlib.h>

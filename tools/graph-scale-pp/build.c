@@ -180,22 +180,37 @@ wait_edge(struct build *B, const struct kg_edge *e, uint32_t dst, uint32_t at)
 		VEC_PUSH(B->e, B->ne, B->cape, d);
 }
 
+/* New task i's record but for the fields struct ntask holds. */
+const struct kg_task *
+nt_base(const struct build *B, size_t i)
+{
+	return B->t[i].made != KG_NONE ? &B->made[B->t[i].made] : &B->J->g->task[B->tmpl[i]];
+}
+
 /*
  * Add a new task t (its proc the new one) copied from template task u
- * (KG_NONE: made here): program order after the last task on its
- * processor, and the waits that were waiting for the next task there.
+ * (KG_NONE: made here), held whole unless `copy` (t is u's record with
+ * only struct ntask's fields changed): program order after the last
+ * task on its processor, and the waits that were waiting for the next
+ * task there.
  */
-uint32_t
-add_task(struct build *B, struct kg_task *t, uint32_t u)
+static uint32_t
+add(struct build *B, struct kg_task *t, uint32_t u, int copy)
 {
 	uint32_t nt = (uint32_t)B->nt, np = t->proc;
 	size_t q;
+	struct ntask x = { t->proc, t->pgr, KG_NONE, t->stage, t->mb, t->layer, t->gsize, t->dur,
+	    t->bytes };
 
 	size_t cap0 = B->capt, captmpl0 = B->captmpl, capsnap0 = B->capsnap;
 	struct prefault *pf = B->J->g->pf;
 
 	t->id = nt;
-	VEC_PUSH(B->t, B->nt, B->capt, *t);
+	if (!copy) {
+		x.made = (uint32_t)B->nmade;
+		VEC_PUSH(B->made, B->nmade, B->capmade, *t);
+	}
+	VEC_PUSH(B->t, B->nt, B->capt, x);
 	grow(&B->tmpl, &B->captmpl, B->nt, sizeof(*B->tmpl));
 	grow(&B->snap, &B->capsnap, B->nt, sizeof(*B->snap));
 	/* the new job's pages faulted in ahead (the graph's slots are 0, 1);
@@ -232,6 +247,31 @@ add_task(struct build *B, struct kg_task *t, uint32_t u)
 	return nt;
 }
 
+uint32_t
+add_task(struct build *B, struct kg_task *t, uint32_t u)
+{
+	return add(B, t, u, 0);
+}
+
+uint32_t
+add_copy(struct build *B, struct kg_task *t, uint32_t u)
+{
+	return add(B, t, u, 1);
+}
+
+/* graph_write's new tasks, made whole one by one. */
+static void
+task_at(void *arg, size_t i, struct kg_task *t)
+{
+	const struct build *B = arg;
+	const struct ntask *x = &B->t[i];
+
+	*t = *nt_base(B, i);
+	t->id = (uint32_t)i;
+	t->proc = x->proc, t->pgr = x->pgr, t->stage = x->stage, t->mb = x->mb;
+	t->layer = x->layer, t->gsize = x->gsize, t->dur = x->dur, t->bytes = x->bytes;
+}
+
 /* Write one piece's copy; its own edges, and those it anchors. */
 void
 emit(struct build *B, const struct piece *pc, struct ctx *c)
@@ -258,10 +298,10 @@ emit(struct build *B, const struct piece *pc, struct ctx *c)
 				nt = accum_make(B, &t, u);
 			} else {
 				B->acc_untimed++;
-				nt = add_task(B, &t, u);
+				nt = add_copy(B, &t, u);
 			}
 		} else {
-			nt = add_task(B, &t, u);
+			nt = add_copy(B, &t, u);
 		}
 		if (g->proc[g->task[u].proc].kind == KG_THREAD && !g->proc[g->task[u].proc].main &&
 		    c->unit == U_B) {
@@ -436,7 +476,7 @@ job_build(struct job *J, struct kg_writer *w, const char *producer)
 	go.h = &h;
 	go.xstr = (const char *const *)B.xstr, go.nxstr = B.nxstr;
 	go.proc = B.proc, go.nproc = B.np;
-	go.task = B.t, go.ntask = B.nt;
+	go.task_at = task_at, go.arg = &B, go.ntask = B.nt;
 	go.edge = B.e, go.nedge = B.ne;
 	if (graph_write(w, g, producer, &go) < 0)
 		goto out; /* a write error: the caller names the output */
@@ -449,6 +489,7 @@ out:
 	for (i = 0; i < B.nxstr; i++)
 		free(B.xstr[i]);
 	free(B.xstr), free(B.role), free(B.viaon), free(B.inst), free(B.instrank), free(B.t);
+	free(B.made);
 	free(B.atoff), free(B.atl);
 	free(B.tmpl);
 	free(B.snap), free(B.e), free(B.proc), free(B.key), free(B.rp), free(B.last), free(B.pd);

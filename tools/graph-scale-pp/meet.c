@@ -28,7 +28,7 @@ void
 coll_key(struct build *B, uint32_t nt, uint32_t u, const struct ctx *c, int32_t ord)
 {
 	const struct job *J = B->J;
-	int coll = B->t[nt].coll;
+	int coll = nt_base(B, nt)->coll;
 	uint32_t grp = u == KG_NONE ? UINT32_MAX : J->cgroup[u];
 	struct ckey key;
 	int64_t tt = B->rank % J->tp, d = B->rank / J->tp % J->dp, s = B->stage;
@@ -130,13 +130,13 @@ gradients(struct build *B, size_t from, const struct stagecfg *sc)
 		target = prim * share;
 	}
 	for (i = from; i < B->nt; i++) {
-		const struct kg_task *t = &B->t[i];
+		const struct kg_task *t = nt_base(B, i);
 		uint32_t u = B->tmpl[i];
 
 		if (u != KG_NONE && t->kind == KG_COLL && J->cgroup[u] != UINT32_MAX &&
 		    J->pg.g[J->cgroup[u]].dp && (t->phase == KG_PH_BWD || t->phase == KG_PH_OPT) &&
-		    t->iter == B->t[from].iter)
-			kept += (double)t->bytes;
+		    t->iter == nt_base(B, from)->iter)
+			kept += (double)B->t[i].bytes;
 	}
 	if (J->pg.dp < 2 || kept <= 0 || prim <= 0 || J->P <= 0) {
 		pr = J->P > 0 && J->S == 1 ? share : (double)sc->n2 / (double)sc->nsrc;
@@ -146,7 +146,8 @@ gradients(struct build *B, size_t from, const struct stagecfg *sc)
 		pr = share;
 	}
 	for (i = from; i < B->nt; i++) {
-		struct kg_task *t = &B->t[i];
+		struct ntask *x = &B->t[i];
+		const struct kg_task *t = nt_base(B, i);
 		uint32_t u = B->tmpl[i];
 		const struct pgroup *gp;
 
@@ -156,12 +157,12 @@ gradients(struct build *B, size_t from, const struct stagecfg *sc)
 
 		if ((t->kind == KG_KERN && t->phase == KG_PH_OPT) ||
 		    (t->kind == KG_SET && J->pl[u].unit == U_PRO)) {
-			t->dur = llround((double)t->dur * pr);
+			x->dur = llround((double)x->dur * pr);
 		} else if (gp != NULL && gp->dp && (t->phase == KG_PH_BWD || t->phase == KG_PH_OPT) &&
-		    t->bytes > 0 && ratio != 1) {
-			uint64_t b = (uint64_t)llround((double)t->bytes * ratio);
+		    x->bytes > 0 && ratio != 1) {
+			uint64_t b = (uint64_t)llround((double)x->bytes * ratio);
 			int a1, a2;
-			int64_t told = comm_time(&J->m, t->coll, gp->size, t->bytes, gp->link, &a1);
+			int64_t told = comm_time(&J->m, t->coll, gp->size, x->bytes, gp->link, &a1);
 			int64_t tnew = comm_time(&J->m, t->coll, gp->size, b, gp->link, &a2);
 
 			if (told <= 0 || tnew < 0) {
@@ -171,8 +172,8 @@ gradients(struct build *B, size_t from, const struct stagecfg *sc)
 			}
 			if (pgroups_borrowed(&J->m, t->coll, gp->link, B->seen, msg, sizeof(msg)))
 				warnmsg("%s: section %d: %s", J->name, J->index, msg);
-			t->dur = llround((double)t->dur * (double)tnew / (double)told);
-			t->bytes = b;
+			x->dur = llround((double)x->dur * (double)tnew / (double)told);
+			x->bytes = b;
 		}
 	}
 	return 0;
@@ -186,7 +187,8 @@ relink(struct build *B)
 	size_t i;
 
 	for (i = 0; i < B->nkey; i++) {
-		struct kg_task *t = &B->t[B->key[i].task];
+		struct ntask *x = &B->t[B->key[i].task];
+		const struct kg_task *t = nt_base(B, B->key[i].task);
 		uint32_t u = B->tmpl[B->key[i].task];
 		const struct pgroup *gp = u == KG_NONE || J->cgroup[u] == UINT32_MAX ? NULL :
 		    &J->pg.g[J->cgroup[u]];
@@ -206,8 +208,8 @@ relink(struct build *B)
 		}
 		if (link == gp->link)
 			continue;
-		told = comm_time(&J->m, t->coll, gp->size, t->bytes, gp->link, &a1);
-		tnew = comm_time(&J->m, t->coll, gp->size, t->bytes, link, &a2);
+		told = comm_time(&J->m, t->coll, gp->size, x->bytes, gp->link, &a1);
+		tnew = comm_time(&J->m, t->coll, gp->size, x->bytes, link, &a2);
 		if (told <= 0 || tnew < 0 || a1 || a2) {
 			int l = a2 || tnew < 0 ? link : gp->link;
 
@@ -220,7 +222,7 @@ relink(struct build *B)
 		if (pgroups_borrowed(&J->m, t->coll, link, B->seen, msg, sizeof(msg)) ||
 		    pgroups_borrowed(&J->m, t->coll, gp->link, B->seen, msg, sizeof(msg)))
 			warnmsg("%s: section %d: %s", J->name, J->index, msg);
-		t->dur = llround((double)t->dur * (double)tnew / (double)told);
+		x->dur = llround((double)x->dur * (double)tnew / (double)told);
 	}
 	return 0;
 }

@@ -141,10 +141,24 @@ struct nproc {
 	uint32_t id;
 };
 
+/*
+ * A new task: what it changes of its base record, which is its
+ * template's (tmpl) or, for a task made here or changed beyond these
+ * fields, its own in made[]; made whole only as it is written (task_at).
+ */
+struct ntask {
+	uint32_t proc, pgr;
+	uint32_t made;          /* index in made[], KG_NONE: the template's */
+	int64_t stage, mb, layer, gsize, dur;
+	uint64_t bytes;
+};
+
 struct build {
 	struct job *J;
 	/* the result */
-	struct kg_task *t;
+	struct ntask *t;
+	struct kg_task *made;
+	size_t nmade, capmade;
 	uint32_t *tmpl;         /* by new task: its template */
 	uint32_t *snap;         /* by new task: the last task on its `via` stream then */
 	size_t nt, capt, captmpl, capsnap;
@@ -213,6 +227,8 @@ int job_build(struct job *J, struct kg_writer *w, const char *producer);
 uint32_t role_proc(struct build *B, int64_t role, const struct kg_proc *like);
 uint32_t new_proc(struct build *B, uint32_t tp);
 uint32_t add_task(struct build *B, struct kg_task *t, uint32_t u);
+uint32_t add_copy(struct build *B, struct kg_task *t, uint32_t u);
+const struct kg_task *nt_base(const struct build *B, size_t i);
 void add_edge(struct build *B, const struct kg_edge *tmpl, uint32_t src, uint32_t dst,
     uint32_t via, uint32_t at);
 void emit(struct build *B, const struct piece *pc, struct ctx *c);

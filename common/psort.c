@@ -80,3 +80,48 @@ psort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
 	memcpy(o, x, (size_t)(xe - x)); /* what is left of the second is in place */
 	free(left);
 }
+
+struct runs {
+	char *base;
+	size_t size;
+	const size_t *start;
+	size_t nrun, next;
+	int (*cmp)(const void *, const void *);
+	pthread_mutex_t mu;
+};
+
+static void *
+sort_runs(void *arg)
+{
+	struct runs *r = arg;
+
+	for (;;) {
+		size_t k, n;
+
+		pthread_mutex_lock(&r->mu);
+		k = r->next++;
+		pthread_mutex_unlock(&r->mu);
+		if (k >= r->nrun)
+			break;
+		n = r->start[k + 1] - r->start[k];
+		if (n > 1)
+			qsort(r->base + r->start[k] * r->size, n, r->size, r->cmp);
+	}
+	return NULL;
+}
+
+void
+psort_runs(void *base, size_t size, const size_t *start, size_t nrun,
+    int (*cmp)(const void *, const void *))
+{
+	struct runs r = { base, size, start, nrun, 0, cmp, PTHREAD_MUTEX_INITIALIZER };
+	size_t n = nrun > 0 ? start[nrun] - start[0] : 0;
+	pthread_t th;
+	int m = n > 1 ? mode() : -1, started = 0;
+
+	if (nrun > 1 && (m > 0 || (m == 0 && n >= PSORT_MIN)))
+		started = pthread_create(&th, NULL, sort_runs, &r) == 0;
+	sort_runs(&r);
+	if (started)
+		pthread_join(th, NULL);
+}

@@ -19,5 +19,14 @@
 #include <stddef.h>
 
 void psort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+/*
+ * The nrun runs base[start[r] .. start[r + 1]) each sorted (qsort),
+ * shared between the caller and a thread: the whole sorted when every
+ * element of a run orders before every element of the next (a leading
+ * key field the runs are made by, say: a job's tasks rank by rank).
+ * Smaller sorts than one of all, each in the cache.
+ */
+void psort_runs(void *base, size_t size, const size_t *start, size_t nrun,
+    int (*cmp)(const void *, const void *));
 
 #endif

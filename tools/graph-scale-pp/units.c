@@ -611,8 +611,9 @@ static void
 make_pieces(struct job *J)
 {
 	const struct graph *g = J->g;
-	size_t n = g->ntask, i, cap = 0;
+	size_t n = g->ntask, i, cap = 0, nrun = 0, *start;
 	struct skey *key;
+	int byrank = 1;
 
 	J->pt = xmalloc((n + 1) * sizeof(*J->pt));
 	J->piece = xmalloc((n + 1) * sizeof(*J->piece));
@@ -626,8 +627,21 @@ make_pieces(struct job *J)
 		key[i].a = ord32(pl->a);
 		key[i].issued = issued(J, (uint32_t)i);
 		key[i].id = (uint32_t)i;
+		if (i > 0 && key[i].k1 >> 32 < key[i - 1].k1 >> 32)
+			byrank = 0;
 	}
-	psort(key, n, sizeof(*key), skey_cmp);
+	/* a job's tasks come rank by rank (graph-deps --merge): each
+	 * rank's sorted alone, the key's rank first */
+	start = xmalloc((n + 2) * sizeof(*start));
+	for (i = 0; i < n && byrank; i++)
+		if (i == 0 || key[i].k1 >> 32 != key[i - 1].k1 >> 32)
+			start[nrun++] = i;
+	start[nrun] = n;
+	if (byrank)
+		psort_runs(key, sizeof(*key), start, nrun, skey_cmp);
+	else
+		psort(key, n, sizeof(*key), skey_cmp);
+	free(start);
 	for (i = 0; i < n; i++)
 		J->pt[i] = key[i].id;
 	free(key);

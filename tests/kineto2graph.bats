@@ -517,8 +517,9 @@ open("head.json.gz", "wb").write(gz[:5])' >offset
 	same "$stderr" "kineto2graph: head.json.gz: byte 0: truncated gzip data"
 }
 
-@test "kineto2graph, graph-scale-pp: sorting on two threads or one, the same output" {
-	# Large sorts split in two, a half on a thread (common/psort.h):
+@test "kineto2graph, graph-scale-pp, graphstat: sorting on two threads or one, the same output" {
+	# Large sorts split in two, a half on a thread (common/psort.h), or
+	# a job's tasks sorted rank by rank, ranks shared by two threads:
 	# KG_SORT_THREAD=always splits every sort, =0 none; a stable merge
 	# of stable halves gives qsort's order, ties and all.
 	need_traces
@@ -532,6 +533,12 @@ open("head.json.gz", "wb").write(gz[:5])' >offset
 	KG_SORT_THREAD=always graph-scale-pp -q 4 job.kg > a.kg
 	KG_SORT_THREAD=0 graph-scale-pp -q 4 job.kg > b.kg
 	cmp a.kg b.kg
+	graphsim -o sim.kg job.kg
+	KG_SORT_THREAD=always graphstat --csv sim.kg > a.csv
+	KG_SORT_THREAD=0 graphstat --csv sim.kg > b.csv
+	cmp a.csv b.csv
+	# rows of more than one rank: the sort went rank by rank
+	[ "$(awk -F, 'NR > 1 && $1 != "job" { print $1 }' a.csv | sort -u | wc -l)" -gt 1 ]
 }
 
 @test "kineto2graph: reading ahead on a thread or not, a trace converts the same, whole or broken" {

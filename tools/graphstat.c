@@ -32,6 +32,7 @@
 #include "critical.h"
 #include "report.h"
 #include "kg.h"
+#include "psort.h"
 #include "util.h"
 
 static const char usage[] =
@@ -236,6 +237,34 @@ cmp_task_it(const void *a, const void *b)
 	if (x->it != y->it)
 		return x->it < y->it ? -1 : 1;
 	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/*
+ * The tasks by rank, iteration and start. A job's come rank by rank (as
+ * graph-deps --merge writes them): each rank's run is sorted alone, on
+ * two threads (common/psort.h), which is the order one stable sort of
+ * them all gives (glibc's qsort is stable) with buffers of a rank's
+ * size, not the job's.
+ */
+static void
+sort_tasks(struct stask *t, size_t n)
+{
+	size_t *start = xmalloc((n + 2) * sizeof(*start)), nrun = 0, i;
+
+	for (i = 0; i < n; i++) {
+		if (i > 0 && t[i].rank < t[i - 1].rank) {
+			nrun = 0;
+			break;
+		}
+		if (i == 0 || t[i].rank != t[i - 1].rank)
+			start[nrun++] = i;
+	}
+	start[nrun] = n;
+	if (nrun > 0)
+		psort_runs(t, sizeof(*t), start, nrun, cmp_task_it);
+	else
+		qsort(t, n, sizeof(*t), cmp_task_it);
+	free(start);
 }
 
 /*
@@ -597,7 +626,7 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 
 	whatif_text(o->wi, r, o->fmt);
 	if (s->n > 1)
-		qsort(s->t, s->n, sizeof(*s->t), cmp_task_it);
+		sort_tasks(s->t, s->n);
 	if (s->nmem > 1)
 		qsort(s->mem, s->nmem, sizeof(*s->mem), cmp_mem_it);
 	grow(&s->expo, &s->capexpo, nstr + 1, sizeof(*s->expo));

@@ -1631,6 +1631,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	const char *tools[1];
 	int rc = -1, tagged;
 	int64_t tagcount[7] = { 0, 0, 0, 0, 0, 0, 0 };
+	int64_t kcount[KG_NTASK_KIND] = { 0 }, ccount[3] = { 0, 0, 0 };
 	struct memtask mem;
 
 	memset(&g, 0, sizeof(g));
@@ -1887,20 +1888,36 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		tagcount[4] += (tagged & TAG_MB_INF) != 0;
 		tagcount[5] += (tagged & TAG_LY_INF) != 0;
 		tagcount[6] += (tagged & TAG_ST_INF) != 0;
-		{
+		/* counted here, added after the loop; each name put in the
+		 * coverage (at 0) where it first occurs, which is its order */
+		if (kcount[k.kind]++ == 0) {
 			char cname[16];
 
 			snprintf(cname, sizeof(cname), "tasks_%s", kg_task_kind_name[k.kind]);
-			kg_cov_add(cov, cname, 1);
+			kg_cov_add(cov, cname, 0);
 		}
 		if (k.kind == KG_COLL) {
-			kg_cov_add(cov, "coll_recognised", 1);
-			if (k.gsize >= 0)
-				kg_cov_add(cov, "coll_meta", 1);
-			if (k.bytes > 0)
-				kg_cov_add(cov, "coll_bytes", 1);
+			if (ccount[0]++ == 0)
+				kg_cov_add(cov, "coll_recognised", 0);
+			if (k.gsize >= 0 && ccount[1]++ == 0)
+				kg_cov_add(cov, "coll_meta", 0);
+			if (k.bytes > 0 && ccount[2]++ == 0)
+				kg_cov_add(cov, "coll_bytes", 0);
 		}
 	}
+	for (i = 0; i < KG_NTASK_KIND; i++)
+		if (kcount[i] > 0) {
+			char cname[16];
+
+			snprintf(cname, sizeof(cname), "tasks_%s", kg_task_kind_name[i]);
+			kg_cov_add(cov, cname, kcount[i]);
+		}
+	if (ccount[0] > 0)
+		kg_cov_add(cov, "coll_recognised", ccount[0]);
+	if (ccount[1] > 0)
+		kg_cov_add(cov, "coll_meta", ccount[1]);
+	if (ccount[2] > 0)
+		kg_cov_add(cov, "coll_bytes", ccount[2]);
 
 	/* Edges: thread order, launches, stream order, runtime, hand-off. */
 	for (i = 0; i < ncpu; i++) {

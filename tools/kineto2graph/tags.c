@@ -190,6 +190,7 @@ spans_at(const struct spans *s, size_t nproc, uint32_t proc, int64_t ts, int wan
 void
 tags_build(struct tagger *tg, const struct trace *t, const uint8_t *bwd, uint32_t main)
 {
+	struct { struct annot a; uint8_t state; } *memo;
 	size_t i;
 
 	memset(tg, 0, sizeof(*tg));
@@ -197,6 +198,9 @@ tags_build(struct tagger *tg, const struct trace *t, const uint8_t *bwd, uint32_
 	tg->nproc = t->nproc;
 	tg->main = main;
 	tg->stage = -1;
+	/* a name's tags, parsed once: ranges repeat their names (state 0
+	 * not parsed, 1 says nothing, 2 parsed into memo) */
+	memo = xcalloc(t->str.n + 1, sizeof(*memo));
 	for (i = 0; i < t->nev; i++) {
 		const struct ev *e = &t->ev[i];
 		const char *n;
@@ -204,12 +208,24 @@ tags_build(struct tagger *tg, const struct trace *t, const uint8_t *bwd, uint32_
 
 		if (e->cls != EV_ANNOT || e->proc >= t->nproc || t->proc[e->proc].gpu)
 			continue;
-		n = t->str.str[e->name];
-		if (strncmp(n, "ProfilerStep#", 13) == 0)
+		if (e->name < t->str.n && memo[e->name].state == 1)
 			continue;
-		parse(n, &a);
+		if (e->name < t->str.n && memo[e->name].state == 2) {
+			a = memo[e->name].a;
+		} else {
+			n = t->str.str[e->name];
+			if (strncmp(n, "ProfilerStep#", 13) == 0) {
+				a.ph = KG_PH_NONE, a.ly = a.mb = -1;
+			} else {
+				parse(n, &a);
+			}
+			if (e->name < t->str.n) {
+				memo[e->name].a = a;
+				memo[e->name].state = a.ph == KG_PH_NONE && a.ly < 0 && a.mb < 0 ? 1 : 2;
+			}
+		}
 		if (a.ph == KG_PH_NONE && a.ly < 0 && a.mb < 0)
-			continue; /* says nothing: not needed */
+			continue; /* says nothing (or a step range): not needed */
 		a.ts = e->ts;
 		a.end = e->ts + e->dur;
 		a.proc = e->proc;
@@ -220,6 +236,7 @@ tags_build(struct tagger *tg, const struct trace *t, const uint8_t *bwd, uint32_
 		if (a.ly >= 0)
 			tg->rng_tags |= TAG_LY;
 	}
+	free(memo);
 	spans_index(&tg->rng, t->nproc);
 }
 

@@ -541,6 +541,56 @@ open("head.json.gz", "wb").write(gz[:5])' >offset
 	[ "$(awk -F, 'NR > 1 && $1 != "job" { print $1 }' a.csv | sort -u | wc -l)" -gt 1 ]
 }
 
+@test "kineto2graph: a plain trace parsed in two halves at once or in one, the same graph; broken, the same message" {
+	# A plain file of 16 MiB or more is parsed in two halves at once
+	# (kineto2graph/json.c, split_start): the second from an event near
+	# the middle, on a thread, taken into the first's after. Where the
+	# middle is not between two events of traceEvents, or the second half
+	# is broken or needs the first's events, the whole is parsed in one.
+	# KG_SPLIT_PARSE=always splits any size, =0 none: the graphs and the
+	# messages must be the same.
+	need_traces
+	local f="$TRACES/hta_16rank_a100_rank0/rank0.json.gz"
+	[ -f "$f" ] || skip "no $f"
+	zcat "$f" > t.json
+	python3 -c '
+import json, sys
+t = json.load(open("t.json"))
+# the top-level fields after the events: the second half reads them
+ev = t.pop("traceEvents")
+late = {"traceEvents": ev}
+late.update(t)
+json.dump(late, open("late.json", "w"))
+# an event whose name holds the middle of the file, and "}, {" in it
+small = ev[:20]
+mid = dict(ev[20]); mid["name"] = "x}, {" * 150000
+json.dump({"traceEvents": small + [mid] + ev[21:40]}, open("instr.json", "w"))
+# a string too long, near the end
+t2 = {"traceEvents": ev + [dict(ev[-1], name="y" * 3000000)]}
+json.dump(t2, open("long.json", "w"))
+'
+	size=$(stat -c %s t.json)
+	{ head -c $((size * 3 / 4)) t.json; printf '\001'; tail -c +$((size * 3 / 4 + 1)) t.json; } > ctl.json
+	head -c $((size * 3 / 4)) t.json > cut.json
+	for x in t.json late.json instr.json "$FIX/rules/tags_modh.json" "$FIX/rules/tags_module.json"; do
+		KG_SPLIT_PARSE=0 kineto2graph -q -o a.kg "$x"
+		KG_SPLIT_PARSE=always kineto2graph -q -o b.kg "$x"
+		cmp a.kg b.kg
+	done
+	# the fields after the events were read (late.json is split by default)
+	kineto2graph -q -o late.kg late.json
+	graphcat late.kg | head -1 |
+	    jq -e '.gpu == "NVIDIA A100-SXM4-80GB" and .rank == 0 and .world == 16' > /dev/null
+	for x in ctl.json cut.json long.json; do
+		KG_SPLIT_PARSE=0 run -1 --separate-stderr kineto2graph -q -o out.kg "$x"
+		err1=$stderr
+		KG_SPLIT_PARSE=always run -1 --separate-stderr kineto2graph -q -o out.kg "$x"
+		[ "$stderr" = "$err1" ] || { echo "$x: '$stderr' against '$err1'"; false; }
+		[[ "$stderr" == "kineto2graph: $x: byte "* ]]
+		[ ! -e out.kg ]
+	done
+}
+
 @test "kineto2graph: reading ahead on a thread or not, a trace converts the same, whole or broken" {
 	# A regular file is read and gunzipped on a thread of its own, a few
 	# chunks of 256 KiB ahead of the parser (kineto2graph/ahead.h);

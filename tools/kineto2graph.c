@@ -222,6 +222,9 @@ run_jobs(const struct opts *o, int argc, char **argv, int nj, struct gout *g)
 		if (pid[w] == 0) {
 			int k;
 
+			/* the workers fill the CPUs: an input's halves at once
+			 * would only share them */
+			trace_split(0);
 			close(p[0]);
 			for (k = 0; k < w; k++)
 				close(fd[k]);

@@ -144,6 +144,9 @@ uint32_t trace_proc(struct trace *t, int64_t pid, int64_t tid, int gpu);
  * "byte N: " where a place in the JSON is to blame).
  */
 int trace_read(struct trace *t, FILE *fp, char *err, size_t errlen);
+/* Whether trace_read may parse a large plain file in two halves at once
+ * (json.c: split_start); it may unless told not to. */
+void trace_split(int on);
 
 struct build_opts {
 	int all_iters;   /* keep every ProfilerStep iteration */

@@ -11,26 +11,22 @@
  * file.
  *
  * Known fields with the wrong type are errors; unknown fields and
- * categories are ignored and counted.
+ * categories are ignored and counted. A large plain file is parsed in
+ * two halves at once (split.c); the parser's state is in jp.h.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <xxhash.h>
 #include <yajl_parse.h>
 #include <zlib.h>
 
 #include "ahead.h"
+#include "jp.h"
 #include "k2g.h"
 #include "util.h"
 
-#define CHUNK (256 * 1024)
-#define MAX_DEPTH 64
-#define MAX_STRING (1 << 20)
 /* Times (ts, dur, baseTimeNanoseconds) are kept within half the int64
  * range, so that sums and differences of two never overflow: +-146 years
  * of nanoseconds. */
@@ -50,73 +46,6 @@ enum key {
 	T_EVENTS, T_BASE, T_DIST,
 	D_RANK, D_WORLD, D_PGCFG, G_NAME, G_RANKS,
 	T_DEVS, V_ID, V_NAME, V_MEM, V_SMS
-};
-
-/*
- * Skipped events are counted by category. Flows alone are a third of a
- * trace, so the few distinct categories are tallied here and added to the
- * coverage once, at the end (skip_flush).
- */
-#define NSKIP 32
-
-struct skips {
-	char name[NSKIP][48];
-	size_t len[NSKIP];
-	int64_t n[NSKIP];
-	int used;
-	int64_t other;
-};
-
-/* The event being read. */
-struct cur {
-	uint64_t have; /* bit per key */
-	char ph;
-	char cat[32];
-	size_t catlen;
-	char *name;
-	size_t namelen, namecap;
-	int64_t pid, tid;
-	int pid_str, tid_str; /* a non-numeric string */
-	int64_t ts, dur;
-	int64_t corr, stream, device, bytes;
-	int64_t seqnr; /* autograd's Sequence number, -1 if none */
-	struct collmeta cm;
-	int cm_any;
-	int synckind;
-	int64_t wstream, wcorr;
-	char *cap; /* captured compact JSON (Input Dims, Process Group Ranks) */
-	size_t caplen, capcap;
-	uint32_t dims, pgranks, itypes;
-	uint32_t modh;         /* interned "Module Hierarchy", KG_NONE */
-	int64_t talloc, tres, mbytes, devtype; /* an allocator event's; -1 if none
-	                                          (mbytes: 0) */
-	char *aname; /* args.name (metadata events) */
-	size_t anamelen, anamecap;
-};
-
-struct jp {
-	struct trace *t;
-	int depth;
-	unsigned char ctx[MAX_DEPTH + 1];
-	unsigned char first[MAX_DEPTH + 1]; /* capture: no comma needed yet */
-	int key;     /* key of the value that comes next */
-	int capkey;  /* A_DIMS, A_ITYPE or A_PGRANKS while capturing */
-	int capdepth;
-	uint32_t pgname, pgranks; /* the pg_config entry being read */
-	int pgranks_n;
-	struct tdev dev;          /* the deviceProperties entry being read */
-	int seen_events;
-	int top;     /* the top-level value opened a container */
-	struct cur c;
-	struct skips skips;
-	char err[200];
-	/* the split parse (split_read): where the last event ended, in the
-	 * file; the second half's flags */
-	yajl_handle h;
-	uint64_t base, evend;
-	int second;   /* this parses the file's second half */
-	int tainted;  /* ... and met what needs the first half's events */
-	int set_base, set_rank, set_world; /* top-level fields it set */
 };
 
 #define BIT(k) ((uint64_t)1 << ((k) - E_PH))
@@ -814,7 +743,7 @@ push(struct jp *p, int is_map)
 static void keep_event(struct jp *p);
 
 /* The pair of an event's Input Dims and Input type (trace.shp). */
-static uint32_t
+uint32_t
 shapes_pair(struct trace *t, uint32_t dims, uint32_t types)
 {
 	uint32_t key[2] = { dims, types }, id;
@@ -876,7 +805,7 @@ static int cb_end_map(void *ctx) { return pop(ctx, 1); }
 static int cb_start_array(void *ctx) { return push(ctx, 0); }
 static int cb_end_array(void *ctx) { return pop(ctx, 0); }
 
-static const yajl_callbacks callbacks = {
+const yajl_callbacks jp_callbacks = {
 	cb_null, cb_bool, NULL, NULL, cb_number, cb_string,
 	cb_start_map, cb_key, cb_end_map, cb_start_array, cb_end_array
 };
@@ -1281,26 +1210,8 @@ input_read(struct input *in, unsigned char *buf, size_t cap, size_t *n,
 	return 0;
 }
 
-/*
- * YAJL keeps a string that spans chunks and lexes it again from its
- * start at every chunk: a 128 MB string took 32 s to be refused, the
- * time growing with the square of its length. So the chunks are scanned
- * here first, in one pass, for the strings (and keys) in them: one known
- * to hold more than LONG_STRING bytes once decoded (an escape counted as
- * one byte, the least it can be) is refused where that is known, without
- * reading further. Below that, on_scalar and cb_key refuse a string over
- * MAX_STRING exactly, after YAJL lexed at most a few chunks of it.
- */
-#define LONG_STRING (2 * MAX_STRING)
-
-struct strscan {
-	int in;      /* inside a string */
-	int skip;    /* escape bytes still to pass */
-	uint64_t len; /* its decoded length, at least */
-};
-
 /* The index in b[0..n) of the byte that makes a string too long, or n. */
-static size_t
+size_t
 scan_strings(struct strscan *s, const unsigned char *b, size_t n)
 {
 	size_t i = 0;
@@ -1372,292 +1283,6 @@ yajl_msg(yajl_handle h, const unsigned char *buf, size_t len, char *out, size_t 
 		*nl = '\0';
 }
 
-/*
- * The split parse. A plain file (a regular one, of SPLIT_MIN bytes or
- * more, on two CPUs or more) is parsed in two halves at once: the second
- * on a thread, from an event's `{` near the middle, as if it began with
- * `{"traceEvents":[` (which is where that `{` sits: in the top-level
- * object's traceEvents array), into a trace of its own; the first on the
- * caller's thread up to the `}` before it, where its own parser must
- * have just closed an event of traceEvents (else the place was not
- * between two events: in a string, in another array). Then the second
- * half's events, strings, processors and counts are taken into the
- * first's, renumbered, in the order a parse of the whole would have
- * made them. Where the place is wrong, or the second half fails or
- * meets what needs the first half's events (an op's Module Hierarchy
- * extends spans before it), its work is dropped and the first parse
- * goes on through the rest of the file: errors are told by the parse
- * of the whole, at the same byte with the same words.
- * KG_SPLIT_PARSE=0 never splits; =always splits a file of any size
- * (for the tests, which compare the graphs both ways).
- */
-#define SPLIT_MIN ((uint64_t)16 << 20)
-
-static int split_on = 1;
-
-void
-trace_split(int on)
-{
-	split_on = on;
-}
-#define SPLIT_WINDOW ((size_t)1 << 20)
-
-static int
-is_ws(unsigned char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/*
- * A place between two events near the middle of the file (fd, size
- * bytes): the `}` at *close, the next `{` at *open, only blanks and one
- * comma between. 0 if none in the window looked at.
- */
-static int
-split_point(int fd, uint64_t size, uint64_t *close, uint64_t *open)
-{
-	uint64_t from = size / 2;
-	size_t want = size - from < SPLIT_WINDOW ? (size_t)(size - from) : SPLIT_WINDOW, i, j;
-	unsigned char *w = xmalloc(want + 1);
-	ssize_t got = pread(fd, w, want, (off_t)from);
-	int found = 0;
-
-	for (i = 0; got > 0 && i < (size_t)got && !found; i++) {
-		if (w[i] != '}')
-			continue;
-		for (j = i + 1; j < (size_t)got && is_ws(w[j]); j++)
-			;
-		if (j == (size_t)got || w[j] != ',')
-			continue;
-		for (j++; j < (size_t)got && is_ws(w[j]); j++)
-			;
-		if (j < (size_t)got && w[j] == '{') {
-			*close = from + i;
-			*open = from + j;
-			found = 1;
-		}
-	}
-	free(w);
-	return found;
-}
-
-/* The second half's parse, on its thread. */
-struct half {
-	struct trace t;
-	struct jp p;
-	int fd;
-	uint64_t from;       /* its first byte: an event's `{` */
-	int stop;            /* asked to stop (its work is not wanted) */
-	int ok;              /* parsed to the end, nothing amiss */
-	pthread_t th;
-};
-
-static void *
-half_run(void *arg)
-{
-	static const char pre[] = "{\"traceEvents\":[";
-	struct half *b = arg;
-	unsigned char *buf = xmalloc(CHUNK);
-	struct strscan scan = { 0, 0, 0 };
-	uint64_t at = b->from;
-	yajl_handle h = yajl_alloc(&callbacks, NULL, &b->p);
-	ssize_t n;
-
-	if (yajl_parse(h, (const unsigned char *)pre, sizeof(pre) - 1) != yajl_status_ok)
-		goto out;
-	while (!__atomic_load_n(&b->stop, __ATOMIC_RELAXED)) {
-		n = pread(b->fd, buf, CHUNK, (off_t)at);
-		if (n < 0)
-			goto out;
-		if (n == 0)
-			break;
-		if (scan_strings(&scan, buf, (size_t)n) < (size_t)n ||
-		    yajl_parse(h, buf, (size_t)n) != yajl_status_ok || b->p.tainted)
-			goto out;
-		at += (uint64_t)n;
-	}
-	if (!__atomic_load_n(&b->stop, __ATOMIC_RELAXED) &&
-	    yajl_complete_parse(h) == yajl_status_ok && !b->p.tainted && b->p.err[0] == '\0')
-		b->ok = 1;
-out:
-	yajl_free(h);
-	free(buf);
-	return NULL;
-}
-
-static void
-half_release(struct half *b)
-{
-	trace_release(&b->t);
-	free(b->p.c.name);
-	free(b->p.c.cap);
-	free(b->p.c.aname);
-	free(b);
-}
-
-static uint32_t
-remap(const uint32_t *m, size_t n, uint32_t id)
-{
-	return id < n ? m[id] : KG_NONE;
-}
-
-/*
- * The second half b taken into t (its first half, read by p): what a
- * parse of the whole would have made, in the same order.
- */
-static void
-half_merge(struct trace *t, struct jp *p, struct half *b)
-{
-	struct trace *u = &b->t;
-	uint32_t *sm = xmalloc((u->str.n + 1) * sizeof(*sm));
-	uint32_t *pm = xmalloc((u->nproc + 1) * sizeof(*pm));
-	uint32_t *hm = xmalloc((u->nshp + 1) * sizeof(*hm));
-	size_t i, nsync = t->nsync, nbytes = t->nbytes, ncoll = t->ncoll;
-	struct skips *k = &b->p.skips;
-	int j;
-
-	for (i = 0; i < u->str.n; i++)
-		sm[i] = intern_get(&t->str, u->str.str[i], u->str.len[i]);
-	for (i = 0; i < u->nproc; i++) {
-		pm[i] = trace_proc(t, u->proc[i].pid, u->proc[i].tid, u->proc[i].gpu);
-		if (u->proc[i].name != KG_NONE)
-			t->proc[pm[i]].name = remap(sm, u->str.n, u->proc[i].name);
-	}
-	for (i = 0; i < u->nshp; i++)
-		hm[i] = shapes_pair(t, remap(sm, u->str.n, u->shp[i].dims),
-		    remap(sm, u->str.n, u->shp[i].types));
-	for (i = 0; i < u->ncoll; i++) {
-		struct collmeta m = u->coll[i];
-
-		m.name = remap(sm, u->str.n, m.name);
-		m.dtype = remap(sm, u->str.n, m.dtype);
-		m.pg = remap(sm, u->str.n, m.pg);
-		m.pgr = remap(sm, u->str.n, m.pgr);
-		VEC_PUSH(t->coll, t->ncoll, t->capcoll, m);
-	}
-	for (i = 0; i < u->nsync; i++)
-		VEC_PUSH(t->sync, t->nsync, t->capsync, u->sync[i]);
-	for (i = 0; i < u->nbytes; i++)
-		VEC_PUSH(t->bytes, t->nbytes, t->capbytes, u->bytes[i]);
-	if (u->nev > 0) {
-		grow(&t->ev, &t->capev, t->nev + u->nev, sizeof(*t->ev));
-		for (i = 0; i < u->nev; i++) {
-			struct ev e = u->ev[i];
-
-			e.name = remap(sm, u->str.n, e.name);
-			e.shapes = remap(hm, u->nshp, e.shapes);
-			e.proc = remap(pm, u->nproc, e.proc);
-			if (e.extra != KG_NONE)
-				e.extra += (uint32_t)(e.cls == EV_SYNC ? nsync : e.cls == EV_CPY ||
-				    e.cls == EV_SET ? nbytes : ncoll);
-			t->ev[t->nev++] = e;
-		}
-		free(u->ev);
-		u->ev = NULL;
-		u->nev = u->capev = 0;
-	}
-	for (i = 0; i < u->nmod; i++) {
-		struct modspan m = u->mod[i];
-
-		m.proc = remap(pm, u->nproc, m.proc);
-		m.cls = remap(sm, u->str.n, m.cls);
-		VEC_PUSH(t->mod, t->nmod, t->capmod, m);
-	}
-	for (i = 0; i < u->nmem; i++) {
-		struct memev m = u->mem[i];
-
-		m.proc = remap(pm, u->nproc, m.proc);
-		VEC_PUSH(t->mem, t->nmem, t->capmem, m);
-	}
-	for (i = 0; i < u->npgcfg; i++) {
-		struct pgcfg g = { remap(sm, u->str.n, u->pgcfg[i].name),
-		    remap(sm, u->str.n, u->pgcfg[i].ranks) };
-
-		VEC_PUSH(t->pgcfg, t->npgcfg, t->cappgcfg, g);
-	}
-	for (i = 0; i < u->ndev && t->ndev < 64; i++) {
-		struct tdev d = u->dev[i];
-
-		d.name = remap(sm, u->str.n, d.name);
-		VEC_PUSH(t->dev, t->ndev, t->capdev, d);
-	}
-	if (b->p.set_base)
-		t->base_ns = u->base_ns;
-	if (b->p.set_rank)
-		t->rank = u->rank;
-	if (b->p.set_world)
-		t->world = u->world;
-	t->nevents += u->nevents;
-	for (i = 0; i < u->cov.n; i++)
-		kg_cov_add(&t->cov, u->cov.name[i], u->cov.val[i]);
-	/* the skipped categories, each where it was first seen */
-	for (j = 0; j < k->used; j++) {
-		struct skips *a = &p->skips;
-		int x;
-
-		for (x = 0; x < a->used; x++)
-			if (a->len[x] == k->len[j] && memcmp(a->name[x], k->name[j], k->len[j]) == 0)
-				break;
-		if (x < a->used) {
-			a->n[x] += k->n[j];
-		} else if (a->used == NSKIP) {
-			a->other += k->n[j];
-		} else {
-			memcpy(a->name[x], k->name[j], k->len[j] + 1);
-			a->len[x] = k->len[j];
-			a->n[x] = k->n[j];
-			a->used++;
-		}
-	}
-	p->skips.other += k->other;
-	free(sm);
-	free(pm);
-	free(hm);
-}
-
-/*
- * Start the second half's parse of fp, when it is worth one: its first
- * half then ends at *limit (the `}` of the last event before it, +1).
- * NULL when the file is not split.
- */
-static struct half *
-split_start(FILE *fp, const char *file, uint64_t *limit)
-{
-	const char *e = getenv("KG_SPLIT_PARSE");
-	int fd = fileno(fp), always = e != NULL && strcmp(e, "always") == 0;
-	struct stat st;
-	uint64_t close, open;
-	struct half *b;
-
-	if (!split_on || (e != NULL && strcmp(e, "0") == 0) || fd < 0 ||
-	    sysconf(_SC_NPROCESSORS_ONLN) < 2 ||
-	    fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ftello(fp) != 0 ||
-	    (uint64_t)st.st_size < (always ? 2 : SPLIT_MIN) ||
-	    !split_point(fd, (uint64_t)st.st_size, &close, &open))
-		return NULL;
-	b = xcalloc(1, sizeof(*b));
-	trace_init(&b->t, file);
-	b->p.t = &b->t;
-	b->p.second = 1;
-	b->fd = fd;
-	b->from = open;
-	if (pthread_create(&b->th, NULL, half_run, b) != 0) {
-		half_release(b);
-		return NULL;
-	}
-	*limit = close + 1;
-	return b;
-}
-
-/* The second half's thread stopped (its work dropped if drop) and joined. */
-static void
-split_join(struct half *b, int drop)
-{
-	if (drop)
-		__atomic_store_n(&b->stop, 1, __ATOMIC_RELAXED);
-	pthread_join(b->th, NULL);
-}
-
 int
 trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 {
@@ -1684,7 +1309,7 @@ trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 	in.h = XXH3_createState();
 	XXH3_64bits_reset(in.h);
 	in.raw = xmalloc(CHUNK);
-	h = yajl_alloc(&callbacks, NULL, &p);
+	h = yajl_alloc(&jp_callbacks, NULL, &p);
 	p.h = h;
 	/* Sniff gzip by its magic number, not by the file name. */
 	c0 = getc(fp);
@@ -1769,17 +1394,14 @@ again:
 		int at_event = p.depth == 2 && p.ctx[2] == C_EVENTS && p.evend == in.limit &&
 		    off == in.limit;
 
-		split_join(half, !at_event);
-		if (!at_event || !half->ok) {
+		int merged = split_end(half, at_event, t, &p);
+
+		half = NULL;
+		if (!merged) {
 			/* no: the rest is parsed here */
-			half_release(half);
-			half = NULL;
 			in.limit = UINT64_MAX;
 			goto again;
 		}
-		half_merge(t, &p, half);
-		half_release(half);
-		half = NULL;
 		/* the rest hashed, as read */
 		in.limit = UINT64_MAX;
 		do {
@@ -1827,10 +1449,8 @@ out:
 		ahead_done(ah, &cur);
 		ahead_free(ah);
 	}
-	if (half != NULL) {
-		split_join(half, 1);
-		half_release(half);
-	}
+	if (half != NULL)
+		split_end(half, 0, t, &p);
 	skip_flush(&p);
 	t->xxh3 = XXH3_64bits_digest(in.h);
 	XXH3_freeState(in.h);

@@ -1,0 +1,123 @@
+/*
+ * kineto2graph's JSON reader, shared by json.c (the parse) and split.c
+ * (a large plain file parsed in two halves at once): the parser's state
+ * and what the two share of it. Private to those two files.
+ */
+#ifndef K2G_JP_H
+#define K2G_JP_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <yajl_parse.h>
+
+#include "k2g.h"
+
+#define CHUNK (256 * 1024)
+#define MAX_DEPTH 64
+#define MAX_STRING (1 << 20)
+
+/*
+ * Skipped events are counted by category. Flows alone are a third of a
+ * trace, so the few distinct categories are tallied here and added to the
+ * coverage once, at the end (skip_flush).
+ */
+#define NSKIP 32
+
+struct skips {
+	char name[NSKIP][48];
+	size_t len[NSKIP];
+	int64_t n[NSKIP];
+	int used;
+	int64_t other;
+};
+
+/* The event being read. */
+struct cur {
+	uint64_t have; /* bit per key */
+	char ph;
+	char cat[32];
+	size_t catlen;
+	char *name;
+	size_t namelen, namecap;
+	int64_t pid, tid;
+	int pid_str, tid_str; /* a non-numeric string */
+	int64_t ts, dur;
+	int64_t corr, stream, device, bytes;
+	int64_t seqnr; /* autograd's Sequence number, -1 if none */
+	struct collmeta cm;
+	int cm_any;
+	int synckind;
+	int64_t wstream, wcorr;
+	char *cap; /* captured compact JSON (Input Dims, Process Group Ranks) */
+	size_t caplen, capcap;
+	uint32_t dims, pgranks, itypes;
+	uint32_t modh;         /* interned "Module Hierarchy", KG_NONE */
+	int64_t talloc, tres, mbytes, devtype; /* an allocator event's; -1 if none
+	                                          (mbytes: 0) */
+	char *aname; /* args.name (metadata events) */
+	size_t anamelen, anamecap;
+};
+
+struct jp {
+	struct trace *t;
+	int depth;
+	unsigned char ctx[MAX_DEPTH + 1];
+	unsigned char first[MAX_DEPTH + 1]; /* capture: no comma needed yet */
+	int key;     /* key of the value that comes next */
+	int capkey;  /* A_DIMS, A_ITYPE or A_PGRANKS while capturing */
+	int capdepth;
+	uint32_t pgname, pgranks; /* the pg_config entry being read */
+	int pgranks_n;
+	struct tdev dev;          /* the deviceProperties entry being read */
+	int seen_events;
+	int top;     /* the top-level value opened a container */
+	struct cur c;
+	struct skips skips;
+	char err[200];
+	/* the split parse (split_read): where the last event ended, in the
+	 * file; the second half's flags */
+	yajl_handle h;
+	uint64_t base, evend;
+	int second;   /* this parses the file's second half */
+	int tainted;  /* ... and met what needs the first half's events */
+	int set_base, set_rank, set_world; /* top-level fields it set */
+};
+
+/*
+ * YAJL keeps a string that spans chunks and lexes it again from its
+ * start at every chunk: a 128 MB string took 32 s to be refused, the
+ * time growing with the square of its length. So the chunks are scanned
+ * here first, in one pass, for the strings (and keys) in them: one known
+ * to hold more than LONG_STRING bytes once decoded (an escape counted as
+ * one byte, the least it can be) is refused where that is known, without
+ * reading further. Below that, on_scalar and cb_key refuse a string over
+ * MAX_STRING exactly, after YAJL lexed at most a few chunks of it.
+ */
+#define LONG_STRING (2 * MAX_STRING)
+
+struct strscan {
+	int in;      /* inside a string */
+	int skip;    /* escape bytes still to pass */
+	uint64_t len; /* its decoded length, at least */
+};
+
+/* The parser's callbacks: their context is a struct jp. */
+extern const yajl_callbacks jp_callbacks;
+/* The index in b[0..n) of the byte that makes a string too long, or n. */
+size_t scan_strings(struct strscan *s, const unsigned char *b, size_t n);
+/* The pair of an event's Input Dims and Input type (trace.shp). */
+uint32_t shapes_pair(struct trace *t, uint32_t dims, uint32_t types);
+
+/*
+ * split.c. split_start: the second half of fp parsed on a thread, when
+ * the file is worth it; the first half then ends at *limit. NULL if not
+ * split. split_end: with take (the first half, read by p into t, ended
+ * just after an event of traceEvents at *limit), the second half taken
+ * into t where it parsed through (1), else dropped (0); either way its
+ * thread joined and its memory freed.
+ */
+struct half;
+struct half *split_start(FILE *fp, const char *file, uint64_t *limit);
+int split_end(struct half *b, int take, struct trace *t, struct jp *p);
+
+#endif

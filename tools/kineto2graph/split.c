@@ -1,0 +1,303 @@
+/*
+ * split: a large plain trace parsed in two halves at once (jp.h).
+ *
+ * A plain file (a regular one, of SPLIT_MIN bytes or
+ * more, on two CPUs or more) is parsed in two halves at once: the second
+ * on a thread, from an event's `{` near the middle, as if it began with
+ * `{"traceEvents":[` (which is where that `{` sits: in the top-level
+ * object's traceEvents array), into a trace of its own; the first on the
+ * caller's thread up to the `}` before it, where its own parser must
+ * have just closed an event of traceEvents (else the place was not
+ * between two events: in a string, in another array). Then the second
+ * half's events, strings, processors and counts are taken into the
+ * first's, renumbered, in the order a parse of the whole would have
+ * made them. Where the place is wrong, or the second half fails or
+ * meets what needs the first half's events (an op's Module Hierarchy
+ * extends spans before it), its work is dropped and the first parse
+ * goes on through the rest of the file: errors are told by the parse
+ * of the whole, at the same byte with the same words.
+ * KG_SPLIT_PARSE=0 never splits; =always splits a file of any size
+ * (for the tests, which compare the graphs both ways).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "jp.h"
+#include "k2g.h"
+#include "util.h"
+
+#define SPLIT_MIN ((uint64_t)16 << 20)
+
+static int split_on = 1;
+
+void
+trace_split(int on)
+{
+	split_on = on;
+}
+#define SPLIT_WINDOW ((size_t)1 << 20)
+
+static int
+is_ws(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/*
+ * A place between two events near the middle of the file (fd, size
+ * bytes): the `}` at *close, the next `{` at *open, only blanks and one
+ * comma between. 0 if none in the window looked at.
+ */
+static int
+split_point(int fd, uint64_t size, uint64_t *close, uint64_t *open)
+{
+	uint64_t from = size / 2;
+	size_t want = size - from < SPLIT_WINDOW ? (size_t)(size - from) : SPLIT_WINDOW, i, j;
+	unsigned char *w = xmalloc(want + 1);
+	ssize_t got = pread(fd, w, want, (off_t)from);
+	int found = 0;
+
+	for (i = 0; got > 0 && i < (size_t)got && !found; i++) {
+		if (w[i] != '}')
+			continue;
+		for (j = i + 1; j < (size_t)got && is_ws(w[j]); j++)
+			;
+		if (j == (size_t)got || w[j] != ',')
+			continue;
+		for (j++; j < (size_t)got && is_ws(w[j]); j++)
+			;
+		if (j < (size_t)got && w[j] == '{') {
+			*close = from + i;
+			*open = from + j;
+			found = 1;
+		}
+	}
+	free(w);
+	return found;
+}
+
+/* The second half's parse, on its thread. */
+struct half {
+	struct trace t;
+	struct jp p;
+	int fd;
+	uint64_t from;       /* its first byte: an event's `{` */
+	int stop;            /* asked to stop (its work is not wanted) */
+	int ok;              /* parsed to the end, nothing amiss */
+	pthread_t th;
+};
+
+static void *
+half_run(void *arg)
+{
+	static const char pre[] = "{\"traceEvents\":[";
+	struct half *b = arg;
+	unsigned char *buf = xmalloc(CHUNK);
+	struct strscan scan = { 0, 0, 0 };
+	uint64_t at = b->from;
+	yajl_handle h = yajl_alloc(&jp_callbacks, NULL, &b->p);
+	ssize_t n;
+
+	if (yajl_parse(h, (const unsigned char *)pre, sizeof(pre) - 1) != yajl_status_ok)
+		goto out;
+	while (!__atomic_load_n(&b->stop, __ATOMIC_RELAXED)) {
+		n = pread(b->fd, buf, CHUNK, (off_t)at);
+		if (n < 0)
+			goto out;
+		if (n == 0)
+			break;
+		if (scan_strings(&scan, buf, (size_t)n) < (size_t)n ||
+		    yajl_parse(h, buf, (size_t)n) != yajl_status_ok || b->p.tainted)
+			goto out;
+		at += (uint64_t)n;
+	}
+	if (!__atomic_load_n(&b->stop, __ATOMIC_RELAXED) &&
+	    yajl_complete_parse(h) == yajl_status_ok && !b->p.tainted && b->p.err[0] == '\0')
+		b->ok = 1;
+out:
+	yajl_free(h);
+	free(buf);
+	return NULL;
+}
+
+static void
+half_release(struct half *b)
+{
+	trace_release(&b->t);
+	free(b->p.c.name);
+	free(b->p.c.cap);
+	free(b->p.c.aname);
+	free(b);
+}
+
+static uint32_t
+remap(const uint32_t *m, size_t n, uint32_t id)
+{
+	return id < n ? m[id] : KG_NONE;
+}
+
+/*
+ * The second half b taken into t (its first half, read by p): what a
+ * parse of the whole would have made, in the same order.
+ */
+static void
+half_merge(struct trace *t, struct jp *p, struct half *b)
+{
+	struct trace *u = &b->t;
+	uint32_t *sm = xmalloc((u->str.n + 1) * sizeof(*sm));
+	uint32_t *pm = xmalloc((u->nproc + 1) * sizeof(*pm));
+	uint32_t *hm = xmalloc((u->nshp + 1) * sizeof(*hm));
+	size_t i, nsync = t->nsync, nbytes = t->nbytes, ncoll = t->ncoll;
+	struct skips *k = &b->p.skips;
+	int j;
+
+	for (i = 0; i < u->str.n; i++)
+		sm[i] = intern_get(&t->str, u->str.str[i], u->str.len[i]);
+	for (i = 0; i < u->nproc; i++) {
+		pm[i] = trace_proc(t, u->proc[i].pid, u->proc[i].tid, u->proc[i].gpu);
+		if (u->proc[i].name != KG_NONE)
+			t->proc[pm[i]].name = remap(sm, u->str.n, u->proc[i].name);
+	}
+	for (i = 0; i < u->nshp; i++)
+		hm[i] = shapes_pair(t, remap(sm, u->str.n, u->shp[i].dims),
+		    remap(sm, u->str.n, u->shp[i].types));
+	for (i = 0; i < u->ncoll; i++) {
+		struct collmeta m = u->coll[i];
+
+		m.name = remap(sm, u->str.n, m.name);
+		m.dtype = remap(sm, u->str.n, m.dtype);
+		m.pg = remap(sm, u->str.n, m.pg);
+		m.pgr = remap(sm, u->str.n, m.pgr);
+		VEC_PUSH(t->coll, t->ncoll, t->capcoll, m);
+	}
+	for (i = 0; i < u->nsync; i++)
+		VEC_PUSH(t->sync, t->nsync, t->capsync, u->sync[i]);
+	for (i = 0; i < u->nbytes; i++)
+		VEC_PUSH(t->bytes, t->nbytes, t->capbytes, u->bytes[i]);
+	if (u->nev > 0) {
+		grow(&t->ev, &t->capev, t->nev + u->nev, sizeof(*t->ev));
+		for (i = 0; i < u->nev; i++) {
+			struct ev e = u->ev[i];
+
+			e.name = remap(sm, u->str.n, e.name);
+			e.shapes = remap(hm, u->nshp, e.shapes);
+			e.proc = remap(pm, u->nproc, e.proc);
+			if (e.extra != KG_NONE)
+				e.extra += (uint32_t)(e.cls == EV_SYNC ? nsync : e.cls == EV_CPY ||
+				    e.cls == EV_SET ? nbytes : ncoll);
+			t->ev[t->nev++] = e;
+		}
+		free(u->ev);
+		u->ev = NULL;
+		u->nev = u->capev = 0;
+	}
+	for (i = 0; i < u->nmod; i++) {
+		struct modspan m = u->mod[i];
+
+		m.proc = remap(pm, u->nproc, m.proc);
+		m.cls = remap(sm, u->str.n, m.cls);
+		VEC_PUSH(t->mod, t->nmod, t->capmod, m);
+	}
+	for (i = 0; i < u->nmem; i++) {
+		struct memev m = u->mem[i];
+
+		m.proc = remap(pm, u->nproc, m.proc);
+		VEC_PUSH(t->mem, t->nmem, t->capmem, m);
+	}
+	for (i = 0; i < u->npgcfg; i++) {
+		struct pgcfg g = { remap(sm, u->str.n, u->pgcfg[i].name),
+		    remap(sm, u->str.n, u->pgcfg[i].ranks) };
+
+		VEC_PUSH(t->pgcfg, t->npgcfg, t->cappgcfg, g);
+	}
+	for (i = 0; i < u->ndev && t->ndev < 64; i++) {
+		struct tdev d = u->dev[i];
+
+		d.name = remap(sm, u->str.n, d.name);
+		VEC_PUSH(t->dev, t->ndev, t->capdev, d);
+	}
+	if (b->p.set_base)
+		t->base_ns = u->base_ns;
+	if (b->p.set_rank)
+		t->rank = u->rank;
+	if (b->p.set_world)
+		t->world = u->world;
+	t->nevents += u->nevents;
+	for (i = 0; i < u->cov.n; i++)
+		kg_cov_add(&t->cov, u->cov.name[i], u->cov.val[i]);
+	/* the skipped categories, each where it was first seen */
+	for (j = 0; j < k->used; j++) {
+		struct skips *a = &p->skips;
+		int x;
+
+		for (x = 0; x < a->used; x++)
+			if (a->len[x] == k->len[j] && memcmp(a->name[x], k->name[j], k->len[j]) == 0)
+				break;
+		if (x < a->used) {
+			a->n[x] += k->n[j];
+		} else if (a->used == NSKIP) {
+			a->other += k->n[j];
+		} else {
+			memcpy(a->name[x], k->name[j], k->len[j] + 1);
+			a->len[x] = k->len[j];
+			a->n[x] = k->n[j];
+			a->used++;
+		}
+	}
+	p->skips.other += k->other;
+	free(sm);
+	free(pm);
+	free(hm);
+}
+
+/*
+ * Start the second half's parse of fp, when it is worth one: its first
+ * half then ends at *limit (the `}` of the last event before it, +1).
+ * NULL when the file is not split.
+ */
+struct half *
+split_start(FILE *fp, const char *file, uint64_t *limit)
+{
+	const char *e = getenv("KG_SPLIT_PARSE");
+	int fd = fileno(fp), always = e != NULL && strcmp(e, "always") == 0;
+	struct stat st;
+	uint64_t close, open;
+	struct half *b;
+
+	if (!split_on || (e != NULL && strcmp(e, "0") == 0) || fd < 0 ||
+	    sysconf(_SC_NPROCESSORS_ONLN) < 2 ||
+	    fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ftello(fp) != 0 ||
+	    (uint64_t)st.st_size < (always ? 2 : SPLIT_MIN) ||
+	    !split_point(fd, (uint64_t)st.st_size, &close, &open))
+		return NULL;
+	b = xcalloc(1, sizeof(*b));
+	trace_init(&b->t, file);
+	b->p.t = &b->t;
+	b->p.second = 1;
+	b->fd = fd;
+	b->from = open;
+	if (pthread_create(&b->th, NULL, half_run, b) != 0) {
+		half_release(b);
+		return NULL;
+	}
+	*limit = close + 1;
+	return b;
+}
+
+int
+split_end(struct half *b, int take, struct trace *t, struct jp *p)
+{
+	int ok;
+
+	if (!take)
+		__atomic_store_n(&b->stop, 1, __ATOMIC_RELAXED);
+	pthread_join(b->th, NULL);
+	ok = take && b->ok;
+	if (ok)
+		half_merge(t, p, b);
+	half_release(b);
+	return ok;
+}

@@ -249,7 +249,7 @@ cmp_task_it(const void *a, const void *b)
 static void
 sort_tasks(struct stask *t, size_t n)
 {
-	size_t *start = xmalloc((n + 2) * sizeof(*start)), nrun = 0, i;
+	size_t *start = NULL, nrun = 0, cap = 0, i;
 
 	for (i = 0; i < n; i++) {
 		if (i > 0 && t[i].rank < t[i - 1].rank) {
@@ -257,9 +257,10 @@ sort_tasks(struct stask *t, size_t n)
 			break;
 		}
 		if (i == 0 || t[i].rank != t[i - 1].rank)
-			start[nrun++] = i;
+			VEC_PUSH(start, nrun, cap, i);
 	}
-	start[nrun] = n;
+	VEC_PUSH(start, nrun, cap, n);
+	nrun--; /* start[nrun] is the end */
 	if (nrun > 0)
 		psort_runs(t, sizeof(*t), start, nrun, cmp_task_it);
 	else

@@ -611,7 +611,7 @@ static void
 make_pieces(struct job *J)
 {
 	const struct graph *g = J->g;
-	size_t n = g->ntask, i, cap = 0, nrun = 0, *start;
+	size_t n = g->ntask, i, cap = 0, nrun = 0, caprun = 0, *start;
 	struct skey *key;
 	int byrank = 1;
 
@@ -632,11 +632,12 @@ make_pieces(struct job *J)
 	}
 	/* a job's tasks come rank by rank (graph-deps --merge): each
 	 * rank's sorted alone, the key's rank first */
-	start = xmalloc((n + 2) * sizeof(*start));
+	start = NULL;
 	for (i = 0; i < n && byrank; i++)
 		if (i == 0 || key[i].k1 >> 32 != key[i - 1].k1 >> 32)
-			start[nrun++] = i;
-	start[nrun] = n;
+			VEC_PUSH(start, nrun, caprun, i);
+	VEC_PUSH(start, nrun, caprun, n);
+	nrun--; /* start[nrun] is the end */
 	if (byrank)
 		psort_runs(key, sizeof(*key), start, nrun, skey_cmp);
 	else

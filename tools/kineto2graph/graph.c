@@ -1632,9 +1632,12 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	int rc = -1, tagged;
 	int64_t tagcount[7] = { 0, 0, 0, 0, 0, 0, 0 };
 	int64_t kcount[KG_NTASK_KIND] = { 0 }, ccount[3] = { 0, 0, 0 };
+	char kname[KG_NTASK_KIND][16]; /* "tasks_KIND", the coverage's names */
 	struct memtask mem;
 
 	memset(&g, 0, sizeof(g));
+	for (i = 0; i < KG_NTASK_KIND; i++)
+		snprintf(kname[i], sizeof(kname[i]), "tasks_%s", kg_task_kind_name[i]);
 	g.ckm = xcalloc(1, sizeof(*g.ckm));
 	g.nrtc = t->str.n;
 	g.rtc = xcalloc(g.nrtc + 1, sizeof(*g.rtc));
@@ -1890,12 +1893,8 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		tagcount[6] += (tagged & TAG_ST_INF) != 0;
 		/* counted here, added after the loop; each name put in the
 		 * coverage (at 0) where it first occurs, which is its order */
-		if (kcount[k.kind]++ == 0) {
-			char cname[16];
-
-			snprintf(cname, sizeof(cname), "tasks_%s", kg_task_kind_name[k.kind]);
-			kg_cov_add(cov, cname, 0);
-		}
+		if (kcount[k.kind]++ == 0)
+			kg_cov_add(cov, kname[k.kind], 0);
 		if (k.kind == KG_COLL) {
 			if (ccount[0]++ == 0)
 				kg_cov_add(cov, "coll_recognised", 0);
@@ -1906,12 +1905,8 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		}
 	}
 	for (i = 0; i < KG_NTASK_KIND; i++)
-		if (kcount[i] > 0) {
-			char cname[16];
-
-			snprintf(cname, sizeof(cname), "tasks_%s", kg_task_kind_name[i]);
-			kg_cov_add(cov, cname, kcount[i]);
-		}
+		if (kcount[i] > 0)
+			kg_cov_add(cov, kname[i], kcount[i]);
 	if (ccount[0] > 0)
 		kg_cov_add(cov, "coll_recognised", ccount[0]);
 	if (ccount[1] > 0)

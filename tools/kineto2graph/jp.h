@@ -105,6 +105,8 @@ struct strscan {
 extern const yajl_callbacks jp_callbacks;
 /* The index in b[0..n) of the byte that makes a string too long, or n. */
 size_t scan_strings(struct strscan *s, const unsigned char *b, size_t n);
+/* Add n to the skipped category name (len bytes; in other once NSKIP are kept). */
+void skip_add(struct skips *k, const char *name, size_t len, int64_t n);
 /* The pair of an event's Input Dims and Input type (trace.shp). */
 uint32_t shapes_pair(struct trace *t, uint32_t dims, uint32_t types);
 

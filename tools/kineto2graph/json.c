@@ -811,29 +811,37 @@ const yajl_callbacks jp_callbacks = {
 };
 
 
+void
+skip_add(struct skips *k, const char *name, size_t len, int64_t n)
+{
+	int i;
+
+	for (i = 0; i < k->used; i++)
+		if (k->len[i] == len && memcmp(k->name[i], name, len) == 0) {
+			k->n[i] += n;
+			return;
+		}
+	if (k->used == NSKIP) {
+		k->other += n;
+		return;
+	}
+	memcpy(k->name[i], name, len);
+	k->name[i][len] = '\0';
+	k->len[i] = len;
+	k->n[i] = n;
+	k->used++;
+}
+
 static void
 skip_count(struct jp *p, const char *what, const char *s, size_t len)
 {
-	struct skips *k = &p->skips;
 	char buf[48];
-	int i, n;
+	int n;
 
 	n = snprintf(buf, sizeof(buf), "%s%.*s", what, (int)(len > 40 ? 40 : len), s);
 	if (n >= (int)sizeof(buf))
 		n = sizeof(buf) - 1;
-	for (i = 0; i < k->used; i++)
-		if (k->len[i] == (size_t)n && memcmp(k->name[i], buf, (size_t)n) == 0) {
-			k->n[i]++;
-			return;
-		}
-	if (k->used == NSKIP) {
-		k->other++;
-		return;
-	}
-	memcpy(k->name[i], buf, (size_t)n + 1);
-	k->len[i] = (size_t)n;
-	k->n[i] = 1;
-	k->used++;
+	skip_add(&p->skips, buf, (size_t)n, 1);
 }
 
 static void
@@ -1141,7 +1149,7 @@ struct input {
 	z_stream zs;
 	unsigned char *raw;
 	XXH3_state_t *h;
-	uint64_t pos, limit; /* bytes read; where to stop for now (split_read) */
+	uint64_t pos, limit; /* bytes read; where to stop for now (split.c) */
 };
 
 static int
@@ -1408,20 +1416,7 @@ again:
 			if (raw_read(&in, buf, CHUNK, &n, err, errlen) < 0)
 				goto out;
 		} while (n > 0);
-		if (!p.top || !p.seen_events) {
-			snprintf(err, errlen, "internal error: split parse");
-			goto out;
-		}
-		if (t->nev > 0 && t->capev > t->nev) {
-			t->ev = xrealloc(t->ev, t->nev * sizeof(*t->ev));
-			t->capev = t->nev;
-		}
-		goto done;
-	}
-	/* Give back the slack of the doubling growth before the build needs memory. */
-	if (t->nev > 0 && t->capev > t->nev) {
-		t->ev = xrealloc(t->ev, t->nev * sizeof(*t->ev));
-		t->capev = t->nev;
+		goto done; /* the second half parsed to the end of a whole object */
 	}
 	if (off == 0) {
 		snprintf(err, errlen, "empty input, not a Kineto trace");
@@ -1443,6 +1438,11 @@ again:
 		goto out;
 	}
 done:
+	/* Give back the slack of the doubling growth before the build needs memory. */
+	if (t->nev > 0 && t->capev > t->nev) {
+		t->ev = xrealloc(t->ev, t->nev * sizeof(*t->ev));
+		t->capev = t->nev;
+	}
 	rc = 0;
 out:
 	if (ah != NULL) {

@@ -145,7 +145,7 @@ uint32_t trace_proc(struct trace *t, int64_t pid, int64_t tid, int gpu);
  */
 int trace_read(struct trace *t, FILE *fp, char *err, size_t errlen);
 /* Whether trace_read may parse a large plain file in two halves at once
- * (json.c: split_start); it may unless told not to. */
+ * (split.c); it may unless told not to. */
 void trace_split(int on);
 
 struct build_opts {

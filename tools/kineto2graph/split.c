@@ -30,6 +30,8 @@
 #include "util.h"
 
 #define SPLIT_MIN ((uint64_t)16 << 20)
+/* Bytes past the middle searched for a place between two events. */
+#define SPLIT_WINDOW ((size_t)1 << 20)
 
 static int split_on = 1;
 
@@ -38,7 +40,6 @@ trace_split(int on)
 {
 	split_on = on;
 }
-#define SPLIT_WINDOW ((size_t)1 << 20)
 
 static int
 is_ws(unsigned char c)
@@ -151,7 +152,7 @@ half_merge(struct trace *t, struct jp *p, struct half *b)
 	uint32_t *pm = xmalloc((u->nproc + 1) * sizeof(*pm));
 	uint32_t *hm = xmalloc((u->nshp + 1) * sizeof(*hm));
 	size_t i, nsync = t->nsync, nbytes = t->nbytes, ncoll = t->ncoll;
-	struct skips *k = &b->p.skips;
+	const struct skips *k = &b->p.skips;
 	int j;
 
 	for (i = 0; i < u->str.n; i++)
@@ -229,24 +230,8 @@ half_merge(struct trace *t, struct jp *p, struct half *b)
 	for (i = 0; i < u->cov.n; i++)
 		kg_cov_add(&t->cov, u->cov.name[i], u->cov.val[i]);
 	/* the skipped categories, each where it was first seen */
-	for (j = 0; j < k->used; j++) {
-		struct skips *a = &p->skips;
-		int x;
-
-		for (x = 0; x < a->used; x++)
-			if (a->len[x] == k->len[j] && memcmp(a->name[x], k->name[j], k->len[j]) == 0)
-				break;
-		if (x < a->used) {
-			a->n[x] += k->n[j];
-		} else if (a->used == NSKIP) {
-			a->other += k->n[j];
-		} else {
-			memcpy(a->name[x], k->name[j], k->len[j] + 1);
-			a->len[x] = k->len[j];
-			a->n[x] = k->n[j];
-			a->used++;
-		}
-	}
+	for (j = 0; j < k->used; j++)
+		skip_add(&p->skips, k->name[j], k->len[j], k->n[j]);
 	p->skips.other += k->other;
 	free(sm);
 	free(pm);

@@ -110,7 +110,9 @@ sort_runs(void *arg)
 	return NULL;
 }
 
-void
+/* The nrun runs base[start[r] .. start[r + 1]) each sorted, shared
+ * between the caller and a thread. */
+static void
 psort_runs(void *base, size_t size, const size_t *start, size_t nrun,
     int (*cmp)(const void *, const void *))
 {
@@ -124,4 +126,28 @@ psort_runs(void *base, size_t size, const size_t *start, size_t nrun,
 	sort_runs(&r);
 	if (started)
 		pthread_join(th, NULL);
+}
+
+void
+psort_grouped(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *),
+    int64_t (*group)(const void *))
+{
+	const char *b = base;
+	size_t *start = NULL, nrun = 0, cap = 0, i;
+	int64_t g = 0, prev = 0;
+
+	for (i = 0; i < n; i++, prev = g) {
+		g = group(b + i * size);
+		if (i > 0 && g < prev) {
+			/* not in ascending groups: one sort of all */
+			free(start);
+			psort(base, n, size, cmp);
+			return;
+		}
+		if (i == 0 || g != prev)
+			VEC_PUSH(start, nrun, cap, i);
+	}
+	VEC_PUSH(start, nrun, cap, n);
+	psort_runs(base, size, start, nrun - 1, cmp);
+	free(start);
 }

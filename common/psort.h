@@ -17,16 +17,17 @@
 #define KG_PSORT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 void psort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 /*
- * The nrun runs base[start[r] .. start[r + 1]) each sorted (qsort),
- * shared between the caller and a thread: the whole sorted when every
- * element of a run orders before every element of the next (a leading
- * key field the runs are made by, say: a job's tasks rank by rank).
- * Smaller sorts than one of all, each in the cache.
+ * The same order, for elements that come in groups (group(element): a
+ * job's tasks rank by rank) that cmp orders first: where the groups
+ * ascend, each group's run is sorted alone (qsort), the runs shared
+ * between the caller and a thread; smaller sorts than one of all, each
+ * in the cache, with buffers of a run's size. Else psort.
  */
-void psort_runs(void *base, size_t size, const size_t *start, size_t nrun,
-    int (*cmp)(const void *, const void *));
+void psort_grouped(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *),
+    int64_t (*group)(const void *));
 
 #endif

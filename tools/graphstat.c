@@ -239,33 +239,11 @@ cmp_task_it(const void *a, const void *b)
 	return x->ts < y->ts ? -1 : x->ts > y->ts;
 }
 
-/*
- * The tasks by rank, iteration and start. A job's come rank by rank (as
- * graph-deps --merge writes them): each rank's run is sorted alone, on
- * two threads (common/psort.h), which is the order one stable sort of
- * them all gives (glibc's qsort is stable) with buffers of a rank's
- * size, not the job's.
- */
-static void
-sort_tasks(struct stask *t, size_t n)
+/* A task's rank: a job's tasks come rank by rank (graph-deps --merge). */
+static int64_t
+task_rank(const void *a)
 {
-	size_t *start = NULL, nrun = 0, cap = 0, i;
-
-	for (i = 0; i < n; i++) {
-		if (i > 0 && t[i].rank < t[i - 1].rank) {
-			nrun = 0;
-			break;
-		}
-		if (i == 0 || t[i].rank != t[i - 1].rank)
-			VEC_PUSH(start, nrun, cap, i);
-	}
-	VEC_PUSH(start, nrun, cap, n);
-	nrun--; /* start[nrun] is the end */
-	if (nrun > 0)
-		psort_runs(t, sizeof(*t), start, nrun, cmp_task_it);
-	else
-		qsort(t, n, sizeof(*t), cmp_task_it);
-	free(start);
+	return ((const struct stask *)a)->rank;
 }
 
 /*
@@ -627,7 +605,7 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 
 	whatif_text(o->wi, r, o->fmt);
 	if (s->n > 1)
-		sort_tasks(s->t, s->n);
+		psort_grouped(s->t, s->n, sizeof(*s->t), cmp_task_it, task_rank);
 	if (s->nmem > 1)
 		qsort(s->mem, s->nmem, sizeof(*s->mem), cmp_mem_it);
 	grow(&s->expo, &s->capexpo, nstr + 1, sizeof(*s->expo));

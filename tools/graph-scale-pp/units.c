@@ -607,13 +607,19 @@ skey_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* A key's rank, which it orders by first: a job's tasks come rank by rank. */
+static int64_t
+skey_rank(const void *a)
+{
+	return (int64_t)(((const struct skey *)a)->k1 >> 32);
+}
+
 static void
 make_pieces(struct job *J)
 {
 	const struct graph *g = J->g;
-	size_t n = g->ntask, i, cap = 0, nrun = 0, caprun = 0, *start;
+	size_t n = g->ntask, i, cap = 0;
 	struct skey *key;
-	int byrank = 1;
 
 	J->pt = xmalloc((n + 1) * sizeof(*J->pt));
 	J->piece = xmalloc((n + 1) * sizeof(*J->piece));
@@ -627,22 +633,8 @@ make_pieces(struct job *J)
 		key[i].a = ord32(pl->a);
 		key[i].issued = issued(J, (uint32_t)i);
 		key[i].id = (uint32_t)i;
-		if (i > 0 && key[i].k1 >> 32 < key[i - 1].k1 >> 32)
-			byrank = 0;
 	}
-	/* a job's tasks come rank by rank (graph-deps --merge): each
-	 * rank's sorted alone, the key's rank first */
-	start = NULL;
-	for (i = 0; i < n && byrank; i++)
-		if (i == 0 || key[i].k1 >> 32 != key[i - 1].k1 >> 32)
-			VEC_PUSH(start, nrun, caprun, i);
-	VEC_PUSH(start, nrun, caprun, n);
-	nrun--; /* start[nrun] is the end */
-	if (byrank)
-		psort_runs(key, sizeof(*key), start, nrun, skey_cmp);
-	else
-		psort(key, n, sizeof(*key), skey_cmp);
-	free(start);
+	psort_grouped(key, n, sizeof(*key), skey_cmp, skey_rank);
 	for (i = 0; i < n; i++)
 		J->pt[i] = key[i].id;
 	free(key);

@@ -10,7 +10,7 @@
  * `via` ran", so an edit that adds or moves kernels keeps them right.
  * Original timestamps are never read.
  *
- * State: one section at a time: about 38 bytes a task and 17 an edge for
+ * State: one section at a time: about 38 bytes a task and 13 an edge for
  * the simulation (struct sim), and the input records since the last
  * frame boundary (at most a frame, 2 MiB from kgraph's writers; see
  * run_frames).
@@ -43,16 +43,12 @@ static const char help[] =
 #define PRODUCER "graphsim " KG_VERSION
 
 /*
- * An edge as read. Its kind, and whether it is bound while simulating,
- * are in the section's ekind bytes; a runtime edge's `on` and `via` are
- * in its struct rtedge (few edges have them). A delay of 2^32 - 1 ns
- * (4.3 s) or more is DL_LONG here, its value in the section's long
- * delays (by edge index).
+ * An edge is its source, destination and delay (arrays esrc, edst, edl
+ * by edge), and its kind, and whether it is bound while simulating (the
+ * ekind bytes); a runtime edge's `on` and `via` are in its struct rtedge
+ * (few edges have them). A delay of 2^32 - 1 ns (4.3 s) or more is
+ * DL_LONG here, its value in the section's long delays (by edge index).
  */
-struct sedge {
-	uint32_t src, dst, dl;
-};
-
 #define DL_LONG UINT32_MAX
 
 struct longdl {
@@ -64,7 +60,7 @@ struct longdl {
 #define EK_RT 0x80   /* ekind: a runtime edge, bound while simulating */
 
 struct rtedge {
-	uint32_t e, on, via, dst;
+	uint32_t e, on, via, src, dst;
 };
 
 /*
@@ -106,18 +102,19 @@ struct sim {
 	int64_t *dend;
 	uint8_t *kind;
 	size_t bproc, bname, bdend, bkind;
-	/* edges, as read (BIG_EDGE) */
-	struct sedge *e;
+	/* edges, as read, then in order of their source (order_edges;
+	 * esrc is gone then) (BIG_EDGE) */
+	uint32_t *esrc, *edst, *edl;
 	uint8_t *ekind;
-	size_t ne, cape, be, bekind;
+	size_t ne, cape, besrc, bedst, bedl, bekind;
 	struct rtedge *rte;
 	size_t nrte, caprte;
 	struct longdl *ldl;
 	size_t nldl, capldl;
 	/* derived, but made as big as the tasks and edges as they are read,
 	 * so that their pages are faulted in by then (struct prefault) */
-	size_t brs, bcnt, bwhead, bsoff, bstate, bsucc;
-	uint32_t *soff, *succ;    /* successors by a fixed or runtime edge: edge indices */
+	size_t brs, bcnt, bwhead, bsoff, bstate;
+	uint32_t *soff;           /* task x's out-edges: soff[x] .. soff[x + 1] (order_edges) */
 	struct rin *rin;          /* runtime edges by destination */
 	size_t nrin;
 	struct bind *bind;        /* binding points, by task */
@@ -207,7 +204,8 @@ big_free(void *pp, size_t *capp)
 
 /*
  * The big arrays by task and by edge: where each is, its capacity and
- * its element's size (soff has two more than the tasks), and its slot
+ * its element's size (soff has two more than the tasks, whead one: see
+ * order_edges), and its slot
  * with the prefault thread. Those made while simulating are derived,
  * all zero until then.
  */
@@ -231,15 +229,16 @@ struct big {
 }
 #define NBIG_TASK 9
 #define BIG_EDGE(s) { \
-	{ (void **)&(s)->e, &(s)->be, sizeof(*(s)->e), 0 }, \
+	{ (void **)&(s)->esrc, &(s)->besrc, sizeof(*(s)->esrc), 0 }, \
+	{ (void **)&(s)->edst, &(s)->bedst, sizeof(*(s)->edst), 0 }, \
+	{ (void **)&(s)->edl, &(s)->bedl, sizeof(*(s)->edl), 0 }, \
 	{ (void **)&(s)->ekind, &(s)->bekind, sizeof(*(s)->ekind), 0 }, \
-	{ (void **)&(s)->succ, &(s)->bsucc, sizeof(*(s)->succ), 1 }, \
 }
-#define NBIG_EDGE 3
+#define NBIG_EDGE 4
 
 /*
  * The arrays of tab (nb of them, slots from slot0) made to hold need
- * elements (soff two more); returns the elements all of them hold.
+ * elements (soff two more, whead one); returns the elements all of them hold.
  * With prefault, their pages up to need + PF_AHEAD are asked for.
  */
 static size_t
@@ -250,7 +249,7 @@ big_need(struct sim *s, struct big *tab, int nb, int slot0, size_t need)
 
 	for (i = 0; i < nb; i++) {
 		struct big *b = &tab[i];
-		size_t extra = b->p == (void **)&s->soff ? 2 : 0, bytes, c;
+		size_t extra = b->p == (void **)&s->soff ? 2 : b->p == (void **)&s->whead, bytes, c;
 
 		big_grow(b->p, b->cap, (need + extra) * b->size);
 		c = *b->cap / b->size - extra;
@@ -361,33 +360,89 @@ sim_release(struct sim *s)
 	free(s->rt0);
 }
 
+static int
+ldl_cmp(const void *a, const void *b)
+{
+	const struct longdl *x = a, *y = b;
+
+	return x->e < y->e ? -1 : x->e > y->e;
+}
+
+/* The nbytes-byte elements of col[0..n) each put at pos[i] in tmp, then
+ * copied back. */
+static void
+scatter(void *col, size_t nbytes, const uint32_t *pos, size_t n, void *tmp)
+{
+	size_t i;
+
+	if (nbytes == 4) {
+		uint32_t *c = col, *t = tmp;
+
+		for (i = 0; i < n; i++)
+			t[pos[i]] = c[i];
+	} else {
+		uint8_t *c = col, *t = tmp;
+
+		for (i = 0; i < n; i++)
+			t[pos[i]] = c[i];
+	}
+	memcpy(col, tmp, n * nbytes);
+}
+
 /*
- * The successors of every task by a fixed or runtime edge: edge indices
- * by source, in edge order, by a counting sort into soff[n + 2] (zero)
- * and succ. Counts go in soff[src + 2], so that placing at
- * soff[src + 1]++ leaves soff[] the offsets themselves. Fixed edges
- * count cnt[dst]. Runtime edges are in it too, since some turn out fixed
- * once the launches are known (see simulate); finish passes over those
- * that stay runtime edges.
+ * The edges put in order of their source, so that task x's out-edges
+ * are soff[x] .. soff[x + 1] and the simulation reads them where it
+ * reads the task (a list of edge indices by source, as before, cost 4
+ * bytes an edge and a random read each). Rank edges go last (bucket n:
+ * groups has read them by then), runtime edges with the others, since
+ * some turn out fixed once the launches are known (see simulate);
+ * finish passes over those that stay runtime edges. Fixed edges count
+ * cnt[dst].
+ *
+ * A stable counting sort: each edge's place, by source, is written over
+ * its source (esrc, whose memory is given back after), and the columns
+ * go to their places through rs (zero again after), which the
+ * simulation has not used yet and which is big enough where there are
+ * at most two edges a task (else a buffer is made). Runtime edges and
+ * long delays, found by edge index, follow their edges.
  */
 static void
-bucket(struct sim *s)
+order_edges(struct sim *s)
 {
-	size_t n = s->n, i;
-	uint32_t *off = s->soff;
+	size_t n = s->n, ne = s->ne, i;
+	uint32_t *off = s->soff, *next = s->whead, *pos = s->esrc;
+	void *tmp;
 
-	for (i = 0; i < s->ne; i++)
-		if ((s->ekind[i] & EK_KIND) != KG_E_RANK) {
-			off[s->e[i].src + 2]++;
-			if (!(s->ekind[i] & EK_RT))
-				s->cnt[s->e[i].dst]++;
-		}
-	for (i = 2; i < n + 2; i++)
+	for (i = 0; i < ne; i++) {
+		int rank = (s->ekind[i] & EK_KIND) == KG_E_RANK;
+
+		off[(rank ? n : s->esrc[i]) + 1]++;
+		if (!rank && !(s->ekind[i] & EK_RT))
+			s->cnt[s->edst[i]]++;
+	}
+	for (i = 1; i < n + 2; i++)
 		off[i] += off[i - 1];
-	big_grow(&s->succ, &s->bsucc, (off[n + 1] + 1) * sizeof(*s->succ));
-	for (i = 0; i < s->ne; i++)
-		if ((s->ekind[i] & EK_KIND) != KG_E_RANK)
-			s->succ[off[s->e[i].src + 1]++] = (uint32_t)i;
+	memcpy(next, off, (n + 1) * sizeof(*next));
+	for (i = 0; i < ne; i++)
+		pos[i] = next[(s->ekind[i] & EK_KIND) == KG_E_RANK ? n : s->esrc[i]]++;
+	for (i = 0; i < s->nrte; i++)
+		s->rte[i].e = pos[s->rte[i].e];
+	for (i = 0; i < s->nldl; i++)
+		s->ldl[i].e = pos[s->ldl[i].e];
+	qsort(s->ldl, s->nldl, sizeof(*s->ldl), ldl_cmp);
+	tmp = s->brs >= ne * sizeof(uint32_t) ? (void *)s->rs : xmalloc(ne * sizeof(uint32_t) + 1);
+	scatter(s->edst, 4, pos, ne, tmp);
+	scatter(s->edl, 4, pos, ne, tmp);
+	scatter(s->ekind, 1, pos, ne, tmp);
+	if (tmp == (void *)s->rs)
+		memset(s->rs, 0, ne * sizeof(uint32_t));
+	else
+		free(tmp);
+	{
+		struct big be[] = BIG_EDGE(s);
+
+		big_forget(s, be, 1, NBIG_TASK, 0); /* esrc: the first */
+	}
 }
 
 /* Both lists sort by task, then edge order (bind's val is still an rte
@@ -518,8 +573,8 @@ delay_of(const struct sim *s, uint32_t i)
 {
 	size_t lo = 0, hi = s->nldl;
 
-	if (s->e[i].dl != DL_LONG)
-		return s->e[i].dl;
+	if (s->edl[i] != DL_LONG)
+		return s->edl[i];
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -544,7 +599,6 @@ bind_runtime(struct sim *s, uint32_t x, int64_t t)
 	for (k = s->state[x] & F_RTIN ? rin_first(s, x) : s->nrin;
 	    k < s->nrin && s->rin[k].dst == x; k++) {
 		const struct rtedge *r = &s->rte[s->rin[k].r];
-		const struct sedge *e = &s->e[r->e];
 		int64_t dl = delay_of(s, r->e);
 		uint32_t b;
 
@@ -553,7 +607,7 @@ bind_runtime(struct sim *s, uint32_t x, int64_t t)
 		else if (ST(s, r->via) == 2)
 			b = bind_of(s, r->via)->val;
 		else
-			b = e->src; /* the binding point has not run: keep the trace's */
+			b = r->src; /* the binding point has not run: keep the trace's */
 		if (b == KG_NONE || b == x)
 			continue;
 		if (ST(s, b) == 2) {
@@ -589,9 +643,9 @@ finish(struct sim *s, uint32_t x)
 
 	SET_ST(s, x, 2);
 	for (k = s->soff[x]; k < s->soff[x + 1]; k++) {
-		const struct sedge *e = &s->e[s->succ[k]];
-		uint8_t ek = s->ekind[s->succ[k]];
-		int64_t r = end + (e->dl != DL_LONG ? e->dl : delay_of(s, s->succ[k]));
+		uint32_t dst = s->edst[k];
+		uint8_t ek = s->ekind[k];
+		int64_t r = end + (s->edl[k] != DL_LONG ? s->edl[k] : delay_of(s, k));
 
 		if (ek & EK_RT)
 			continue; /* bound by its destination, in bind_runtime */
@@ -600,17 +654,17 @@ finish(struct sim *s, uint32_t x)
 		 * The order against the other successors does not matter:
 		 * they only become ready, and the heap orders them. */
 		if ((ek & EK_KIND) == KG_E_LAUNCH) {
-			uint32_t q = s->proc[e->dst];
+			uint32_t q = s->proc[dst];
 
-			if (s->lastby[q] != x || e->dst > s->last[q]) {
-				s->last[q] = e->dst;
+			if (s->lastby[q] != x || dst > s->last[q]) {
+				s->last[q] = dst;
 				s->lastby[q] = x;
 			}
 		}
-		if (r > s->rs[e->dst])
-			s->rs[e->dst] = r;
-		if (--s->cnt[e->dst] == 0)
-			heap_push(s, s->rs[e->dst], e->dst);
+		if (r > s->rs[dst])
+			s->rs[dst] = r;
+		if (--s->cnt[dst] == 0)
+			heap_push(s, s->rs[dst], dst);
 	}
 	if (s->state[x] & F_BIND) {
 		struct bind *b = bind_of(s, x);
@@ -628,7 +682,8 @@ finish(struct sim *s, uint32_t x)
 	}
 }
 
-/* Rendezvous groups: the tasks joined by rank edges, each set one group. */
+/* Rendezvous groups: the tasks joined by rank edges, each set one group
+ * (before order_edges, while the edges' sources are known). */
 static void
 groups(struct sim *s)
 {
@@ -636,17 +691,16 @@ groups(struct sim *s)
 	uint32_t *up = NULL, *pos;
 
 	for (i = 0; i < s->ne; i++) {
-		const struct sedge *e = &s->e[i];
 		uint32_t a;
 
-		if ((s->ekind[i] & EK_KIND) != KG_E_RANK || e->src == e->dst)
+		if ((s->ekind[i] & EK_KIND) != KG_E_RANK || s->esrc[i] == s->edst[i])
 			continue;
 		if (up == NULL) {
 			up = xmalloc((n + 1) * sizeof(*up));
 			for (a = 0; a < n; a++)
 				up[a] = a;
 		}
-		uf_union(up, e->src, e->dst);
+		uf_union(up, s->esrc[i], s->edst[i]);
 	}
 	if (up == NULL)
 		return; /* no groups: grp stays NULL */
@@ -702,20 +756,19 @@ simulate(struct sim *s)
 	s->last = xmalloc(s->nproc * sizeof(*s->last));
 	s->lastby = xmalloc(s->nproc * sizeof(*s->lastby));
 	s->busy = xcalloc(s->nproc, sizeof(*s->busy));
-	if (n > 0)
-		memset(s->whead, 0xff, n * sizeof(*s->whead)); /* KG_NONE */
 	for (i = 0; i < s->nproc; i++)
 		s->last[i] = s->lastby[i] = KG_NONE;
-	bucket(s);
+	groups(s);
+	order_edges(s);
+	if (n > 0)
+		memset(s->whead, 0xff, n * sizeof(*s->whead)); /* KG_NONE */
 	/* A runtime edge from a task its binding point launched (a blocking
 	 * copy's) is fixed: that task is the one. */
 	for (i = 0; i < s->nrte; i++) {
 		const struct rtedge *r = &s->rte[i];
 
 		for (k = s->soff[r->via]; k < s->soff[r->via + 1]; k++) {
-			uint32_t j = s->succ[k];
-
-			if ((s->ekind[j] & EK_KIND) == KG_E_LAUNCH && s->e[j].dst == s->e[r->e].src) {
+			if ((s->ekind[k] & EK_KIND) == KG_E_LAUNCH && s->edst[k] == r->src) {
 				s->ekind[r->e] &= (uint8_t)~EK_RT;
 				s->cnt[r->dst]++;
 				break;
@@ -728,7 +781,6 @@ simulate(struct sim *s)
 	for (i = 0; i < n; i++)
 		if (s->cnt[i] == 0)
 			heap_push(s, s->pt0[s->proc[i]], (uint32_t)i);
-	groups(s);
 	while (s->nheap > 0) {
 		struct heapent h = heap_pop(s);
 		uint32_t x = h.id, p = s->proc[x], g;
@@ -928,14 +980,14 @@ process(const char *path, struct gout *g, struct sim *s)
 
 				s->cape = big_need(s, be, NBIG_EDGE, NBIG_TASK, s->ne + 1);
 			}
-			s->e[s->ne].src = re->src;
-			s->e[s->ne].dst = re->dst;
+			s->esrc[s->ne] = re->src;
+			s->edst[s->ne] = re->dst;
 			if (re->delay < DL_LONG) {
-				s->e[s->ne].dl = (uint32_t)re->delay;
+				s->edl[s->ne] = (uint32_t)re->delay;
 			} else {
 				struct longdl l = { (uint32_t)s->ne, re->delay };
 
-				s->e[s->ne].dl = DL_LONG;
+				s->edl[s->ne] = DL_LONG;
 				VEC_PUSH(s->ldl, s->nldl, s->capldl, l);
 			}
 			/* Only a runtime call launches: a `launch` edge from any
@@ -945,7 +997,7 @@ process(const char *path, struct gout *g, struct sim *s)
 				k = KG_NEDGE_KIND;
 			if ((re->kind == KG_E_SYNC || re->kind == KG_E_EVENT) && re->on < s->nproc &&
 			    re->via < s->n) {
-				struct rtedge r = { (uint32_t)s->ne, re->on, re->via, re->dst };
+				struct rtedge r = { (uint32_t)s->ne, re->on, re->via, re->src, re->dst };
 
 				VEC_PUSH(s->rte, s->nrte, s->caprte, r);
 				k |= EK_RT;

@@ -135,7 +135,9 @@ struct sim {
 	struct heapent *heap;
 	size_t nheap, capheap;
 	/* rendezvous groups (tasks joined by rank edges) */
-	uint32_t *grp;            /* per task: group, or KG_NONE; NULL when none */
+	struct bind *grpl;        /* the tasks in groups, and each one's group; NULL when none */
+	size_t ngrpl;
+	uint32_t *grpix;          /* where each block of tasks begins in grpl (BLK) */
 	uint32_t *goff, *gmem;    /* members by group */
 	uint32_t *garr;           /* per group: members arrived */
 	int64_t *gmax;            /* per group: latest arrival */
@@ -151,7 +153,7 @@ struct sim {
 #define SET_ST(s, x, v) ((s)->state[x] = (uint8_t)(((s)->state[x] & ~3) | (v)))
 #define F_RTIN 4  /* the task has runtime in-edges (in rin) */
 #define F_BIND 8  /* the task is a binding point (in bind) */
-#define F_GRP 16  /* the task is in a rendezvous group (grp) */
+#define F_GRP 16  /* the task is in a rendezvous group (grpl) */
 
 /*
  * The section's large arrays are mapped whole, a power of two times 64
@@ -328,8 +330,11 @@ sim_reset(struct sim *s)
 	free(s->rin), free(s->bind), free(s->last), free(s->lastby), free(s->busy);
 	free(s->rinix), free(s->bindix);
 	s->rinix = s->bindix = NULL;
-	free(s->grp), free(s->goff), free(s->gmem), free(s->garr), free(s->gmax), free(s->held);
-	s->grp = s->goff = s->gmem = s->garr = s->held = NULL;
+	free(s->grpl), free(s->grpix), free(s->goff), free(s->gmem), free(s->garr), free(s->gmax);
+	free(s->held);
+	s->grpl = NULL;
+	s->ngrpl = 0;
+	s->grpix = s->goff = s->gmem = s->garr = s->held = NULL;
 	s->gmax = NULL;
 	s->nhn = 0;
 	s->rin = NULL;
@@ -682,61 +687,98 @@ finish(struct sim *s, uint32_t x)
 	}
 }
 
-/* Rendezvous groups: the tasks joined by rank edges, each set one group
- * (before order_edges, while the edges' sources are known). */
+static int
+u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The index of task x in the sorted m[0..n) (it is there). */
+static uint32_t
+u32_find(const uint32_t *m, size_t n, uint32_t x)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (uint32_t)lo;
+}
+
+/*
+ * Rendezvous groups: the tasks joined by rank edges, each set one group
+ * (before order_edges, while the edges' sources are known). Only the
+ * edges' ends are looked at (a collective's tasks, a few in a hundred),
+ * so what this makes is by them, not by task: grpl, each member's group
+ * (a sorted list found by block, as rin), and the members by group, in
+ * task order.
+ */
 static void
 groups(struct sim *s)
 {
-	size_t n = s->n, i, ng = 0;
-	uint32_t *up = NULL, *pos;
+	size_t i, j, m = 0, cap = 0, ng = 0;
+	uint32_t *mem = NULL, *up, *num, *pos;
 
-	for (i = 0; i < s->ne; i++) {
-		uint32_t a;
-
-		if ((s->ekind[i] & EK_KIND) != KG_E_RANK || s->esrc[i] == s->edst[i])
-			continue;
-		if (up == NULL) {
-			up = xmalloc((n + 1) * sizeof(*up));
-			for (a = 0; a < n; a++)
-				up[a] = a;
+	for (i = 0; i < s->ne; i++)
+		if ((s->ekind[i] & EK_KIND) == KG_E_RANK && s->esrc[i] != s->edst[i]) {
+			VEC_PUSH(mem, m, cap, s->esrc[i]);
+			VEC_PUSH(mem, m, cap, s->edst[i]);
 		}
-		uf_union(up, s->esrc[i], s->edst[i]);
-	}
-	if (up == NULL)
-		return; /* no groups: grp stays NULL */
-	s->grp = xmalloc((n + 1) * sizeof(*s->grp));
-	s->held = xmalloc((s->nproc + 1) * sizeof(*s->held));
-	for (i = 0; i < s->nproc; i++)
-		s->held[i] = KG_NONE;
-	for (i = 0; i < n; i++)
-		s->grp[i] = KG_NONE;
-	/* number the groups (sets of two or more) in task order */
-	for (i = 0; i < n; i++) {
+	if (m == 0)
+		return; /* no groups: grpl stays NULL */
+	qsort(mem, m, sizeof(*mem), u32_cmp);
+	for (i = j = 0; i < m; i++)
+		if (j == 0 || mem[j - 1] != mem[i])
+			mem[j++] = mem[i];
+	m = j;
+	up = xmalloc(m * sizeof(*up));
+	for (i = 0; i < m; i++)
+		up[i] = (uint32_t)i;
+	for (i = 0; i < s->ne; i++)
+		if ((s->ekind[i] & EK_KIND) == KG_E_RANK && s->esrc[i] != s->edst[i])
+			uf_union(up, u32_find(mem, m, s->esrc[i]), u32_find(mem, m, s->edst[i]));
+	/* number the groups in the order of their first task */
+	num = xmalloc(m * sizeof(*num));
+	for (i = 0; i < m; i++)
+		num[i] = KG_NONE;
+	s->grpl = xmalloc(m * sizeof(*s->grpl));
+	for (i = 0; i < m; i++) {
 		uint32_t r = uf_find(up, (uint32_t)i);
 
-		if (r != i && s->grp[r] == KG_NONE)
-			s->grp[r] = (uint32_t)ng++;
-		if (r != i)
-			s->grp[i] = s->grp[r];
+		if (num[r] == KG_NONE)
+			num[r] = (uint32_t)ng++;
+		s->grpl[i].task = mem[i];
+		s->grpl[i].val = num[r];
+		s->state[mem[i]] |= F_GRP;
 	}
+	s->ngrpl = m;
+	s->grpix = block_index(s->grpl, m, s->n);
 	s->goff = xcalloc(ng + 1, sizeof(*s->goff));
-	s->gmem = xmalloc((n + 1) * sizeof(*s->gmem));
+	s->gmem = xmalloc(m * sizeof(*s->gmem));
 	s->garr = xcalloc(ng + 1, sizeof(*s->garr));
 	s->gmax = xcalloc(ng + 1, sizeof(*s->gmax));
-	for (i = 0; i < n; i++)
-		if (s->grp[i] != KG_NONE) {
-			s->goff[s->grp[i] + 1]++;
-			s->state[i] |= F_GRP;
-		}
+	for (i = 0; i < m; i++)
+		s->goff[s->grpl[i].val + 1]++;
 	for (i = 0; i < ng; i++)
 		s->goff[i + 1] += s->goff[i];
 	pos = xmalloc((ng + 1) * sizeof(*pos));
 	memcpy(pos, s->goff, (ng + 1) * sizeof(*pos));
-	for (i = 0; i < n; i++)
-		if (s->grp[i] != KG_NONE)
-			s->gmem[pos[s->grp[i]]++] = (uint32_t)i;
+	for (i = 0; i < m; i++)
+		s->gmem[pos[s->grpl[i].val]++] = mem[i];
+	s->held = xmalloc((s->nproc + 1) * sizeof(*s->held));
+	for (i = 0; i < s->nproc; i++)
+		s->held[i] = KG_NONE;
 	free(pos);
+	free(num);
 	free(up);
+	free(mem);
 }
 
 /* Simulate the section; 0, or -1 if some tasks can never start. */
@@ -807,7 +849,7 @@ simulate(struct sim *s)
 		if (s->busy[p] > t)
 			t = s->busy[p];
 		s->rs[x] = t;
-		g = s->state[x] & F_GRP ? s->grp[x] : KG_NONE;
+		g = s->state[x] & F_GRP ? s->grpl[block_find(s->grpl, s->grpix, x)].val : KG_NONE;
 		if (g == KG_NONE) {
 			s->dend[x] += t;
 			s->busy[p] = s->dend[x];

@@ -81,6 +81,49 @@ struct wnode {
 	int64_t delay;
 };
 
+/*
+ * The heads of the waiter lists (in wn) by the task waited for: an open
+ * addressing map, made for the section's runtime edges (a task binds
+ * once, so there are no more tasks waited for than those edges).
+ */
+struct waits {
+	uint32_t *key, *head;
+	int bits;                 /* 2^bits slots, at least twice the keys */
+};
+
+static void
+waits_init(struct waits *w, size_t nkeys)
+{
+	size_t cap;
+
+	for (w->bits = 4; ((size_t)1 << w->bits) < 2 * nkeys + 2; w->bits++)
+		;
+	cap = (size_t)1 << w->bits;
+	w->key = xmalloc(cap * sizeof(*w->key));
+	w->head = xmalloc(cap * sizeof(*w->head));
+	memset(w->key, 0xff, cap * sizeof(*w->key)); /* KG_NONE: free */
+}
+
+static void
+waits_release(struct waits *w)
+{
+	free(w->key);
+	free(w->head);
+	w->key = w->head = NULL;
+}
+
+/* Task x's slot: where it is, or where it goes. */
+static size_t
+waits_slot(const struct waits *w, uint32_t x)
+{
+	size_t mask = ((size_t)1 << w->bits) - 1;
+	size_t i = (size_t)((x * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - w->bits));
+
+	while (w->key[i] != KG_NONE && w->key[i] != x)
+		i = (i + 1) & mask;
+	return i;
+}
+
 struct heapent {
 	int64_t t;
 	uint32_t id;
@@ -100,8 +143,7 @@ struct sim {
 	size_t n, cap;            /* cap: tasks all of them hold */
 	uint32_t *proc, *name;
 	int64_t *dend;
-	uint8_t *kind;
-	size_t bproc, bname, bdend, bkind;
+	size_t bproc, bname, bdend;
 	/* edges, as read, then in order of their source (order_edges;
 	 * esrc is gone then) (BIG_EDGE) */
 	uint32_t *esrc, *edst, *edl;
@@ -113,14 +155,15 @@ struct sim {
 	size_t nldl, capldl;
 	/* derived, but made as big as the tasks and edges as they are read,
 	 * so that their pages are faulted in by then (struct prefault) */
-	size_t brs, bcnt, bwhead, bsoff, bstate;
+	size_t brs, bcnt, bsoff, bstate;
 	uint32_t *soff;           /* task x's out-edges: soff[x] .. soff[x + 1] (order_edges) */
 	struct rin *rin;          /* runtime edges by destination */
 	size_t nrin;
 	struct bind *bind;        /* binding points, by task */
 	size_t nbind;
 	uint32_t *rinix, *bindix; /* where each block of tasks begins in them (BLK) */
-	uint32_t *cnt, *whead;
+	uint32_t *cnt;
+	struct waits wt;          /* the tasks waited for: their waiter lists' heads */
 	int64_t *rs;
 	uint8_t *state;           /* ST: 0 waiting, 1 bound, 2 done, 3 at its rendezvous; F_* */
 	size_t nproc, cappt0;
@@ -154,6 +197,8 @@ struct sim {
 #define F_RTIN 4  /* the task has runtime in-edges (in rin) */
 #define F_BIND 8  /* the task is a binding point (in bind) */
 #define F_GRP 16  /* the task is in a rendezvous group (grpl) */
+#define F_WAIT 32 /* some task waits for it (wt) */
+#define F_RT 64   /* a runtime call (set as read: only those launch) */
 
 /*
  * The section's large arrays are mapped whole, a power of two times 64
@@ -206,8 +251,7 @@ big_free(void *pp, size_t *capp)
 
 /*
  * The big arrays by task and by edge: where each is, its capacity and
- * its element's size (soff has two more than the tasks, whead one: see
- * order_edges), and its slot
+ * its element's size (soff has two more than the tasks), and its slot
  * with the prefault thread. Those made while simulating are derived,
  * all zero until then.
  */
@@ -222,14 +266,12 @@ struct big {
 	{ (void **)&(s)->proc, &(s)->bproc, sizeof(*(s)->proc), 0 }, \
 	{ (void **)&(s)->name, &(s)->bname, sizeof(*(s)->name), 0 }, \
 	{ (void **)&(s)->dend, &(s)->bdend, sizeof(*(s)->dend), 0 }, \
-	{ (void **)&(s)->kind, &(s)->bkind, sizeof(*(s)->kind), 0 }, \
 	{ (void **)&(s)->rs, &(s)->brs, sizeof(*(s)->rs), 1 }, \
 	{ (void **)&(s)->cnt, &(s)->bcnt, sizeof(*(s)->cnt), 1 }, \
-	{ (void **)&(s)->whead, &(s)->bwhead, sizeof(*(s)->whead), 1 }, \
 	{ (void **)&(s)->soff, &(s)->bsoff, sizeof(*(s)->soff), 1 }, \
 	{ (void **)&(s)->state, &(s)->bstate, sizeof(*(s)->state), 1 }, \
 }
-#define NBIG_TASK 9
+#define NBIG_TASK 7
 #define BIG_EDGE(s) { \
 	{ (void **)&(s)->esrc, &(s)->besrc, sizeof(*(s)->esrc), 0 }, \
 	{ (void **)&(s)->edst, &(s)->bedst, sizeof(*(s)->edst), 0 }, \
@@ -240,7 +282,7 @@ struct big {
 
 /*
  * The arrays of tab (nb of them, slots from slot0) made to hold need
- * elements (soff two more, whead one); returns the elements all of them hold.
+ * elements (soff two more); returns the elements all of them hold.
  * With prefault, their pages up to need + PF_AHEAD are asked for.
  */
 static size_t
@@ -251,7 +293,7 @@ big_need(struct sim *s, struct big *tab, int nb, int slot0, size_t need)
 
 	for (i = 0; i < nb; i++) {
 		struct big *b = &tab[i];
-		size_t extra = b->p == (void **)&s->soff ? 2 : b->p == (void **)&s->whead, bytes, c;
+		size_t extra = b->p == (void **)&s->soff ? 2 : 0, bytes, c;
 
 		big_grow(b->p, b->cap, (need + extra) * b->size);
 		c = *b->cap / b->size - extra;
@@ -330,6 +372,7 @@ sim_reset(struct sim *s)
 	free(s->rin), free(s->bind), free(s->last), free(s->lastby), free(s->busy);
 	free(s->rinix), free(s->bindix);
 	s->rinix = s->bindix = NULL;
+	waits_release(&s->wt);
 	free(s->grpl), free(s->grpix), free(s->goff), free(s->gmem), free(s->garr), free(s->gmax);
 	free(s->held);
 	s->grpl = NULL;
@@ -407,17 +450,20 @@ scatter(void *col, size_t nbytes, const uint32_t *pos, size_t n, void *tmp)
  * A stable counting sort: each edge's place, by source, is written over
  * its source (esrc, whose memory is given back after), and the columns
  * go to their places through rs (zero again after), which the
- * simulation has not used yet and which is big enough where there are
- * at most two edges a task (else a buffer is made). Runtime edges and
- * long delays, found by edge index, follow their edges.
+ * simulation has not used yet: it holds each bucket's next place, then
+ * a column's copy, where there are at most two edges a task (else a
+ * buffer is made). Runtime edges and long delays, found by edge index,
+ * follow their edges.
  */
 static void
 order_edges(struct sim *s)
 {
 	size_t n = s->n, ne = s->ne, i;
-	uint32_t *off = s->soff, *next = s->whead, *pos = s->esrc;
+	uint32_t *off = s->soff, *next = (uint32_t *)s->rs, *pos = s->esrc;
 	void *tmp;
 
+	if (ne == 0)
+		goto out; /* soff all zero */
 	for (i = 0; i < ne; i++) {
 		int rank = (s->ekind[i] & EK_KIND) == KG_E_RANK;
 
@@ -440,9 +486,10 @@ order_edges(struct sim *s)
 	scatter(s->edl, 4, pos, ne, tmp);
 	scatter(s->ekind, 1, pos, ne, tmp);
 	if (tmp == (void *)s->rs)
-		memset(s->rs, 0, ne * sizeof(uint32_t));
+		memset(s->rs, 0, (ne > n + 1 ? ne : n + 1) * sizeof(uint32_t));
 	else
-		free(tmp);
+		free(tmp), memset(s->rs, 0, (n + 1) * sizeof(uint32_t));
+out:
 	{
 		struct big be[] = BIG_EDGE(s);
 
@@ -619,10 +666,13 @@ bind_runtime(struct sim *s, uint32_t x, int64_t t)
 			if (s->dend[b] + dl > t)
 				t = s->dend[b] + dl;
 		} else {
-			struct wnode w = { x, s->whead[b], dl };
+			size_t slot = waits_slot(&s->wt, b);
+			struct wnode w = { x, s->wt.key[slot] == b ? s->wt.head[slot] : KG_NONE, dl };
 
 			VEC_PUSH(s->wn, s->nwn, s->capwn, w);
-			s->whead[b] = (uint32_t)(s->nwn - 1);
+			s->wt.key[slot] = b;
+			s->wt.head[slot] = (uint32_t)(s->nwn - 1);
+			s->state[b] |= F_WAIT;
 			s->cnt[x]++;
 		}
 	}
@@ -676,7 +726,8 @@ finish(struct sim *s, uint32_t x)
 
 		b->val = s->last[b->val];
 	}
-	for (k = s->whead[x]; k != KG_NONE; k = s->wn[k].next) {
+	k = s->state[x] & F_WAIT ? s->wt.head[waits_slot(&s->wt, x)] : KG_NONE;
+	for (; k != KG_NONE; k = s->wn[k].next) {
 		uint32_t w = s->wn[k].task;
 		int64_t r = end + s->wn[k].delay;
 
@@ -788,8 +839,8 @@ simulate(struct sim *s)
 	size_t n = s->n, i, done = 0;
 	uint32_t k;
 
-	/* rs, cnt, whead, soff and state are zero, made as the tasks
-	 * were read (and soff, at least, for a section of none) */
+	/* rs, cnt and soff are zero, made as the tasks were read (and
+	 * soff, at least, for a section of none); state has only F_RT */
 	{
 		struct big bt[] = BIG_TASK(s);
 
@@ -802,8 +853,7 @@ simulate(struct sim *s)
 		s->last[i] = s->lastby[i] = KG_NONE;
 	groups(s);
 	order_edges(s);
-	if (n > 0)
-		memset(s->whead, 0xff, n * sizeof(*s->whead)); /* KG_NONE */
+	waits_init(&s->wt, s->nrte);
 	/* A runtime edge from a task its binding point launched (a blocking
 	 * copy's) is fixed: that task is the one. */
 	for (i = 0; i < s->nrte; i++) {
@@ -1002,7 +1052,8 @@ process(const char *path, struct gout *g, struct sim *s)
 
 				s->cap = big_need(s, bt, NBIG_TASK, 0, s->n + 1);
 			}
-			s->kind[s->n] = (uint8_t)in.rec.task.kind;
+			if (in.rec.task.kind == KG_RT)
+				s->state[s->n] = F_RT;
 			s->proc[s->n] = in.rec.task.proc;
 			s->dend[s->n] = in.rec.task.dur;
 			s->name[s->n] = in.rec.task.name;
@@ -1035,7 +1086,7 @@ process(const char *path, struct gout *g, struct sim *s)
 			/* Only a runtime call launches: a `launch` edge from any
 			 * other task (kineto2graph's anchor for work launched
 			 * before the window) is a plain dependency. */
-			if (k == KG_E_LAUNCH && s->kind[re->src] != KG_RT)
+			if (k == KG_E_LAUNCH && !(s->state[re->src] & F_RT))
 				k = KG_NEDGE_KIND;
 			if ((re->kind == KG_E_SYNC || re->kind == KG_E_EVENT) && re->on < s->nproc &&
 			    re->via < s->n) {

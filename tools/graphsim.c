@@ -10,7 +10,7 @@
  * `via` ran", so an edit that adds or moves kernels keeps them right.
  * Original timestamps are never read.
  *
- * State: one section at a time: about 38 bytes a task and 13 an edge for
+ * State: one section at a time: about 33 bytes a task and 13 an edge for
  * the simulation (struct sim), and the input records since the last
  * frame boundary (at most a frame, 2 MiB from kgraph's writers; see
  * run_frames).

@@ -480,7 +480,8 @@ order_edges(struct sim *s)
 		s->rte[i].e = pos[s->rte[i].e];
 	for (i = 0; i < s->nldl; i++)
 		s->ldl[i].e = pos[s->ldl[i].e];
-	qsort(s->ldl, s->nldl, sizeof(*s->ldl), ldl_cmp);
+	if (s->nldl > 1)
+		qsort(s->ldl, s->nldl, sizeof(*s->ldl), ldl_cmp);
 	tmp = s->brs >= ne * sizeof(uint32_t) ? (void *)s->rs : xmalloc(ne * sizeof(uint32_t) + 1);
 	scatter(s->edst, 4, pos, ne, tmp);
 	scatter(s->edl, 4, pos, ne, tmp);

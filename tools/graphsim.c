@@ -202,10 +202,12 @@ struct sim {
 
 /*
  * The section's large arrays are mapped whole, a power of two times 64
- * KiB, and grown by mremap (pages moved, not copied); from 2 MiB on
- * they ask for transparent huge pages. Each array is touched once or
- * twice: with 4 KiB pages, faulting them in was a large part of
- * graphsim's time on a large graph.
+ * KiB, and grown by mremap (pages moved, not copied). Those the
+ * simulation reads at random, by task, ask for transparent huge pages
+ * from 2 MiB on (fewer TLB misses); those written and read in order
+ * (the names, the edges, which a task reads as a run) keep 4 KiB pages,
+ * which are faulted in faster where a huge page costs its 512 small
+ * ones and more (doc/PERFORMANCE.md).
  */
 #define BIG_MIN ((size_t)64 << 10)
 #define BIG_HUGE ((size_t)2 << 20)
@@ -213,7 +215,7 @@ struct sim {
 /* *pp, a big array of *capp bytes (0 and NULL: none yet), made to hold
  * at least need bytes; new bytes are zero. */
 static void
-big_grow(void *pp, size_t *capp, size_t need)
+big_grow(void *pp, size_t *capp, size_t need, int huge)
 {
 	void **p = pp, *q;
 	size_t cap = *capp > 0 ? *capp : BIG_MIN;
@@ -231,7 +233,7 @@ big_grow(void *pp, size_t *capp, size_t need)
 		abort();
 	}
 #ifdef MADV_HUGEPAGE
-	if (cap >= BIG_HUGE)
+	if (huge && cap >= BIG_HUGE)
 		madvise(q, cap, MADV_HUGEPAGE); /* advice: its failure is no error */
 #endif
 	*p = q;
@@ -251,32 +253,32 @@ big_free(void *pp, size_t *capp)
 
 /*
  * The big arrays by task and by edge: where each is, its capacity and
- * its element's size (soff has two more than the tasks), and its slot
- * with the prefault thread. Those made while simulating are derived,
- * all zero until then.
+ * its element's size (soff has two more than the tasks), its slot with
+ * the prefault thread, and whether it is read at random (huge pages).
+ * Those made while simulating are derived, all zero until then.
  */
 struct big {
 	void **p;
 	size_t *cap;
 	size_t size;
-	int derived;
+	int derived, huge;
 };
 
 #define BIG_TASK(s) { \
-	{ (void **)&(s)->proc, &(s)->bproc, sizeof(*(s)->proc), 0 }, \
-	{ (void **)&(s)->name, &(s)->bname, sizeof(*(s)->name), 0 }, \
-	{ (void **)&(s)->dend, &(s)->bdend, sizeof(*(s)->dend), 0 }, \
-	{ (void **)&(s)->rs, &(s)->brs, sizeof(*(s)->rs), 1 }, \
-	{ (void **)&(s)->cnt, &(s)->bcnt, sizeof(*(s)->cnt), 1 }, \
-	{ (void **)&(s)->soff, &(s)->bsoff, sizeof(*(s)->soff), 1 }, \
-	{ (void **)&(s)->state, &(s)->bstate, sizeof(*(s)->state), 1 }, \
+	{ (void **)&(s)->proc, &(s)->bproc, sizeof(*(s)->proc), 0, 1 }, \
+	{ (void **)&(s)->name, &(s)->bname, sizeof(*(s)->name), 0, 0 }, \
+	{ (void **)&(s)->dend, &(s)->bdend, sizeof(*(s)->dend), 0, 1 }, \
+	{ (void **)&(s)->rs, &(s)->brs, sizeof(*(s)->rs), 1, 1 }, \
+	{ (void **)&(s)->cnt, &(s)->bcnt, sizeof(*(s)->cnt), 1, 1 }, \
+	{ (void **)&(s)->soff, &(s)->bsoff, sizeof(*(s)->soff), 1, 1 }, \
+	{ (void **)&(s)->state, &(s)->bstate, sizeof(*(s)->state), 1, 1 }, \
 }
 #define NBIG_TASK 7
 #define BIG_EDGE(s) { \
-	{ (void **)&(s)->esrc, &(s)->besrc, sizeof(*(s)->esrc), 0 }, \
-	{ (void **)&(s)->edst, &(s)->bedst, sizeof(*(s)->edst), 0 }, \
-	{ (void **)&(s)->edl, &(s)->bedl, sizeof(*(s)->edl), 0 }, \
-	{ (void **)&(s)->ekind, &(s)->bekind, sizeof(*(s)->ekind), 0 }, \
+	{ (void **)&(s)->esrc, &(s)->besrc, sizeof(*(s)->esrc), 0, 0 }, \
+	{ (void **)&(s)->edst, &(s)->bedst, sizeof(*(s)->edst), 0, 0 }, \
+	{ (void **)&(s)->edl, &(s)->bedl, sizeof(*(s)->edl), 0, 0 }, \
+	{ (void **)&(s)->ekind, &(s)->bekind, sizeof(*(s)->ekind), 0, 0 }, \
 }
 #define NBIG_EDGE 4
 
@@ -295,7 +297,7 @@ big_need(struct sim *s, struct big *tab, int nb, int slot0, size_t need)
 		struct big *b = &tab[i];
 		size_t extra = b->p == (void **)&s->soff ? 2 : 0, bytes, c;
 
-		big_grow(b->p, b->cap, (need + extra) * b->size);
+		big_grow(b->p, b->cap, (need + extra) * b->size, b->huge);
 		c = *b->cap / b->size - extra;
 		if (c < cap)
 			cap = c;

@@ -541,6 +541,69 @@ open("head.json.gz", "wb").write(gz[:5])' >offset
 	[ "$(awk -F, 'NR > 1 && $1 != "job" { print $1 }' a.csv | sort -u | wc -l)" -gt 1 ]
 }
 
+@test "kineto2graph: a gzip trace parsed in two halves at once or in one, the same graph and hash; broken, the same message" {
+	# A gzip file of 16 MiB of JSON or more (as its trailer says) is
+	# parsed in two halves at once (split.c,
+	# split_start_gz): a thread reads the file on its own, passes over
+	# the first half, finds a place between two events past the middle
+	# and parses from there; the caller parses up to it. Where the place
+	# is not between two events of traceEvents, or the second half is
+	# broken or needs the first's events, the caller parses on. The
+	# graph's header holds the file's hash, which the thread makes when
+	# it takes the second half. KG_SPLIT_PARSE as for a plain file.
+	need_traces
+	local f="$TRACES/hta_16rank_a100_rank0/rank0.json.gz"
+	[ -f "$f" ] || skip "no $f"
+	zcat "$f" > t.json
+	python3 -c '
+import json
+t = json.load(open("t.json"))
+ev = t.pop("traceEvents")
+late = {"traceEvents": ev}
+late.update(t)
+json.dump(late, open("late.json", "w"))
+small = ev[:20]
+mid = dict(ev[20]); mid["name"] = "x}, {" * 150000
+json.dump({"traceEvents": small + [mid] + ev[21:40]}, open("instr.json", "w"))
+t2 = {"traceEvents": ev + [dict(ev[-1], name="y" * 3000000)]}
+json.dump(t2, open("long.json", "w"))
+'
+	size=$(stat -c %s t.json)
+	{ head -c $((size * 3 / 4)) t.json; printf '\001'; tail -c +$((size * 3 / 4 + 1)) t.json; } > ctl.json
+	for x in t late instr ctl long; do gzip -c $x.json > $x.json.gz; done
+	gzip -c "$FIX/rules/tags_modh.json" > modh.json.gz
+	# two gzip members: the trailer gives the second's size alone
+	{ head -c $((size / 2)) t.json | gzip -c; tail -c +$((size / 2 + 1)) t.json | gzip -c; } > two.json.gz
+	# the compressed file cut, and a byte of it changed, past the middle
+	gz=$(stat -c %s t.json.gz)
+	head -c $((gz * 3 / 4)) t.json.gz > cut.json.gz
+	python3 -c '
+import sys
+b = bytearray(open("t.json.gz", "rb").read())
+b[len(b) * 3 // 4] ^= 0x10
+open("flip.json.gz", "wb").write(b)
+'
+	for x in t late instr modh two; do
+		KG_SPLIT_PARSE=0 kineto2graph -q -o a.kg $x.json.gz
+		KG_SPLIT_PARSE=always kineto2graph -q -o b.kg $x.json.gz
+		cmp a.kg b.kg
+	done
+	# split by default too (over 16 MiB of JSON): the same graph, the
+	# header's hash of the file included
+	[ "$(stat -c %s t.json)" -ge $((16 << 20)) ]
+	kineto2graph -q -o t.kg t.json.gz
+	KG_SPLIT_PARSE=0 kineto2graph -q -o a.kg t.json.gz
+	cmp a.kg t.kg
+	for x in ctl long cut flip; do
+		KG_SPLIT_PARSE=0 run -1 --separate-stderr kineto2graph -q -o out.kg $x.json.gz
+		err1=$stderr
+		KG_SPLIT_PARSE=always run -1 --separate-stderr kineto2graph -q -o out.kg $x.json.gz
+		[ "$stderr" = "$err1" ] || { echo "$x: '$stderr' against '$err1'"; false; }
+		[[ "$stderr" == "kineto2graph: $x.json.gz: "* ]]
+		[ ! -e out.kg ]
+	done
+}
+
 @test "kineto2graph: a plain trace parsed in two halves at once or in one, the same graph; broken, the same message" {
 	# A plain file of 16 MiB or more is parsed in two halves at once
 	# (kineto2graph/json.c, split_start): the second from an event near

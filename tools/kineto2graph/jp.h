@@ -1,6 +1,6 @@
 /*
  * kineto2graph's JSON reader, shared by json.c (the parse) and split.c
- * (a large plain file parsed in two halves at once): the parser's state
+ * (a large file parsed in two halves at once): the parser's state
  * and what the two share of it. Private to those two files.
  */
 #ifndef K2G_JP_H
@@ -121,5 +121,25 @@ uint32_t shapes_pair(struct trace *t, uint32_t dims, uint32_t types);
 struct half;
 struct half *split_start(FILE *fp, const char *file, uint64_t *limit);
 int split_end(struct half *b, int take, struct trace *t, struct jp *p);
+/*
+ * A gzip input in two halves: split_start_gz's thread reads the file
+ * on its own, inflating and passing over what the caller parses, finds
+ * a place between two events (split_between) from *at on (inflated
+ * bytes; the caller parses no further before split_gz_limit, which
+ * waits for the place: UINT64_MAX if none), and parses the rest.
+ * split_end as above; where it takes the second half, it sets t's hash
+ * (the thread read the whole file). NULL if not split.
+ */
+int split_between(const unsigned char *w, size_t n, size_t *close, size_t *open);
+struct half *split_start_gz(FILE *fp, const char *file, uint64_t *at);
+uint64_t split_gz_limit(struct half *b);
+/* json.c: a gzip file read by pread from fd (its start) for split.c's
+ * thread; its next inflated bytes, up to cap (*n = 0 at the end; -1 on
+ * an error, which the caller's parse, reading on, tells); its hash. */
+struct input;
+struct input *input_open_fd(int fd);
+int input_next(struct input *in, unsigned char *buf, size_t cap, size_t *n);
+uint64_t input_hash(struct input *in);
+void input_close(struct input *in);
 
 #endif

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <xxhash.h>
 #include <yajl_parse.h>
@@ -1145,6 +1146,7 @@ keep_event(struct jp *p)
 /* Input: plain or gzip bytes, hashed as read. */
 struct input {
 	FILE *fp;
+	int fd;              /* read by pread where fp is NULL (split.c's reading of a gzip file) */
 	int gz, zinit, zend, eof;
 	z_stream zs;
 	unsigned char *raw;
@@ -1161,8 +1163,18 @@ raw_read(struct input *in, unsigned char *buf, size_t cap, size_t *n, char *err,
 		*n = 0; /* at the limit: not the end */
 		return 0;
 	}
-	*n = fread(buf, 1, cap, in->fp);
-	if (*n == 0 && ferror(in->fp)) {
+	if (in->fp == NULL) {
+		ssize_t got = pread(in->fd, buf, cap, (off_t)in->pos);
+
+		if (got < 0) {
+			snprintf(err, errlen, "read error: %s", strerror(errno));
+			return -1;
+		}
+		*n = (size_t)got;
+	} else {
+		*n = fread(buf, 1, cap, in->fp);
+	}
+	if (*n == 0 && in->fp != NULL && ferror(in->fp)) {
 		snprintf(err, errlen, "read error: %s", strerror(errno ? errno : EIO));
 		return -1;
 	}
@@ -1216,6 +1228,50 @@ input_read(struct input *in, unsigned char *buf, size_t cap, size_t *n,
 	}
 	*n = cap - in->zs.avail_out;
 	return 0;
+}
+
+int
+input_next(struct input *in, unsigned char *buf, size_t cap, size_t *n)
+{
+	char err[256];
+
+	return input_read(in, buf, cap, n, 0, err, sizeof(err));
+}
+
+struct input *
+input_open_fd(int fd)
+{
+	struct input *in = xcalloc(1, sizeof(*in));
+
+	in->fd = fd;
+	in->gz = 1;
+	in->limit = UINT64_MAX;
+	in->raw = xmalloc(CHUNK);
+	in->h = XXH3_createState();
+	if (in->h == NULL || inflateInit2(&in->zs, 16 + MAX_WBITS) != Z_OK) {
+		input_close(in);
+		return NULL;
+	}
+	in->zinit = 1;
+	XXH3_64bits_reset(in->h);
+	return in;
+}
+
+uint64_t
+input_hash(struct input *in)
+{
+	return XXH3_64bits_digest(in->h);
+}
+
+void
+input_close(struct input *in)
+{
+	if (in->zinit)
+		inflateEnd(&in->zs);
+	if (in->h != NULL)
+		XXH3_freeState(in->h);
+	free(in->raw);
+	free(in);
 }
 
 /* The index in b[0..n) of the byte that makes a string too long, or n. */
@@ -1306,8 +1362,9 @@ trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 	struct ahead_in ai;
 	struct ahead_piece cur;
 	unsigned char *cbuf = buf; /* the chunk parsed: buf, or cur's */
-	struct half *half = NULL;
-	int rc = -1, c0;
+	struct half *half = NULL, *gzhalf = NULL;
+	uint64_t gzat = 0, gzlimit = UINT64_MAX; /* split.h: gzip in two halves */
+	int rc = -1, c0, gzknown = 0, hashed = 0;
 
 	memset(&p, 0, sizeof(p));
 	memset(&in, 0, sizeof(in));
@@ -1352,7 +1409,9 @@ trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 	memset(&ai.scan, 0, sizeof(ai.scan));
 	if (n == 0 && !in.gz)
 		half = split_start(fp, t->file, &in.limit);
-	if (n == 0 && half == NULL)
+	if (n == 0 && in.gz)
+		gzhalf = split_start_gz(fp, t->file, &gzat);
+	if (n == 0 && half == NULL && gzhalf == NULL)
 		ah = ahead_new(fp, input_ahead, &ai, CHUNK);
 again:
 	for (;;) {
@@ -1365,6 +1424,25 @@ again:
 			cbuf = cur.buf;
 			n = cur.n;
 			long_at = cur.hint;
+		} else if (n == 0 && gzhalf != NULL) {
+			/* no further than where the second half may begin */
+			size_t cap = CHUNK;
+
+			if (!gzknown && off >= gzat) {
+				gzlimit = split_gz_limit(gzhalf);
+				gzknown = 1;
+				if (gzlimit == UINT64_MAX) { /* no second half */
+					split_end(gzhalf, 0, t, &p);
+					gzhalf = NULL;
+				}
+			}
+			if (!gzknown && gzat - off < cap)
+				cap = (size_t)(gzat - off);
+			if (gzknown && gzlimit - off < cap)
+				cap = (size_t)(gzlimit - off);
+			if (cap > 0 && input_read(&in, buf, cap, &n, off, err, errlen) < 0)
+				goto out;
+			long_at = scan_strings(&scan, cbuf, n);
 		} else if (n == 0 && input_read(&in, buf, CHUNK, &n, off, err, errlen) < 0) {
 			goto out;
 		} else {
@@ -1395,6 +1473,19 @@ again:
 		}
 		off += n;
 		n = 0;
+	}
+	if (gzhalf != NULL && gzknown && off == gzlimit) {
+		/* A gzip input's first half read: as for a plain file, below;
+		 * the second half's thread read the file to its end. */
+		int at_event = p.depth == 2 && p.ctx[2] == C_EVENTS && p.evend == gzlimit;
+
+		hashed = split_end(gzhalf, at_event, t, &p);
+		gzhalf = NULL;
+		if (hashed)
+			goto done;
+		/* no: the rest is parsed here */
+		gzlimit = UINT64_MAX;
+		goto again;
 	}
 	if (half != NULL) {
 		/* the first half read: did it end just after an event of
@@ -1451,8 +1542,11 @@ out:
 	}
 	if (half != NULL)
 		split_end(half, 0, t, &p);
+	if (gzhalf != NULL)
+		split_end(gzhalf, 0, t, &p);
 	skip_flush(&p);
-	t->xxh3 = XXH3_64bits_digest(in.h);
+	if (!hashed)
+		t->xxh3 = XXH3_64bits_digest(in.h);
 	XXH3_freeState(in.h);
 	if (in.zinit)
 		inflateEnd(&in.zs);

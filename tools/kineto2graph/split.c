@@ -48,34 +48,46 @@ is_ws(unsigned char c)
 }
 
 /*
- * A place between two events near the middle of the file (fd, size
- * bytes): the `}` at *close, the next `{` at *open, only blanks and one
- * comma between. 0 if none in the window looked at.
+ * The first place in w[0..n) that looks between two events: the `}` at
+ * *close, the next `{` at *open, only blanks and one comma between. 0
+ * if none.
  */
+int
+split_between(const unsigned char *w, size_t n, size_t *close, size_t *open)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		if (w[i] != '}')
+			continue;
+		for (j = i + 1; j < n && is_ws(w[j]); j++)
+			;
+		if (j == n || w[j] != ',')
+			continue;
+		for (j++; j < n && is_ws(w[j]); j++)
+			;
+		if (j < n && w[j] == '{') {
+			*close = i;
+			*open = j;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Such a place near the middle of the file (fd, size bytes), as offsets
+ * in it; 0 if none in the window looked at. */
 static int
 split_point(int fd, uint64_t size, uint64_t *close, uint64_t *open)
 {
 	uint64_t from = size / 2;
-	size_t want = size - from < SPLIT_WINDOW ? (size_t)(size - from) : SPLIT_WINDOW, i, j;
+	size_t want = size - from < SPLIT_WINDOW ? (size_t)(size - from) : SPLIT_WINDOW, c, o;
 	unsigned char *w = xmalloc(want + 1);
 	ssize_t got = pread(fd, w, want, (off_t)from);
-	int found = 0;
+	int found = got > 0 && split_between(w, (size_t)got, &c, &o);
 
-	for (i = 0; got > 0 && i < (size_t)got && !found; i++) {
-		if (w[i] != '}')
-			continue;
-		for (j = i + 1; j < (size_t)got && is_ws(w[j]); j++)
-			;
-		if (j == (size_t)got || w[j] != ',')
-			continue;
-		for (j++; j < (size_t)got && is_ws(w[j]); j++)
-			;
-		if (j < (size_t)got && w[j] == '{') {
-			*close = from + i;
-			*open = from + j;
-			found = 1;
-		}
-	}
+	if (found)
+		*close = from + c, *open = from + o;
 	free(w);
 	return found;
 }
@@ -85,7 +97,16 @@ struct half {
 	struct trace t;
 	struct jp p;
 	int fd;
-	uint64_t from;       /* its first byte: an event's `{` */
+	uint64_t from;       /* its first byte: an event's `{` (a plain file) */
+	struct input *in;    /* a gzip input: its own reading of the file */
+	unsigned char *rem;  /* (the inflated bytes from the `{` on, first) */
+	size_t nrem;
+	uint64_t at;         /* gzip: where the search begins, inflated */
+	uint64_t limit;      /* gzip: where the first half ends; UINT64_MAX: none */
+	int decided;         /* gzip: limit is known */
+	uint64_t xxh3;       /* gzip: the whole file's hash, read to its end */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
 	int stop;            /* asked to stop (its work is not wanted) */
 	int ok;              /* parsed to the end, nothing amiss */
 	pthread_t th;
@@ -105,7 +126,17 @@ half_run(void *arg)
 	if (yajl_parse(h, (const unsigned char *)pre, sizeof(pre) - 1) != yajl_status_ok)
 		goto out;
 	while (!__atomic_load_n(&b->stop, __ATOMIC_RELAXED)) {
-		n = pread(b->fd, buf, CHUNK, (off_t)at);
+		if (b->in == NULL) {
+			n = pread(b->fd, buf, CHUNK, (off_t)at);
+		} else if (b->nrem > 0) {
+			n = (ssize_t)b->nrem;
+			memcpy(buf, b->rem, b->nrem); /* a piece: at most CHUNK */
+			b->nrem = 0;
+		} else {
+			size_t got;
+
+			n = input_next(b->in, buf, CHUNK, &got) < 0 ? -1 : (ssize_t)got;
+		}
 		if (n < 0)
 			goto out;
 		if (n == 0)
@@ -116,8 +147,11 @@ half_run(void *arg)
 		at += (uint64_t)n;
 	}
 	if (!__atomic_load_n(&b->stop, __ATOMIC_RELAXED) &&
-	    yajl_complete_parse(h) == yajl_status_ok && !b->p.tainted && b->p.err[0] == '\0')
+	    yajl_complete_parse(h) == yajl_status_ok && !b->p.tainted && b->p.err[0] == '\0') {
 		b->ok = 1;
+		if (b->in != NULL)
+			b->xxh3 = input_hash(b->in);
+	}
 out:
 	yajl_free(h);
 	free(buf);
@@ -127,6 +161,12 @@ out:
 static void
 half_release(struct half *b)
 {
+	free(b->rem);
+	if (b->in != NULL) {
+		input_close(b->in);
+		pthread_mutex_destroy(&b->mu);
+		pthread_cond_destroy(&b->cv);
+	}
 	trace_release(&b->t);
 	free(b->p.c.name);
 	free(b->p.c.cap);
@@ -272,6 +312,123 @@ split_start(FILE *fp, const char *file, uint64_t *limit)
 	return b;
 }
 
+/* Tell the caller where the first half ends (UINT64_MAX: it does not). */
+static void
+gz_decide(struct half *b, uint64_t limit)
+{
+	pthread_mutex_lock(&b->mu);
+	if (!b->decided) {
+		b->limit = limit;
+		b->decided = 1;
+		pthread_cond_broadcast(&b->cv);
+	}
+	pthread_mutex_unlock(&b->mu);
+}
+
+/*
+ * A gzip input's second half, on its thread, from a reading of its own:
+ * the bytes up to b->at inflated and passed over (faster than the
+ * caller parses them), then a place between two events looked for in
+ * the next SPLIT_WINDOW bytes; the caller told where, and the rest
+ * parsed as a plain file's second half is (half_run). Where no place is
+ * found, or the input fails, the caller is told there is none and parses
+ * it all.
+ */
+static void *
+half_run_gz(void *arg)
+{
+	struct half *b = arg;
+	unsigned char *buf = xmalloc(CHUNK);
+	uint64_t off = 0;
+	size_t n, close, open;
+
+	while (off < b->at) {
+		size_t want = b->at - off < CHUNK ? (size_t)(b->at - off) : CHUNK;
+
+		if (__atomic_load_n(&b->stop, __ATOMIC_RELAXED) || input_next(b->in, buf, want, &n) < 0 ||
+		    n == 0)
+			goto none;
+		off += n;
+	}
+	for (;;) {
+		if (__atomic_load_n(&b->stop, __ATOMIC_RELAXED) || off - b->at >= SPLIT_WINDOW ||
+		    input_next(b->in, buf, CHUNK, &n) < 0 || n == 0)
+			goto none;
+		if (split_between(buf, n, &close, &open))
+			break;
+		off += n;
+	}
+	b->rem = xmalloc(n - open + 1);
+	memcpy(b->rem, buf + open, n - open);
+	b->nrem = n - open;
+	free(buf);
+	gz_decide(b, off + close + 1);
+	return half_run(b);
+none:
+	free(buf);
+	gz_decide(b, UINT64_MAX);
+	return NULL;
+}
+
+/*
+ * A gzip input in two halves, when it is worth it (a regular file whose
+ * gzip trailer says SPLIT_MIN bytes or more of JSON; with more than one
+ * member, the trailer gives the last one's size, and the place looked
+ * for is about the middle of that, which is as correct if less even):
+ * the second half's thread, which finds the place from about the middle
+ * (*at, in inflated bytes: the caller parses no further before
+ * split_gz_limit says where). NULL if not split.
+ */
+struct half *
+split_start_gz(FILE *fp, const char *file, uint64_t *at)
+{
+	const char *e = getenv("KG_SPLIT_PARSE");
+	int fd = fileno(fp), always = e != NULL && strcmp(e, "always") == 0;
+	unsigned char tail[4];
+	uint32_t isize;
+	struct stat st;
+	struct half *b;
+
+	if (!split_on || (e != NULL && strcmp(e, "0") == 0) || fd < 0 ||
+	    sysconf(_SC_NPROCESSORS_ONLN) < 2 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size < 20 || pread(fd, tail, 4, st.st_size - 4) != 4)
+		return NULL;
+	isize = (uint32_t)tail[0] | (uint32_t)tail[1] << 8 | (uint32_t)tail[2] << 16 |
+	    (uint32_t)tail[3] << 24;
+	/* less than the file: of another member, or past 4 GiB */
+	if (isize < (uint64_t)st.st_size || isize < (always ? 2 : SPLIT_MIN))
+		return NULL;
+	b = xcalloc(1, sizeof(*b));
+	trace_init(&b->t, file);
+	b->p.t = &b->t;
+	b->p.second = 1;
+	b->fd = -1;
+	b->at = isize / 2;
+	b->limit = UINT64_MAX;
+	b->in = input_open_fd(fd);
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_cond_init(&b->cv, NULL);
+	if (b->in == NULL || pthread_create(&b->th, NULL, half_run_gz, b) != 0) {
+		half_release(b);
+		return NULL;
+	}
+	*at = b->at;
+	return b;
+}
+
+uint64_t
+split_gz_limit(struct half *b)
+{
+	uint64_t limit;
+
+	pthread_mutex_lock(&b->mu);
+	while (!b->decided)
+		pthread_cond_wait(&b->cv, &b->mu);
+	limit = b->limit;
+	pthread_mutex_unlock(&b->mu);
+	return limit;
+}
+
 int
 split_end(struct half *b, int take, struct trace *t, struct jp *p)
 {
@@ -281,8 +438,11 @@ split_end(struct half *b, int take, struct trace *t, struct jp *p)
 		__atomic_store_n(&b->stop, 1, __ATOMIC_RELAXED);
 	pthread_join(b->th, NULL);
 	ok = take && b->ok;
-	if (ok)
+	if (ok) {
 		half_merge(t, p, b);
+		if (b->in != NULL)
+			t->xxh3 = b->xxh3;
+	}
 	half_release(b);
 	return ok;
 }

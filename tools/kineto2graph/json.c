@@ -17,8 +17,8 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
-#include <unistd.h>
 #include <string.h>
+#include <unistd.h>
 #include <xxhash.h>
 #include <yajl_parse.h>
 #include <zlib.h>
@@ -1363,8 +1363,8 @@ trace_read(struct trace *t, FILE *fp, char *err, size_t errlen)
 	struct ahead_piece cur;
 	unsigned char *cbuf = buf; /* the chunk parsed: buf, or cur's */
 	struct half *half = NULL, *gzhalf = NULL;
-	uint64_t gzat = 0, gzlimit = UINT64_MAX; /* split.h: gzip in two halves */
-	int rc = -1, c0, gzknown = 0, hashed = 0;
+	uint64_t gzat = 0, gzlimit = UINT64_MAX; /* a gzip input in two halves (jp.h) */
+	int rc = -1, c0, gzknown = 0, hashed = 0; /* hashed: by the second half's thread */
 
 	memset(&p, 0, sizeof(p));
 	memset(&in, 0, sizeof(in));

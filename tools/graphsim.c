@@ -442,8 +442,8 @@ scatter(void *col, size_t nbytes, const uint32_t *pos, size_t n, void *tmp)
 /*
  * The edges put in order of their source, so that task x's out-edges
  * are soff[x] .. soff[x + 1] and the simulation reads them where it
- * reads the task (a list of edge indices by source, as before, cost 4
- * bytes an edge and a random read each). Rank edges go last (bucket n:
+ * reads the task (a list of edge indices by source beside them would
+ * cost 4 bytes an edge and a random read each). Rank edges go last (bucket n:
  * groups has read them by then), runtime edges with the others, since
  * some turn out fixed once the launches are known (see simulate);
  * finish passes over those that stay runtime edges. Fixed edges count

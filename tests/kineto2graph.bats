@@ -541,20 +541,14 @@ open("head.json.gz", "wb").write(gz[:5])' >offset
 	[ "$(awk -F, 'NR > 1 && $1 != "job" { print $1 }' a.csv | sort -u | wc -l)" -gt 1 ]
 }
 
-@test "kineto2graph: a gzip trace parsed in two halves at once or in one, the same graph and hash; broken, the same message" {
-	# A gzip file of 16 MiB of JSON or more (as its trailer says) is
-	# parsed in two halves at once (split.c,
-	# split_start_gz): a thread reads the file on its own, passes over
-	# the first half, finds a place between two events past the middle
-	# and parses from there; the caller parses up to it. Where the place
-	# is not between two events of traceEvents, or the second half is
-	# broken or needs the first's events, the caller parses on. The
-	# graph's header holds the file's hash, which the thread makes when
-	# it takes the second half. KG_SPLIT_PARSE as for a plain file.
-	need_traces
-	local f="$TRACES/hta_16rank_a100_rank0/rank0.json.gz"
-	[ -f "$f" ] || skip "no $f"
-	zcat "$f" > t.json
+# The inputs of the two-halves tests, from the shared 16-rank trace, in
+# the test's directory: t.json, the trace; late.json, its top-level
+# fields after the events (the second half reads them); instr.json, an
+# event whose name holds the middle of the file, and "}, {" in it;
+# long.json, a string too long near the end; ctl.json, a control byte
+# at three quarters; cut.json, the first three quarters.
+split_inputs() {
+	zcat "$1" > t.json
 	python3 -c '
 import json
 t = json.load(open("t.json"))
@@ -570,6 +564,48 @@ json.dump(t2, open("long.json", "w"))
 '
 	size=$(stat -c %s t.json)
 	{ head -c $((size * 3 / 4)) t.json; printf '\001'; tail -c +$((size * 3 / 4 + 1)) t.json; } > ctl.json
+	head -c $((size * 3 / 4)) t.json > cut.json
+}
+
+# Each file gives the same graph split always and never.
+split_same() {
+	local x
+	for x in "$@"; do
+		KG_SPLIT_PARSE=0 kineto2graph -q -o a.kg "$x"
+		KG_SPLIT_PARSE=always kineto2graph -q -o b.kg "$x"
+		cmp a.kg b.kg
+	done
+}
+
+# Each file fails with the same message split always and never, and
+# leaves no output.
+split_same_error() {
+	local x err1
+	for x in "$@"; do
+		KG_SPLIT_PARSE=0 run -1 --separate-stderr kineto2graph -q -o out.kg "$x"
+		err1=$stderr
+		KG_SPLIT_PARSE=always run -1 --separate-stderr kineto2graph -q -o out.kg "$x"
+		[ "$stderr" = "$err1" ] || { echo "$x: '$stderr' against '$err1'"; return 1; }
+		[[ "$stderr" == "kineto2graph: $x: "* ]] || return 1
+		[ ! -e out.kg ] || return 1
+	done
+}
+
+@test "kineto2graph: a gzip trace parsed in two halves at once or in one, the same graph and hash; broken, the same message" {
+	# A gzip file of 16 MiB of JSON or more (as its trailer says) is
+	# parsed in two halves at once (split.c,
+	# split_start_gz): a thread reads the file on its own, passes over
+	# the first half, finds a place between two events past the middle
+	# and parses from there; the caller parses up to it. Where the place
+	# is not between two events of traceEvents, or the second half is
+	# broken or needs the first's events, the caller parses on. The
+	# graph's header holds the file's hash, which the thread makes when
+	# it takes the second half. KG_SPLIT_PARSE as for a plain file.
+	need_traces
+	local f="$TRACES/hta_16rank_a100_rank0/rank0.json.gz"
+	[ -f "$f" ] || skip "no $f"
+	split_inputs "$f"
+	size=$(stat -c %s t.json)
 	for x in t late instr ctl long; do gzip -c $x.json > $x.json.gz; done
 	gzip -c "$FIX/rules/tags_modh.json" > modh.json.gz
 	# two gzip members: the trailer gives the second's size alone
@@ -583,25 +619,14 @@ b = bytearray(open("t.json.gz", "rb").read())
 b[len(b) * 3 // 4] ^= 0x10
 open("flip.json.gz", "wb").write(b)
 '
-	for x in t late instr modh two; do
-		KG_SPLIT_PARSE=0 kineto2graph -q -o a.kg $x.json.gz
-		KG_SPLIT_PARSE=always kineto2graph -q -o b.kg $x.json.gz
-		cmp a.kg b.kg
-	done
+	split_same t.json.gz late.json.gz instr.json.gz modh.json.gz two.json.gz
 	# split by default too (over 16 MiB of JSON): the same graph, the
 	# header's hash of the file included
 	[ "$(stat -c %s t.json)" -ge $((16 << 20)) ]
 	kineto2graph -q -o t.kg t.json.gz
 	KG_SPLIT_PARSE=0 kineto2graph -q -o a.kg t.json.gz
 	cmp a.kg t.kg
-	for x in ctl long cut flip; do
-		KG_SPLIT_PARSE=0 run -1 --separate-stderr kineto2graph -q -o out.kg $x.json.gz
-		err1=$stderr
-		KG_SPLIT_PARSE=always run -1 --separate-stderr kineto2graph -q -o out.kg $x.json.gz
-		[ "$stderr" = "$err1" ] || { echo "$x: '$stderr' against '$err1'"; false; }
-		[[ "$stderr" == "kineto2graph: $x.json.gz: "* ]]
-		[ ! -e out.kg ]
-	done
+	split_same_error ctl.json.gz long.json.gz cut.json.gz flip.json.gz
 }
 
 @test "kineto2graph: a plain trace parsed in two halves at once or in one, the same graph; broken, the same message" {
@@ -615,43 +640,13 @@ open("flip.json.gz", "wb").write(b)
 	need_traces
 	local f="$TRACES/hta_16rank_a100_rank0/rank0.json.gz"
 	[ -f "$f" ] || skip "no $f"
-	zcat "$f" > t.json
-	python3 -c '
-import json, sys
-t = json.load(open("t.json"))
-# the top-level fields after the events: the second half reads them
-ev = t.pop("traceEvents")
-late = {"traceEvents": ev}
-late.update(t)
-json.dump(late, open("late.json", "w"))
-# an event whose name holds the middle of the file, and "}, {" in it
-small = ev[:20]
-mid = dict(ev[20]); mid["name"] = "x}, {" * 150000
-json.dump({"traceEvents": small + [mid] + ev[21:40]}, open("instr.json", "w"))
-# a string too long, near the end
-t2 = {"traceEvents": ev + [dict(ev[-1], name="y" * 3000000)]}
-json.dump(t2, open("long.json", "w"))
-'
-	size=$(stat -c %s t.json)
-	{ head -c $((size * 3 / 4)) t.json; printf '\001'; tail -c +$((size * 3 / 4 + 1)) t.json; } > ctl.json
-	head -c $((size * 3 / 4)) t.json > cut.json
-	for x in t.json late.json instr.json "$FIX/rules/tags_modh.json" "$FIX/rules/tags_module.json"; do
-		KG_SPLIT_PARSE=0 kineto2graph -q -o a.kg "$x"
-		KG_SPLIT_PARSE=always kineto2graph -q -o b.kg "$x"
-		cmp a.kg b.kg
-	done
+	split_inputs "$f"
+	split_same t.json late.json instr.json "$FIX/rules/tags_modh.json" "$FIX/rules/tags_module.json"
 	# the fields after the events were read (late.json is split by default)
 	kineto2graph -q -o late.kg late.json
 	graphcat late.kg | head -1 |
 	    jq -e '.gpu == "NVIDIA A100-SXM4-80GB" and .rank == 0 and .world == 16' > /dev/null
-	for x in ctl.json cut.json long.json; do
-		KG_SPLIT_PARSE=0 run -1 --separate-stderr kineto2graph -q -o out.kg "$x"
-		err1=$stderr
-		KG_SPLIT_PARSE=always run -1 --separate-stderr kineto2graph -q -o out.kg "$x"
-		[ "$stderr" = "$err1" ] || { echo "$x: '$stderr' against '$err1'"; false; }
-		[[ "$stderr" == "kineto2graph: $x: byte "* ]]
-		[ ! -e out.kg ]
-	done
+	split_same_error ctl.json cut.json long.json
 }
 
 @test "kineto2graph: reading ahead on a thread or not, a trace converts the same, whole or broken" {

@@ -753,17 +753,7 @@ u32_cmp(const void *a, const void *b)
 static uint32_t
 u32_find(const uint32_t *m, size_t n, uint32_t x)
 {
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (uint32_t)lo;
+	return (uint32_t)((const uint32_t *)bsearch(&x, m, n, sizeof(*m), u32_cmp) - m);
 }
 
 /*

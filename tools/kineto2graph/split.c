@@ -279,6 +279,41 @@ half_merge(struct trace *t, struct jp *p, struct half *b)
 }
 
 /*
+ * Whether fp may be split at all: a regular file read from its start,
+ * on two CPUs or more, splitting not turned off. Its descriptor and
+ * size, and the least size worth it (SPLIT_MIN, or 2 with
+ * KG_SPLIT_PARSE=always); -1 if not.
+ */
+static int
+split_file(FILE *fp, uint64_t *size, uint64_t *least)
+{
+	const char *e = getenv("KG_SPLIT_PARSE");
+	int fd = fileno(fp);
+	struct stat st;
+
+	if (!split_on || (e != NULL && strcmp(e, "0") == 0) || fd < 0 ||
+	    sysconf(_SC_NPROCESSORS_ONLN) < 2 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    ftello(fp) != 0)
+		return -1;
+	*size = (uint64_t)st.st_size;
+	*least = e != NULL && strcmp(e, "always") == 0 ? 2 : SPLIT_MIN;
+	return fd;
+}
+
+/* A second half of file, its thread not started. */
+static struct half *
+half_new(const char *file)
+{
+	struct half *b = xcalloc(1, sizeof(*b));
+
+	trace_init(&b->t, file);
+	b->p.t = &b->t;
+	b->p.second = 1;
+	b->fd = -1;
+	return b;
+}
+
+/*
  * Start the second half's parse of fp, when it is worth one: its first
  * half then ends at *limit (the `}` of the last event before it, +1).
  * NULL when the file is not split.
@@ -286,22 +321,13 @@ half_merge(struct trace *t, struct jp *p, struct half *b)
 struct half *
 split_start(FILE *fp, const char *file, uint64_t *limit)
 {
-	const char *e = getenv("KG_SPLIT_PARSE");
-	int fd = fileno(fp), always = e != NULL && strcmp(e, "always") == 0;
-	struct stat st;
-	uint64_t close, open;
+	uint64_t size, least, close, open;
+	int fd = split_file(fp, &size, &least);
 	struct half *b;
 
-	if (!split_on || (e != NULL && strcmp(e, "0") == 0) || fd < 0 ||
-	    sysconf(_SC_NPROCESSORS_ONLN) < 2 ||
-	    fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ftello(fp) != 0 ||
-	    (uint64_t)st.st_size < (always ? 2 : SPLIT_MIN) ||
-	    !split_point(fd, (uint64_t)st.st_size, &close, &open))
+	if (fd < 0 || size < least || !split_point(fd, size, &close, &open))
 		return NULL;
-	b = xcalloc(1, sizeof(*b));
-	trace_init(&b->t, file);
-	b->p.t = &b->t;
-	b->p.second = 1;
+	b = half_new(file);
 	b->fd = fd;
 	b->from = open;
 	if (pthread_create(&b->th, NULL, half_run, b) != 0) {
@@ -382,27 +408,20 @@ none:
 struct half *
 split_start_gz(FILE *fp, const char *file, uint64_t *at)
 {
-	const char *e = getenv("KG_SPLIT_PARSE");
-	int fd = fileno(fp), always = e != NULL && strcmp(e, "always") == 0;
+	uint64_t size, least;
+	int fd = split_file(fp, &size, &least);
 	unsigned char tail[4];
 	uint32_t isize;
-	struct stat st;
 	struct half *b;
 
-	if (!split_on || (e != NULL && strcmp(e, "0") == 0) || fd < 0 ||
-	    sysconf(_SC_NPROCESSORS_ONLN) < 2 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size < 20 || pread(fd, tail, 4, st.st_size - 4) != 4)
+	if (fd < 0 || size < 20 || pread(fd, tail, 4, (off_t)size - 4) != 4)
 		return NULL;
 	isize = (uint32_t)tail[0] | (uint32_t)tail[1] << 8 | (uint32_t)tail[2] << 16 |
 	    (uint32_t)tail[3] << 24;
 	/* less than the file: of another member, or past 4 GiB */
-	if (isize < (uint64_t)st.st_size || isize < (always ? 2 : SPLIT_MIN))
+	if (isize < size || isize < least)
 		return NULL;
-	b = xcalloc(1, sizeof(*b));
-	trace_init(&b->t, file);
-	b->p.t = &b->t;
-	b->p.second = 1;
-	b->fd = -1;
+	b = half_new(file);
 	b->at = isize / 2;
 	b->limit = UINT64_MAX;
 	b->in = input_open_fd(fd);

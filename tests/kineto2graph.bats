@@ -482,6 +482,36 @@ print(len(pre) + 1048577 + 1)' >offsets
 	same "$stderr" "kineto2graph: big.json.gz: byte $(sed -n 1p offsets): string longer than 1048576 bytes"
 }
 
+# The scan goes eight bytes at a time where no backslash is (json.c,
+# scan_strings): the place it refuses at is the same for every
+# alignment of the string and of its escapes, counted as the rule says
+# (an escape one byte; its next byte, or \u's five, none).
+@test "kineto2graph: a long string with escapes is refused at the same byte at every alignment" {
+	python3 -c '
+import sys
+for pad in range(8):
+    pre = "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"args\":{\"k\":\"x\\\"y\\\\z\\u0041" + "p" * pad + "\"},\"name\":\""
+    s = ("abcdefg\\\"h\\\\ij\\u00e9" + "q" * pad) * 200000
+    n, skip, at = 0, 0, None
+    for j, c in enumerate(s):
+        if skip:
+            skip = (4 if c == "u" else 0) if skip == -1 else skip - 1
+            continue
+        if c == "\\":
+            skip = -1
+        n += 1
+        if n > 2 * 1048576:
+            at = len(pre) + j + 1
+            break
+    open("a%d.json" % pad, "w").write(pre + s + "\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":1}]}")
+    print(at)' >offsets
+	for pad in 0 1 2 3 4 5 6 7; do
+		run -1 --separate-stderr kineto2graph -o out.kg a$pad.json
+		same "$stderr" "kineto2graph: a$pad.json: byte $(sed -n "$((pad + 1))p" offsets): string longer than 1048576 bytes"
+	done
+	[ ! -e out.kg ]
+}
+
 # Depth counts every open object and array: the top object (1), traceEvents
 # (2), an event (3), its args (4), then the arrays in args.
 @test "kineto2graph: 64 levels of nesting are read and a 65th is refused" {

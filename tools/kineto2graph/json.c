@@ -1274,12 +1274,10 @@ input_close(struct input *in)
 	free(in);
 }
 
-/* The index in b[0..n) of the byte that makes a string too long, or n. */
-size_t
-scan_strings(struct strscan *s, const unsigned char *b, size_t n)
+/* scan_strings byte by byte, over b[i..n). */
+static size_t
+scan_bytes(struct strscan *s, const unsigned char *b, size_t i, size_t n)
 {
-	size_t i = 0;
-
 	while (i < n) {
 		if (!s->in) {
 			const unsigned char *q = memchr(b + i, '"', n - i);
@@ -1312,6 +1310,68 @@ scan_strings(struct strscan *s, const unsigned char *b, size_t n)
 		}
 	}
 	return n;
+}
+
+#define ONES UINT64_C(0x0101010101010101)
+#define LOW7 UINT64_C(0x7f7f7f7f7f7f7f7f)
+
+/* 0x80 in each byte of x that is zero, 0 in the others (no carries between bytes). */
+static inline uint64_t
+zero_bytes(uint64_t x)
+{
+	return ~(((x & LOW7) + LOW7) | x | LOW7);
+}
+
+/*
+ * The index in b[0..n) of the byte that makes a string too long, or n.
+ * Eight bytes at a time: a word without a backslash is settled by its
+ * quotes alone (each one opens or closes a string, so their count says
+ * whether one is open after the word, and the last one where it began),
+ * which is most of a trace; a word with one, an escape pending, or a
+ * string that could pass the limit in it goes byte by byte, so the
+ * index is exact. A string closed in the word was checked before it.
+ */
+size_t
+scan_strings(struct strscan *s, const unsigned char *b, size_t n)
+{
+	size_t i = 0;
+
+	/* a string opened inside a word cannot pass the limit there */
+	_Static_assert(LONG_STRING >= 8, "LONG_STRING below a word");
+
+	while (n - i >= 8) {
+		uint64_t w, q, bs;
+
+		memcpy(&w, b + i, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+		w = __builtin_bswap64(w); /* the first byte lowest, as ctz reads */
+#endif
+		q = zero_bytes(w ^ ('"' * ONES));
+		bs = zero_bytes(w ^ ('\\' * ONES));
+		if (bs != 0 || s->skip != 0 || (s->in && s->len + 8 > LONG_STRING)) {
+			size_t e = scan_bytes(s, b, i, i + 8);
+
+			if (e < i + 8)
+				return e;
+			i += 8;
+			continue;
+		}
+		if (q == 0) {
+			if (s->in)
+				s->len += 8;
+		} else {
+			/* the quotes counted (a byte's sum in the top one), the
+			 * last one found: a string open after it began there */
+			unsigned nq = (unsigned)(((q >> 7) * ONES) >> 56);
+			unsigned last = (unsigned)(63 - __builtin_clzll(q)) >> 3;
+
+			s->in ^= nq & 1;
+			if (s->in)
+				s->len = 7 - last;
+		}
+		i += 8;
+	}
+	return scan_bytes(s, b, i, n);
 }
 
 /* Reading ahead (common/ahead.h): input_read's step, and where it is. */

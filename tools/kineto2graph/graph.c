@@ -1839,6 +1839,8 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	h.source = t->file;
 	h.rank = t->rank >= 0 ? t->rank : o->rank;
 	h.world = t->world;
+	if (trace_hash(t, err, errlen) < 0)
+		goto out_free; /* rc is -1 */
 	h.xxh3 = t->xxh3;
 	h.tbase = t->base_ns + tbase;
 	h.iters = iters;

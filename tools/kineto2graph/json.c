@@ -15,6 +15,7 @@
  * two halves at once (split.c); the parser's state is in jp.h.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1274,6 +1275,83 @@ input_close(struct input *in)
 	free(in);
 }
 
+/*
+ * The file's end hashed on a thread of its own, from where the first
+ * half stopped (the second half's thread parsed it, not hashing: a hash
+ * goes in order), while the caller builds the graph: it is the header's,
+ * written after the build's analysis.
+ */
+struct tail_hash {
+	pthread_t th;
+	int fd;                  /* a dup of the input's: the caller closes its own */
+	uint64_t pos;
+	XXH3_state_t *h;
+	int failed;
+	char err[128];
+};
+
+static void *
+tail_run(void *arg)
+{
+	struct tail_hash *th = arg;
+	unsigned char *buf = xmalloc(CHUNK);
+	ssize_t got;
+
+	while ((got = pread(th->fd, buf, CHUNK, (off_t)th->pos)) > 0) {
+		XXH3_64bits_update(th->h, buf, (size_t)got);
+		th->pos += (uint64_t)got;
+	}
+	if (got < 0) {
+		th->failed = 1;
+		snprintf(th->err, sizeof(th->err), "read error: %s", strerror(errno));
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Hash in's file from in->pos to its end on a thread, for t; 0, or -1 (not started). */
+static int
+tail_start(struct trace *t, const struct input *in, int fd)
+{
+	struct tail_hash *th = xcalloc(1, sizeof(*th));
+
+	th->pos = in->pos;
+	th->h = XXH3_createState();
+	th->fd = fd >= 0 ? dup(fd) : -1;
+	if (th->h != NULL)
+		XXH3_copyState(th->h, in->h);
+	if (th->h == NULL || th->fd < 0 || pthread_create(&th->th, NULL, tail_run, th) != 0) {
+		if (th->fd >= 0)
+			close(th->fd);
+		XXH3_freeState(th->h);
+		free(th);
+		return -1;
+	}
+	t->tail = th;
+	return 0;
+}
+
+int
+trace_hash(struct trace *t, char *err, size_t errlen)
+{
+	struct tail_hash *th = t->tail;
+	int rc = 0;
+
+	if (th == NULL)
+		return 0;
+	pthread_join(th->th, NULL);
+	if (th->failed) {
+		snprintf(err, errlen, "%s", th->err);
+		rc = -1;
+	}
+	t->xxh3 = XXH3_64bits_digest(th->h);
+	close(th->fd);
+	XXH3_freeState(th->h);
+	free(th);
+	t->tail = NULL;
+	return rc;
+}
+
 /* scan_strings byte by byte, over b[i..n). */
 static size_t
 scan_bytes(struct strscan *s, const unsigned char *b, size_t i, size_t n)
@@ -1561,8 +1639,12 @@ again:
 			in.limit = UINT64_MAX;
 			goto again;
 		}
-		/* the rest hashed, as read */
+		/* the rest hashed, on a thread or here */
 		in.limit = UINT64_MAX;
+		if (tail_start(t, &in, fileno(fp)) == 0) {
+			hashed = 1;
+			goto done;
+		}
 		do {
 			if (raw_read(&in, buf, CHUNK, &n, err, errlen) < 0)
 				goto out;
@@ -1633,6 +1715,9 @@ trace_init(struct trace *t, const char *file)
 void
 trace_release(struct trace *t)
 {
+	char err[128];
+
+	trace_hash(t, err, sizeof(err));
 	intern_release(&t->str);
 	free(t->ev);
 	free(t->coll);

@@ -128,7 +128,8 @@ struct trace {
 	/* Metadata from the top level. */
 	int64_t base_ns;       /* baseTimeNanoseconds, 0 if absent */
 	int64_t rank, world;   /* -1 if absent */
-	uint64_t xxh3;         /* of the input bytes as read */
+	uint64_t xxh3;         /* of the input bytes as read (trace_hash) */
+	struct tail_hash *tail; /* its last bytes still being hashed, or NULL */
 	uint64_t nevents;      /* trace events seen */
 	struct kg_cov cov;     /* skip:CAT and missing:FIELD counts */
 };
@@ -144,6 +145,12 @@ uint32_t trace_proc(struct trace *t, int64_t pid, int64_t tid, int gpu);
  * "byte N: " where a place in the JSON is to blame).
  */
 int trace_read(struct trace *t, FILE *fp, char *err, size_t errlen);
+/*
+ * Wait until t->xxh3 holds the whole input's hash (after two halves the
+ * file's end is hashed on a thread while the graph is built). Returns 0,
+ * or -1 with err set when that reading failed.
+ */
+int trace_hash(struct trace *t, char *err, size_t errlen);
 /* Whether trace_read may parse a large plain file in two halves at once
  * (split.c); it may unless told not to. */
 void trace_split(int on);

@@ -1285,6 +1285,7 @@ struct tail_hash {
 	pthread_t th;
 	int fd;                  /* a dup of the input's: the caller closes its own */
 	uint64_t pos;
+	unsigned char *buf;      /* CHUNK bytes, the parser's: no new pages for it */
 	XXH3_state_t *h;
 	int failed;
 	char err[128];
@@ -1294,28 +1295,30 @@ static void *
 tail_run(void *arg)
 {
 	struct tail_hash *th = arg;
-	unsigned char *buf = xmalloc(CHUNK);
 	ssize_t got;
 
-	while ((got = pread(th->fd, buf, CHUNK, (off_t)th->pos)) > 0) {
-		XXH3_64bits_update(th->h, buf, (size_t)got);
+	while ((got = pread(th->fd, th->buf, CHUNK, (off_t)th->pos)) > 0) {
+		XXH3_64bits_update(th->h, th->buf, (size_t)got);
 		th->pos += (uint64_t)got;
 	}
 	if (got < 0) {
 		th->failed = 1;
 		snprintf(th->err, sizeof(th->err), "read error: %s", strerror(errno));
 	}
-	free(buf);
 	return NULL;
 }
 
-/* Hash in's file from in->pos to its end on a thread, for t; 0, or -1 (not started). */
+/*
+ * Hash in's file from in->pos to its end on a thread, for t, reading
+ * into buf (CHUNK bytes, the thread's then); 0, or -1 (not started).
+ */
 static int
-tail_start(struct trace *t, const struct input *in, int fd)
+tail_start(struct trace *t, const struct input *in, int fd, unsigned char *buf)
 {
 	struct tail_hash *th = xcalloc(1, sizeof(*th));
 
 	th->pos = in->pos;
+	th->buf = buf;
 	th->h = XXH3_createState();
 	th->fd = fd >= 0 ? dup(fd) : -1;
 	if (th->h != NULL)
@@ -1345,6 +1348,7 @@ trace_hash(struct trace *t, char *err, size_t errlen)
 		rc = -1;
 	}
 	t->xxh3 = XXH3_64bits_digest(th->h);
+	free(th->buf);
 	close(th->fd);
 	XXH3_freeState(th->h);
 	free(th);
@@ -1641,7 +1645,8 @@ again:
 		}
 		/* the rest hashed, on a thread or here */
 		in.limit = UINT64_MAX;
-		if (tail_start(t, &in, fileno(fp)) == 0) {
+		if (tail_start(t, &in, fileno(fp), buf) == 0) {
+			buf = NULL; /* the thread's */
 			hashed = 1;
 			goto done;
 		}

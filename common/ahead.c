@@ -1,6 +1,7 @@
 /*
  * ahead: an input read ahead (see ahead.h). Pieces go through a queue
- * of QMAX; the buffers of those used come back as spares.
+ * of QMAX, or fewer where they are large (QBYTES at most in it, two
+ * pieces at least); the buffers of those used come back as spares.
  */
 #include "ahead.h"
 
@@ -13,11 +14,13 @@
 #include "util.h"
 
 #define QMAX 4
+#define QBYTES ((size_t)4 << 20)
 
 struct ahead {
 	ahead_fn fn;
 	void *arg;
 	size_t cap;
+	size_t depth;      /* pieces queued at most: QMAX, or fewer (QBYTES) */
 	pthread_t th;
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* a piece queued or taken, or stop */
@@ -54,7 +57,7 @@ run(void *arg)
 			p.n = p.nextra = 0;
 		}
 		pthread_mutex_lock(&a->mu);
-		while (a->n == QMAX && !a->stop)
+		while (a->n == a->depth && !a->stop)
 			pthread_cond_wait(&a->cv, &a->mu);
 		if (a->stop) {
 			pthread_mutex_unlock(&a->mu);
@@ -87,6 +90,7 @@ ahead_new(FILE *fp, ahead_fn fn, void *arg, size_t cap)
 	a->fn = fn;
 	a->arg = arg;
 	a->cap = cap;
+	a->depth = QBYTES / cap < 2 ? 2 : QBYTES / cap > QMAX ? QMAX : QBYTES / cap;
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->cv, NULL);
 	if (pthread_create(&a->th, NULL, run, a) != 0) {
@@ -125,7 +129,7 @@ ahead_done(struct ahead *a, struct ahead_piece *p)
 {
 	free(p->extra);
 	pthread_mutex_lock(&a->mu);
-	if (p->buf != NULL && a->nspare < QMAX + 2)
+	if (p->buf != NULL && a->nspare < a->depth + 2)
 		a->spare[a->nspare++] = p->buf;
 	else
 		free(p->buf);

@@ -1027,7 +1027,24 @@ fill_ahead(struct kg_reader *r)
 				seterr(r->err, "%s", p.err);
 			return t < 0 ? -1 : (int)got;
 		}
-		if (p.n > 0) {
+		if (p.n > 0 && r->off == r->len &&
+		    (!r->keep_frames || r->mark - r->base >= r->len)) {
+			/* nothing of buf to keep (every record parsed, none
+			 * held): the piece becomes buf, and buf a piece for
+			 * the thread if it has a piece's room (zin.h) */
+			char *old = r->buf;
+			size_t oldcap = r->cap;
+
+			r->base += r->len;
+			r->len = r->off = 0;
+			r->buf = (char *)p.buf;
+			r->cap = ZIN_PIECE;
+			p.buf = NULL;
+			if (oldcap >= ZIN_PIECE)
+				p.buf = (unsigned char *)old;
+			else
+				free(old);
+		} else if (p.n > 0) {
 			room(r, p.n);
 			memcpy(r->buf + r->len, p.buf, p.n);
 		}

@@ -12,8 +12,13 @@
 
 #include "util.h"
 
-#define IN_CHUNK (128 * 1024)
-#define PIECE (256 * 1024)
+/*
+ * Pieces of ZIN_PIECE, decompressed a whole frame at once (zin.h): at a
+ * frame's start, when its compressed bytes are not all in the input,
+ * what is left of the input moves to its start and more is read after
+ * it. A larger frame (a job's sim record) goes as before, in pieces.
+ */
+#define PIECE ZIN_PIECE
 
 struct zin {
 	struct ahead *a;
@@ -23,6 +28,7 @@ struct zin {
 	unsigned char *in;
 	size_t inlen, inpos, hint;
 	int eof, seen;
+	int rerr;       /* a read error (errno) found reading ahead of need */
 };
 
 static void
@@ -35,8 +41,25 @@ step(void *arg, struct ahead_piece *p, size_t cap)
 		ZSTD_outBuffer out;
 		size_t ret;
 
-		if (q->inpos == q->inlen && !q->eof) {
-			q->inlen = fread(q->in, 1, IN_CHUNK, q->fp);
+		if (q->hint == 0 && !q->eof && q->inpos > 0 && ZSTD_isError(
+		    ZSTD_findFrameCompressedSize(q->in + q->inpos, q->inlen - q->inpos))) {
+			size_t got;
+
+			memmove(q->in, q->in + q->inpos, q->inlen - q->inpos);
+			q->inlen -= q->inpos;
+			q->inpos = 0;
+			got = fread(q->in + q->inlen, 1, ZIN_IN - q->inlen, q->fp);
+			q->inlen += got;
+			if (got == 0) {
+				/* told once the bytes before it are used, as below */
+				if (ferror(q->fp))
+					q->rerr = errno ? errno : EIO;
+				q->eof = 1;
+			} else {
+				q->seen = 1;
+			}
+		} else if (q->inpos == q->inlen && !q->eof) {
+			q->inlen = fread(q->in, 1, ZIN_IN, q->fp);
 			q->inpos = 0;
 			if (q->inlen == 0) {
 				if (ferror(q->fp)) {
@@ -51,6 +74,11 @@ step(void *arg, struct ahead_piece *p, size_t cap)
 			}
 		}
 		p->seen = q->seen;
+		if (q->inpos == q->inlen && q->eof && q->rerr != 0) {
+			p->rc = -1;
+			snprintf(p->err, sizeof(p->err), "read error: %s", strerror(q->rerr));
+			return;
+		}
 		if (q->inpos == q->inlen && q->eof) {
 			p->rc = 0;
 			if (q->hint != 0) {
@@ -103,7 +131,7 @@ zin_new(FILE *fp, ZSTD_DCtx *dctx, int keepz)
 	q->fp = fp;
 	q->dctx = dctx;
 	q->keepz = keepz;
-	q->in = xmalloc(IN_CHUNK);
+	q->in = xmalloc(ZIN_IN);
 	q->a = ahead_new(fp, step, q, PIECE);
 	if (q->a == NULL) {
 		free(q->in);

@@ -17,6 +17,17 @@
 struct zin;
 
 /*
+ * A frame of kgraph's writers holds 2 MiB and a record (formats/): in a
+ * piece with room for it (ZIN_PIECE), its compressed bytes all read
+ * (ZIN_IN at most), zstd decompresses it at once, straight into the
+ * piece (its single-pass mode), instead of through a window buffer of
+ * its own; and a piece that holds whole records the reader takes as
+ * its buffer instead of copying it there (common/kg.c, fill_ahead).
+ */
+#define ZIN_PIECE ((size_t)5 << 19)
+#define ZIN_IN ((size_t)5 << 19)
+
+/*
  * A thread that reads fp and decompresses it with dctx (the caller's,
  * not to be used by it from then on), keeping the compressed bytes too
  * when keepz. NULL when it is not worth one or none can be made: the

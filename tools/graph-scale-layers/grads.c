@@ -51,32 +51,55 @@ layer_params(const struct ctx *c, const struct stage *s, int64_t *tensors)
  * used again (an LM head tied to the embedding, as in GPT-2 and
  * Megatron's default) and is not counted twice.
  */
+static int
+u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static int64_t
 other_params(const struct ctx *c, const struct stage *s, int64_t *tensors)
 {
 	const struct graph *g = c->g;
 	int64_t it = INT64_MAX, mb = INT64_MAX;
 	struct param_count cnt;
-	size_t i;
+	uint8_t *mine = xmalloc(g->nproc + 1); /* by processor: on rank0's rank */
+	uint32_t *at = NULL;                   /* the tasks counted, by place in porder */
+	size_t i, n = 0, cap = 0;
 
+	/* graph_rank's rank, by processor */
+	for (i = 0; i < g->nproc; i++)
+		mine[i] = rank_index(c, g->proc[i].rank >= 0 ? g->proc[i].rank : g->h.rank) ==
+		    s->rank0;
+	mine[g->nproc] = rank_index(c, g->h.rank) == s->rank0;
 	for (i = 0; i < g->ntask; i++) {
 		const struct kg_task *t = &g->task[i];
 
 		if (t->phase == KG_PH_FWD && t->iter >= 0 &&
-		    rank_index(c, graph_rank(g, (uint32_t)i)) == s->rank0 &&
+		    mine[t->proc < g->nproc ? t->proc : g->nproc] &&
 		    (t->iter < it || (t->iter == it && t->mb < mb)))
 			it = t->iter, mb = t->mb;
 	}
-	param_count_init(&cnt);
-	cnt.tied = 1;
+	/* counted in the order of porder (processor by processor), as an
+	 * operand seen twice is counted once: the few tasks found in one
+	 * pass in task order, then put in that order */
 	for (i = 0; i < g->ntask; i++) {
-		const struct kg_task *t = &g->task[c->porder[i]];
+		const struct kg_task *t = &g->task[i];
 
 		if (t->phase == KG_PH_FWD && t->layer < 0 && t->iter == it && t->mb == mb &&
-		    g->proc[t->proc].kind == KG_THREAD &&
-		    rank_index(c, graph_rank(g, t->id)) == s->rank0)
-			param_count_add(&cnt, c->r, t);
+		    g->proc[t->proc].kind == KG_THREAD && mine[t->proc])
+			VEC_PUSH(at, n, cap, c->pidx[i]);
 	}
+	if (n > 1)
+		qsort(at, n, sizeof(*at), u32_cmp);
+	param_count_init(&cnt);
+	cnt.tied = 1;
+	for (i = 0; i < n; i++)
+		param_count_add(&cnt, c->r, &g->task[c->porder[at[i]]]);
+	free(at);
+	free(mine);
 	*tensors = cnt.tensors;
 	return cnt.sum;
 }
@@ -103,16 +126,25 @@ scale_step_host(struct ctx *c)
 	int64_t *iter = xmalloc((g->nproc + 1) * sizeof(*iter));
 	int64_t *run = NULL, *longest = NULL; /* by window: the run so far, the longest */
 	size_t nwin = 0, caprun = 0, caplong = 0, i;
+	/* the source tasks looked at, marked in one pass over them: a new
+	 * task's source, fetched from anywhere in the job, only for those */
+	uint8_t *want = xmalloc(g->ntask + 1);
 
+	for (i = 0; i < g->ntask; i++) {
+		const struct kg_task *t = &g->task[i];
+
+		want[i] = g->proc[t->proc].kind == KG_THREAD && t->phase == KG_PH_OPT &&
+		    (t->kind == KG_CPU || t->kind == KG_RT);
+	}
 	for (i = 0; i < g->nproc; i++)
 		iter[i] = INT64_MIN, cur[i] = SIZE_MAX, last[i] = KG_NONE;
 	for (i = 0; i < c->nt; i++) {
-		const struct kg_task *t = &g->task[c->t[i].src];
+		const struct kg_task *t;
 		size_t w;
 
-		if (g->proc[t->proc].kind != KG_THREAD || t->phase != KG_PH_OPT ||
-		    (t->kind != KG_CPU && t->kind != KG_RT))
+		if (!want[c->t[i].src])
 			continue;
+		t = &g->task[c->t[i].src];
 		if (t->iter != iter[t->proc]) {
 			iter[t->proc] = t->iter;
 			cur[t->proc] = nwin++;
@@ -157,7 +189,7 @@ scale_step_host(struct ctx *c)
 			e->delay = llround((double)e->delay * s->tratio);
 		}
 	}
-	free(win), free(last), free(cur), free(iter), free(run), free(longest);
+	free(win), free(last), free(cur), free(iter), free(run), free(longest), free(want);
 }
 
 /*
@@ -171,6 +203,7 @@ gradients(struct ctx *c)
 	const struct graph *g = c->g;
 	const struct kg_task **ct = xmalloc((g->ntask + 1) * sizeof(*ct));
 	uint32_t *grp = xmalloc((g->ntask + 1) * sizeof(*grp)), *cg;
+	uint8_t *want;
 	struct pgroups pg;
 	struct comm_model m;
 	uint8_t seen[KG_NCOLL * COMM_NLINK] = { 0 };
@@ -247,23 +280,31 @@ gradients(struct ctx *c)
 	}
 	pgroups_fit(&pg, ct, grp, n, NULL, &m);
 	cg = xmalloc((g->ntask + 1) * sizeof(*cg));
-	for (i = 0; i < g->ntask; i++)
+	want = xmalloc(g->ntask + 1);
+	for (i = 0; i < g->ntask; i++) {
+		const struct kg_task *t = &g->task[i];
+
 		cg[i] = UINT32_MAX;
+		want[i] = t->phase == KG_PH_OPT || (t->phase == KG_PH_BWD && t->kind == KG_COLL);
+	}
 	for (i = 0; i < n; i++)
 		cg[ct[i]->id] = grp[i];
 	for (i = 0; i < c->nt; i++) {
 		struct ntask *x = &c->t[i];
-		const struct kg_task *t = &g->task[x->src];
+		const struct kg_task *t;
 		const struct stage *s;
 		const struct pgroup *gp;
-		struct tfix f = { i, t->bytes, t->mnet, t->mexc };
+		struct tfix f;
 		int fixed = 0;
 
 		/* only the optimizer's tasks and the backward's collectives
-		 * change: the others are not looked up (their source task,
-		 * for the rank, is a fetch from anywhere in the job) */
-		if (t->phase != KG_PH_OPT && (t->phase != KG_PH_BWD || t->kind != KG_COLL))
+		 * change (want, marked in one pass over the sources): the
+		 * others' source task, a fetch from anywhere in the job, is
+		 * not looked at */
+		if (!want[x->src])
 			continue;
+		t = &g->task[x->src];
+		f.i = i, f.bytes = t->bytes, f.mnet = t->mnet, f.mexc = t->mexc;
 		s = &c->st[c->rstage[rank_index(c, graph_rank(g, x->src))]];
 		gp = cg[x->src] == UINT32_MAX ? NULL : &pg.g[cg[x->src]];
 		if (s->ratio == 1)
@@ -290,6 +331,7 @@ gradients(struct ctx *c)
 				errmsg("%s: section %d: no %s in the job to fit the communication "
 				    "model on", c->name, c->index, kg_coll_name[t->coll]);
 				free(cg);
+				free(want);
 				goto out;
 			}
 			if (pgroups_borrowed(&m, t->coll, gp->link, seen, msg, sizeof(msg)))
@@ -302,6 +344,8 @@ gradients(struct ctx *c)
 			VEC_PUSH(c->fix, c->nfix, c->capfix, f);
 	}
 	free(cg);
+	free(want);
+	want = NULL;
 	scale_step_host(c);
 	rc = 0;
 out:

@@ -345,7 +345,6 @@ gradients(struct ctx *c)
 	}
 	free(cg);
 	free(want);
-	want = NULL;
 	scale_step_host(c);
 	rc = 0;
 out:

@@ -992,14 +992,21 @@ kg_reader_take_held(struct kg_reader *r, uint64_t pos, const char **p)
 	return n;
 }
 
+/* The bytes at buf's start that may go: those parsed, less those held (keep_frames). */
+static size_t
+droppable(const struct kg_reader *r)
+{
+	if (r->keep_frames && r->mark - r->base < r->off)
+		return (size_t)(r->mark - r->base);
+	return r->off;
+}
+
 /* Room for n bytes more in buf, after dropping what is parsed (and not held). */
 static void
 room(struct kg_reader *r, size_t n)
 {
-	size_t drop = r->off;
+	size_t drop = droppable(r);
 
-	if (r->keep_frames && r->mark - r->base < drop)
-		drop = (size_t)(r->mark - r->base);
 	if (drop > 0) {
 		memmove(r->buf, r->buf + drop, r->len - drop);
 		r->len -= drop;
@@ -1027,8 +1034,7 @@ fill_ahead(struct kg_reader *r)
 				seterr(r->err, "%s", p.err);
 			return t < 0 ? -1 : (int)got;
 		}
-		if (p.n > 0 && r->off == r->len &&
-		    (!r->keep_frames || r->mark - r->base >= r->len)) {
+		if (p.n > 0 && droppable(r) == r->len) {
 			/* nothing of buf to keep (every record parsed, none
 			 * held): the piece becomes buf, and buf a piece for
 			 * the thread if it has a piece's room (zin.h) */

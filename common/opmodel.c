@@ -651,14 +651,6 @@ fail:
 	return -1;
 }
 
-static int
-cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* A class's operators from the "ops" line's names; sorted by code. */
 static int
 set_ops(struct om_cls *c, const char *s)

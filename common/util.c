@@ -110,6 +110,14 @@ uf_union(uint32_t *up, uint32_t a, uint32_t b)
 }
 
 int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int
 next_number(const char **s, long long *v)
 {
 	const char *p = *s;

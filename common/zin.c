@@ -28,7 +28,7 @@ struct zin {
 	unsigned char *in;
 	size_t inlen, inpos, hint;
 	int eof, seen;
-	int rerr;       /* a read error (errno) found reading ahead of need */
+	int rerr;       /* a read error (errno), told after the bytes read before it */
 };
 
 static void
@@ -41,8 +41,11 @@ step(void *arg, struct ahead_piece *p, size_t cap)
 		ZSTD_outBuffer out;
 		size_t ret;
 
-		if (q->hint == 0 && !q->eof && q->inpos > 0 && ZSTD_isError(
-		    ZSTD_findFrameCompressedSize(q->in + q->inpos, q->inlen - q->inpos))) {
+		if (!q->eof && (q->inpos == q->inlen || (q->hint == 0 && q->inpos > 0 &&
+		    ZSTD_isError(ZSTD_findFrameCompressedSize(q->in + q->inpos,
+		    q->inlen - q->inpos))))) {
+			/* none left, or a frame begins whose bytes are not all
+			 * here: what is left to the front, more read after it */
 			size_t got;
 
 			memmove(q->in, q->in + q->inpos, q->inlen - q->inpos);
@@ -50,27 +53,13 @@ step(void *arg, struct ahead_piece *p, size_t cap)
 			q->inpos = 0;
 			got = fread(q->in + q->inlen, 1, ZIN_IN - q->inlen, q->fp);
 			q->inlen += got;
-			if (got == 0) {
-				/* told once the bytes before it are used, as below */
+			if (got > 0) {
+				q->seen = 1;
+			} else {
+				/* an error is told once the bytes before it are used */
 				if (ferror(q->fp))
 					q->rerr = errno ? errno : EIO;
 				q->eof = 1;
-			} else {
-				q->seen = 1;
-			}
-		} else if (q->inpos == q->inlen && !q->eof) {
-			q->inlen = fread(q->in, 1, ZIN_IN, q->fp);
-			q->inpos = 0;
-			if (q->inlen == 0) {
-				if (ferror(q->fp)) {
-					p->rc = -1;
-					snprintf(p->err, sizeof(p->err), "read error: %s",
-					    strerror(errno ? errno : EIO));
-					return;
-				}
-				q->eof = 1;
-			} else {
-				q->seen = 1;
 			}
 		}
 		p->seen = q->seen;

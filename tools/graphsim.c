@@ -746,19 +746,11 @@ finish(struct sim *s, uint32_t x)
 	}
 }
 
-static int
-u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The index of task x in the sorted m[0..n) (it is there). */
 static uint32_t
 u32_find(const uint32_t *m, size_t n, uint32_t x)
 {
-	return (uint32_t)((const uint32_t *)bsearch(&x, m, n, sizeof(*m), u32_cmp) - m);
+	return (uint32_t)((const uint32_t *)bsearch(&x, m, n, sizeof(*m), cmp_u32) - m);
 }
 
 /*
@@ -782,7 +774,7 @@ groups(struct sim *s)
 		}
 	if (m == 0)
 		return; /* no groups: grpl stays NULL */
-	qsort(mem, m, sizeof(*mem), u32_cmp);
+	qsort(mem, m, sizeof(*mem), cmp_u32);
 	for (i = j = 0; i < m; i++)
 		if (j == 0 || mem[j - 1] != mem[i])
 			mem[j++] = mem[i];

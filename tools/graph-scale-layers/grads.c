@@ -51,14 +51,6 @@ layer_params(const struct ctx *c, const struct stage *s, int64_t *tensors)
  * used again (an LM head tied to the embedding, as in GPT-2 and
  * Megatron's default) and is not counted twice.
  */
-static int
-u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static int64_t
 other_params(const struct ctx *c, const struct stage *s, int64_t *tensors)
 {
@@ -73,12 +65,11 @@ other_params(const struct ctx *c, const struct stage *s, int64_t *tensors)
 	for (i = 0; i < g->nproc; i++)
 		mine[i] = rank_index(c, g->proc[i].rank >= 0 ? g->proc[i].rank : g->h.rank) ==
 		    s->rank0;
-	mine[g->nproc] = rank_index(c, g->h.rank) == s->rank0;
 	for (i = 0; i < g->ntask; i++) {
 		const struct kg_task *t = &g->task[i];
 
 		if (t->phase == KG_PH_FWD && t->iter >= 0 &&
-		    mine[t->proc < g->nproc ? t->proc : g->nproc] &&
+		    mine[t->proc] &&
 		    (t->iter < it || (t->iter == it && t->mb < mb)))
 			it = t->iter, mb = t->mb;
 	}
@@ -93,7 +84,7 @@ other_params(const struct ctx *c, const struct stage *s, int64_t *tensors)
 			VEC_PUSH(at, n, cap, c->pidx[i]);
 	}
 	if (n > 1)
-		qsort(at, n, sizeof(*at), u32_cmp);
+		qsort(at, n, sizeof(*at), cmp_u32);
 	param_count_init(&cnt);
 	cnt.tied = 1;
 	for (i = 0; i < n; i++)
@@ -126,25 +117,15 @@ scale_step_host(struct ctx *c)
 	int64_t *iter = xmalloc((g->nproc + 1) * sizeof(*iter));
 	int64_t *run = NULL, *longest = NULL; /* by window: the run so far, the longest */
 	size_t nwin = 0, caprun = 0, caplong = 0, i;
-	/* the source tasks looked at, marked in one pass over them: a new
-	 * task's source, fetched from anywhere in the job, only for those */
-	uint8_t *want = xmalloc(g->ntask + 1);
-
-	for (i = 0; i < g->ntask; i++) {
-		const struct kg_task *t = &g->task[i];
-
-		want[i] = g->proc[t->proc].kind == KG_THREAD && t->phase == KG_PH_OPT &&
-		    (t->kind == KG_CPU || t->kind == KG_RT);
-	}
 	for (i = 0; i < g->nproc; i++)
 		iter[i] = INT64_MIN, cur[i] = SIZE_MAX, last[i] = KG_NONE;
 	for (i = 0; i < c->nt; i++) {
-		const struct kg_task *t;
+		const struct kg_task *t = &g->task[c->t[i].src];
 		size_t w;
 
-		if (!want[c->t[i].src])
+		if (g->proc[t->proc].kind != KG_THREAD || t->phase != KG_PH_OPT ||
+		    (t->kind != KG_CPU && t->kind != KG_RT))
 			continue;
-		t = &g->task[c->t[i].src];
 		if (t->iter != iter[t->proc]) {
 			iter[t->proc] = t->iter;
 			cur[t->proc] = nwin++;
@@ -189,7 +170,7 @@ scale_step_host(struct ctx *c)
 			e->delay = llround((double)e->delay * s->tratio);
 		}
 	}
-	free(win), free(last), free(cur), free(iter), free(run), free(longest), free(want);
+	free(win), free(last), free(cur), free(iter), free(run), free(longest);
 }
 
 /*
@@ -203,7 +184,6 @@ gradients(struct ctx *c)
 	const struct graph *g = c->g;
 	const struct kg_task **ct = xmalloc((g->ntask + 1) * sizeof(*ct));
 	uint32_t *grp = xmalloc((g->ntask + 1) * sizeof(*grp)), *cg;
-	uint8_t *want;
 	struct pgroups pg;
 	struct comm_model m;
 	uint8_t seen[KG_NCOLL * COMM_NLINK] = { 0 };
@@ -280,31 +260,23 @@ gradients(struct ctx *c)
 	}
 	pgroups_fit(&pg, ct, grp, n, NULL, &m);
 	cg = xmalloc((g->ntask + 1) * sizeof(*cg));
-	want = xmalloc(g->ntask + 1);
-	for (i = 0; i < g->ntask; i++) {
-		const struct kg_task *t = &g->task[i];
-
+	for (i = 0; i < g->ntask; i++)
 		cg[i] = UINT32_MAX;
-		want[i] = t->phase == KG_PH_OPT || (t->phase == KG_PH_BWD && t->kind == KG_COLL);
-	}
 	for (i = 0; i < n; i++)
 		cg[ct[i]->id] = grp[i];
 	for (i = 0; i < c->nt; i++) {
 		struct ntask *x = &c->t[i];
-		const struct kg_task *t;
+		const struct kg_task *t = &g->task[x->src];
 		const struct stage *s;
 		const struct pgroup *gp;
-		struct tfix f;
+		struct tfix f = { i, t->bytes, t->mnet, t->mexc };
 		int fixed = 0;
 
 		/* only the optimizer's tasks and the backward's collectives
-		 * change (want, marked in one pass over the sources): the
-		 * others' source task, a fetch from anywhere in the job, is
-		 * not looked at */
-		if (!want[x->src])
+		 * change: the others are not looked up (their source task,
+		 * for the rank, is a fetch from anywhere in the job) */
+		if (t->phase != KG_PH_OPT && (t->phase != KG_PH_BWD || t->kind != KG_COLL))
 			continue;
-		t = &g->task[x->src];
-		f.i = i, f.bytes = t->bytes, f.mnet = t->mnet, f.mexc = t->mexc;
 		s = &c->st[c->rstage[rank_index(c, graph_rank(g, x->src))]];
 		gp = cg[x->src] == UINT32_MAX ? NULL : &pg.g[cg[x->src]];
 		if (s->ratio == 1)
@@ -331,7 +303,6 @@ gradients(struct ctx *c)
 				errmsg("%s: section %d: no %s in the job to fit the communication "
 				    "model on", c->name, c->index, kg_coll_name[t->coll]);
 				free(cg);
-				free(want);
 				goto out;
 			}
 			if (pgroups_borrowed(&m, t->coll, gp->link, seen, msg, sizeof(msg)))
@@ -344,7 +315,6 @@ gradients(struct ctx *c)
 			VEC_PUSH(c->fix, c->nfix, c->capfix, f);
 	}
 	free(cg);
-	free(want);
 	scale_step_host(c);
 	rc = 0;
 out:

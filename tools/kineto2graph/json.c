@@ -1147,7 +1147,7 @@ keep_event(struct jp *p)
 /* Input: plain or gzip bytes, hashed as read. */
 struct input {
 	FILE *fp;
-	int fd;              /* read by pread where fp is NULL (split.c's reading of a gzip file) */
+	int fd;              /* read by pread where fp is NULL (split.c's reading of a gzip file; tail_hash) */
 	int gz, zinit, zend, eof;
 	z_stream zs;
 	unsigned char *raw;
@@ -1275,6 +1275,19 @@ input_close(struct input *in)
 	free(in);
 }
 
+/* Read in from where it is to its end, hashing what it reads, into buf (CHUNK bytes). */
+static int
+hash_rest(struct input *in, unsigned char *buf, char *err, size_t errlen)
+{
+	size_t n;
+
+	do {
+		if (raw_read(in, buf, CHUNK, &n, err, errlen) < 0)
+			return -1;
+	} while (n > 0);
+	return 0;
+}
+
 /*
  * The file's end hashed on a thread of its own, from where the first
  * half stopped (the second half's thread parsed it, not hashing: a hash
@@ -1283,10 +1296,8 @@ input_close(struct input *in)
  */
 struct tail_hash {
 	pthread_t th;
-	int fd;                  /* a dup of the input's: the caller closes its own */
-	uint64_t pos;
+	struct input in;         /* by pread of a dup of the input's fd, its hash so far */
 	unsigned char *buf;      /* CHUNK bytes, the parser's: no new pages for it */
-	XXH3_state_t *h;
 	int failed;
 	char err[128];
 };
@@ -1295,16 +1306,8 @@ static void *
 tail_run(void *arg)
 {
 	struct tail_hash *th = arg;
-	ssize_t got;
 
-	while ((got = pread(th->fd, th->buf, CHUNK, (off_t)th->pos)) > 0) {
-		XXH3_64bits_update(th->h, th->buf, (size_t)got);
-		th->pos += (uint64_t)got;
-	}
-	if (got < 0) {
-		th->failed = 1;
-		snprintf(th->err, sizeof(th->err), "read error: %s", strerror(errno));
-	}
+	th->failed = hash_rest(&th->in, th->buf, th->err, sizeof(th->err)) < 0;
 	return NULL;
 }
 
@@ -1317,16 +1320,18 @@ tail_start(struct trace *t, const struct input *in, int fd, unsigned char *buf)
 {
 	struct tail_hash *th = xcalloc(1, sizeof(*th));
 
-	th->pos = in->pos;
+	th->in.fd = dup(fd);
+	th->in.pos = in->pos;
+	th->in.limit = UINT64_MAX;
+	th->in.h = XXH3_createState();
 	th->buf = buf;
-	th->h = XXH3_createState();
-	th->fd = fd >= 0 ? dup(fd) : -1;
-	if (th->h != NULL)
-		XXH3_copyState(th->h, in->h);
-	if (th->h == NULL || th->fd < 0 || pthread_create(&th->th, NULL, tail_run, th) != 0) {
-		if (th->fd >= 0)
-			close(th->fd);
-		XXH3_freeState(th->h);
+	if (th->in.h != NULL)
+		XXH3_copyState(th->in.h, in->h);
+	if (th->in.h == NULL || th->in.fd < 0 ||
+	    pthread_create(&th->th, NULL, tail_run, th) != 0) {
+		if (th->in.fd >= 0)
+			close(th->in.fd);
+		XXH3_freeState(th->in.h);
 		free(th);
 		return -1;
 	}
@@ -1347,10 +1352,10 @@ trace_hash(struct trace *t, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", th->err);
 		rc = -1;
 	}
-	t->xxh3 = XXH3_64bits_digest(th->h);
+	t->xxh3 = XXH3_64bits_digest(th->in.h);
 	free(th->buf);
-	close(th->fd);
-	XXH3_freeState(th->h);
+	close(th->in.fd);
+	XXH3_freeState(th->in.h);
 	free(th);
 	t->tail = NULL;
 	return rc;
@@ -1650,10 +1655,8 @@ again:
 			hashed = 1;
 			goto done;
 		}
-		do {
-			if (raw_read(&in, buf, CHUNK, &n, err, errlen) < 0)
-				goto out;
-		} while (n > 0);
+		if (hash_rest(&in, buf, err, errlen) < 0)
+			goto out;
 		goto done; /* the second half parsed to the end of a whole object */
 	}
 	if (off == 0) {

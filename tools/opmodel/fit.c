@@ -20,14 +20,6 @@
 #include "util.h"
 
 static int
-cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static int
 cmp_dbl(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

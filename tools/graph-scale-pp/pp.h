@@ -84,6 +84,7 @@ struct job {
 	int e;                  /* gradient element size */
 	int single;             /* one rank's graph, not a job's: one rank a stage */
 	int32_t *trk;           /* by task: its rank (job_task_rank), once read */
+	uint32_t *tproc;        /* by task: its processor, while job_read runs */
 	int synth;              /* no sends or receives traced: they are made */
 	int64_t act;            /* made ones: bytes a send moves */
 	int64_t launch;         /* and their launch call's time, ns */

@@ -8,7 +8,6 @@
 #include "cli.h"
 #include "params.h"
 #include "pp.h"
-#include "psort.h"
 #include "util.h"
 
 static int
@@ -87,8 +86,8 @@ index_edges(struct job *J)
 	for (i = 0; i < g->nproc; i++)
 		last[i] = KG_NONE;
 	for (i = n; i-- > 0;) {
-		next[i] = last[g->task[i].proc];
-		last[g->task[i].proc] = (uint32_t)i;
+		next[i] = last[J->tproc[i]];
+		last[J->tproc[i]] = (uint32_t)i;
 	}
 	J->progout = xmalloc((n + 1) * sizeof(*J->progout));
 	for (i = 0; i < n; i++)
@@ -114,7 +113,6 @@ layout(struct job *J)
 	int64_t r, *lo, *hi;
 	int rc = 1;
 
-	J->single = !g->job;
 	J->world = J->single ? 1 : (int64_t)g->h.nranks;
 	for (i = 0; i < g->h.nranks; i++)
 		if (g->h.ranks[i] != (int64_t)i) {
@@ -124,7 +122,20 @@ layout(struct job *J)
 		}
 	pgroups_init(&J->pg, J->o->gpn);
 	J->cgroup = xmalloc((g->ntask + 1) * sizeof(*J->cgroup));
+	/* each rank's layers (checked below) and the collectives, in one pass */
+	lo = xmalloc((size_t)J->world * sizeof(*lo));
+	hi = xmalloc((size_t)J->world * sizeof(*hi));
+	for (r = 0; r < J->world; r++)
+		lo[r] = INT64_MAX, hi[r] = -1;
 	for (i = 0; i < g->ntask; i++) {
+		int64_t rk = job_task_rank(J, (uint32_t)i), l = g->task[i].layer;
+
+		if (l >= 0 && rk >= 0 && rk < J->world) {
+			if (l < lo[rk])
+				lo[rk] = l;
+			if (l > hi[rk])
+				hi[rk] = l;
+		}
 		J->cgroup[i] = UINT32_MAX;
 		if (g->task[i].kind != KG_COLL)
 			continue;
@@ -165,21 +176,7 @@ layout(struct job *J)
 		    J->name, J->index, (long long)J->S);
 		goto out;
 	}
-	/* each rank's layers; a stage's ranks alike, the stages in order */
-	lo = xmalloc((size_t)J->world * sizeof(*lo));
-	hi = xmalloc((size_t)J->world * sizeof(*hi));
-	for (r = 0; r < J->world; r++)
-		lo[r] = INT64_MAX, hi[r] = -1;
-	for (i = 0; i < g->ntask; i++) {
-		int64_t rk = job_task_rank(J, (uint32_t)i), l = g->task[i].layer;
-
-		if (l < 0 || rk < 0 || rk >= J->world)
-			continue;
-		if (l < lo[rk])
-			lo[rk] = l;
-		if (l > hi[rk])
-			hi[rk] = l;
-	}
+	/* each rank's layers: a stage's ranks alike, the stages in order */
 	J->tr = xcalloc((size_t)J->world, sizeof(*J->tr));
 	for (r = 0; r < J->world; r++) {
 		int64_t r0 = job_rank(J, 0, 0, stage_of(J, r));
@@ -318,7 +315,7 @@ host_places(struct job *J, int64_t rank, const uint32_t *ids, size_t n)
 		const struct kg_task *t = &g->task[u];
 		struct place *p = &J->pl[u];
 
-		if (g->proc[t->proc].kind != KG_THREAD || t->proc == tr->main)
+		if (g->proc[J->tproc[u]].kind != KG_THREAD || J->tproc[u] == tr->main)
 			continue;
 		if (has_handoff_in(J, u) || run < 0 || iter_index(J, t->iter) != lastit) {
 			if (iter_index(J, t->iter) != lastit)
@@ -336,11 +333,12 @@ host_places(struct job *J, int64_t rank, const uint32_t *ids, size_t n)
 	/* the main thread */
 	for (i = 0; i < n; i++) {
 		uint32_t u = ids[i], kern, done = KG_NONE;
-		const struct kg_task *t = &g->task[u];
+		const struct kg_task *t;
 		struct place *p = &J->pl[u];
 
-		if (t->proc != tr->main || p->unit == U_OP)
+		if (J->tproc[u] != tr->main || p->unit == U_OP)
 			continue; /* an operation's wait is placed with it */
+		t = &g->task[u];
 		p->it = iter_index(J, t->iter);
 		if (t->phase == KG_PH_FWD && t->mb >= 0) {
 			p->unit = U_F, p->mb = (int32_t)t->mb;
@@ -420,7 +418,7 @@ host_places(struct job *J, int64_t rank, const uint32_t *ids, size_t n)
 		for (i = 0; i < n; i++) {
 			const struct place *p = &J->pl[ids[i]];
 
-			if (g->task[ids[i]].proc != tr->main ||
+			if (J->tproc[ids[i]] != tr->main ||
 			    (p->unit != U_F && p->unit != U_B && p->unit != U_OP))
 				continue;
 			if (first[p->it] == SIZE_MAX)
@@ -431,7 +429,7 @@ host_places(struct job *J, int64_t rank, const uint32_t *ids, size_t n)
 		for (i = 0; i < n; i++) {
 			struct place *p = &J->pl[ids[i]];
 
-			if (g->task[ids[i]].proc != tr->main)
+			if (J->tproc[ids[i]] != tr->main)
 				continue;
 			if (p->unit == U_OP) {
 				op = *p, have = 1;
@@ -476,7 +474,7 @@ parts(struct job *J, int64_t rank, const uint32_t *ids, size_t n)
 			uint32_t u = j < n ? ids[j] : KG_NONE;
 			struct place *p = u == KG_NONE ? NULL : &J->pl[u];
 
-			if (u != KG_NONE && g->task[u].proc != i)
+			if (u != KG_NONE && J->tproc[u] != i)
 				continue;
 			if (u == KG_NONE || p->unit != cu || p->mb != cmb || p->it != cit) {
 				/* the unit ends: what followed its last layer is after them */
@@ -520,7 +518,7 @@ gpu_places(struct job *J, const uint32_t *ids, size_t n)
 	for (i = 0; i < g->nproc; i++)
 		last[i] = KG_NONE;
 	for (i = 0; i < n; i++) {
-		uint32_t u = ids[i], src = KG_NONE, p = g->task[u].proc;
+		uint32_t u = ids[i], src = KG_NONE, p = J->tproc[u];
 
 		if (g->proc[p].kind != KG_STREAM)
 			continue;
@@ -564,7 +562,7 @@ issued(const struct job *J, uint32_t u)
 	const struct graph *g = J->g;
 	uint32_t k;
 
-	if (g->proc[g->task[u].proc].kind == KG_THREAD)
+	if (g->proc[J->tproc[u]].kind == KG_THREAD)
 		return g->task[u].ts;
 	for (k = J->inoff[u]; k < J->inoff[u + 1]; k++)
 		if (g->edge[J->in[k]].kind == KG_E_LAUNCH)
@@ -573,15 +571,22 @@ issued(const struct job *J, uint32_t u)
 }
 
 /*
- * The order of the pieces' tasks: (rank, place, issued, id), each
- * task's key made once and sorted as values (the comparator that looked
- * up a task's rank through its processor took a fifth of the run).
+ * The pieces: a job's tasks grouped by (rank, place), the groups in that
+ * order, each group's tasks in the order they were issued (then by id).
+ * Tasks are gathered into their groups by a table of the places seen,
+ * and only each group is sorted: a sort of all the tasks as (rank,
+ * place, issued, id) keys took a tenth of the run.
  */
-struct skey {
+struct pkey {
 	uint64_t k1;            /* rank, iteration index */
-	uint64_t k2;            /* unit, part, micro-batch */
-	int64_t issued;
+	uint64_t k2;            /* unit, micro-batch, part */
 	uint32_t a;             /* the place's layer or slot */
+	uint32_t n;             /* tasks */
+	uint32_t order;         /* its index among the pieces in order */
+};
+
+struct tkey {
+	int64_t issued;
 	uint32_t id;
 };
 
@@ -591,67 +596,162 @@ ord32(int32_t v)
 	return (uint32_t)v ^ UINT32_C(0x80000000);
 }
 
-static int
-skey_cmp(const void *a, const void *b)
+static void
+piece_key(const struct job *J, uint32_t u, struct pkey *k)
 {
-	const struct skey *x = a, *y = b;
+	const struct place *pl = &J->pl[u];
+
+	/* place_cmp's order: it, unit, mb, part, a */
+	k->k1 = (uint64_t)ord32((int32_t)job_task_rank(J, u)) << 32 | ord32(pl->it);
+	k->k2 = (uint64_t)pl->unit << 40 | (uint64_t)ord32(pl->mb) << 8 | pl->part;
+	k->a = ord32(pl->a);
+}
+
+static int
+pkey_cmp(const void *a, const void *b)
+{
+	const struct pkey *x = *(const struct pkey *const *)a, *y = *(const struct pkey *const *)b;
 
 	if (x->k1 != y->k1)
 		return x->k1 < y->k1 ? -1 : 1;
 	if (x->k2 != y->k2)
 		return x->k2 < y->k2 ? -1 : 1;
-	if (x->a != y->a)
-		return x->a < y->a ? -1 : 1;
+	return x->a < y->a ? -1 : x->a > y->a;
+}
+
+static int
+tkey_cmp(const void *a, const void *b)
+{
+	const struct tkey *x = a, *y = b;
+
 	if (x->issued != y->issued)
 		return x->issued < y->issued ? -1 : 1;
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* A key's rank, which it orders by first: a job's tasks come rank by rank. */
-static int64_t
-skey_rank(const void *a)
+static void
+tkey_sort(struct tkey *t, size_t n)
 {
-	return (int64_t)(((const struct skey *)a)->k1 >> 32);
+	size_t i, j;
+
+	if (n > 24) {
+		qsort(t, n, sizeof(*t), tkey_cmp);
+		return;
+	}
+	for (i = 1; i < n; i++) {
+		struct tkey v = t[i];
+
+		for (j = i; j > 0 && tkey_cmp(&v, &t[j - 1]) < 0; j--)
+			t[j] = t[j - 1];
+		t[j] = v;
+	}
+}
+
+static uint64_t
+pkey_hash(const struct pkey *k)
+{
+	uint64_t h = k->k1 * UINT64_C(0x9e3779b97f4a7c15);
+
+	h = (h ^ (h >> 29) ^ k->k2) * UINT64_C(0xbf58476d1ce4e5b9);
+	h = (h ^ (h >> 31) ^ k->a) * UINT64_C(0x94d049bb133111eb);
+	return h ^ (h >> 32);
+}
+
+static int
+pkey_eq(const struct pkey *x, const struct pkey *y)
+{
+	return x->k1 == y->k1 && x->k2 == y->k2 && x->a == y->a;
+}
+
+/* The index in *pk of the piece with key k, added if new. */
+static uint32_t
+piece_find(struct pkey **pk, size_t *npk, size_t *cap, uint32_t **tab, size_t *mask,
+    const struct pkey *k)
+{
+	size_t h, i;
+
+	if (*tab == NULL || *npk * 2 >= *mask + 1) {
+		size_t m = *tab == NULL ? 1023 : (*mask + 1) * 2 - 1;
+		uint32_t *t = xmalloc((m + 1) * sizeof(*t));
+
+		for (i = 0; i <= m; i++)
+			t[i] = KG_NONE;
+		for (i = 0; i < *npk; i++) {
+			for (h = pkey_hash(&(*pk)[i]) & m; t[h] != KG_NONE; h = (h + 1) & m)
+				;
+			t[h] = (uint32_t)i;
+		}
+		free(*tab);
+		*tab = t, *mask = m;
+	}
+	for (h = pkey_hash(k) & *mask; (*tab)[h] != KG_NONE; h = (h + 1) & *mask)
+		if (pkey_eq(&(*pk)[(*tab)[h]], k))
+			return (*tab)[h];
+	(*tab)[h] = (uint32_t)*npk;
+	VEC_PUSH(*pk, *npk, *cap, *k);
+	return (*tab)[h];
 }
 
 static void
 make_pieces(struct job *J)
 {
 	const struct graph *g = J->g;
-	size_t n = g->ntask, i, cap = 0;
-	struct skey *key;
+	size_t n = g->ntask, npk = 0, cap = 0, mask = 0, i;
+	struct pkey *pk = NULL, **by, k, prev = { 0 };
+	uint32_t *tab = NULL, *at, cur = KG_NONE;
+	struct tkey *tk;
 
 	J->pt = xmalloc((n + 1) * sizeof(*J->pt));
 	J->piece = xmalloc((n + 1) * sizeof(*J->piece));
-	key = xmalloc((n + 1) * sizeof(*key));
+	cap = n + 1;
+	pk = xmalloc(cap * sizeof(*pk));
+	/* each task's piece, in the order first seen (until the pieces are
+	 * in order); neighbours mostly share one */
 	for (i = 0; i < n; i++) {
-		const struct place *pl = &J->pl[i];
-
-		/* place_cmp's order: it, unit, mb, part, a */
-		key[i].k1 = (uint64_t)ord32((int32_t)job_task_rank(J, (uint32_t)i)) << 32 | ord32(pl->it);
-		key[i].k2 = (uint64_t)pl->unit << 40 | (uint64_t)ord32(pl->mb) << 8 | pl->part;
-		key[i].a = ord32(pl->a);
-		key[i].issued = issued(J, (uint32_t)i);
-		key[i].id = (uint32_t)i;
+		piece_key(J, (uint32_t)i, &k);
+		if (cur == KG_NONE || !pkey_eq(&k, &prev))
+			cur = piece_find(&pk, &npk, &cap, &tab, &mask, &k), prev = k;
+		pk[cur].n++;
+		J->piece[i] = cur;
 	}
-	psort_grouped(key, n, sizeof(*key), skey_cmp, skey_rank);
-	for (i = 0; i < n; i++)
-		J->pt[i] = key[i].id;
-	free(key);
+	free(tab);
+	/* the pieces in order */
+	by = xmalloc((npk + 1) * sizeof(*by));
+	for (i = 0; i < npk; i++)
+		by[i] = &pk[i];
+	qsort(by, npk, sizeof(*by), pkey_cmp);
+	J->pc = xmalloc((npk + 1) * sizeof(*J->pc));
+	J->npc = npk;
+	at = xmalloc((npk + 1) * sizeof(*at));
+	for (i = 0; i < npk; i++) {
+		by[i]->order = (uint32_t)i;
+		J->pc[i].first = i == 0 ? 0 : J->pc[i - 1].first + J->pc[i - 1].n;
+		J->pc[i].n = by[i]->n;
+		at[i] = J->pc[i].first;
+	}
+	free(by);
+	/* the tasks into their pieces, each piece sorted by issue */
+	tk = xmalloc((n + 1) * sizeof(*tk));
 	for (i = 0; i < n; i++) {
-		uint32_t u = J->pt[i];
-		uint32_t rk = (uint32_t)job_task_rank(J, u);
+		uint32_t p = pk[J->piece[i]].order;
 
-		if (J->npc == 0 || J->pc[J->npc - 1].rank != rk ||
-		    place_cmp(&J->pc[J->npc - 1].pl, &J->pl[u]) != 0) {
-			struct piece p;
-
-			p.rank = rk, p.pl = J->pl[u], p.first = (uint32_t)i, p.n = 0;
-			VEC_PUSH(J->pc, J->npc, cap, p);
-		}
-		J->pc[J->npc - 1].n++;
-		J->piece[u] = (uint32_t)(J->npc - 1);
+		tk[at[p]].issued = issued(J, (uint32_t)i);
+		tk[at[p]++].id = (uint32_t)i;
+		J->piece[i] = p;
 	}
+	free(at);
+	free(pk);
+	for (i = 0; i < npk; i++) {
+		struct piece *p = &J->pc[i];
+		size_t j;
+
+		tkey_sort(tk + p->first, p->n);
+		for (j = p->first; j < p->first + p->n; j++)
+			J->pt[j] = tk[j].id;
+		p->rank = (uint32_t)job_task_rank(J, J->pt[p->first]);
+		p->pl = J->pl[J->pt[p->first]];
+	}
+	free(tk);
 }
 
 const struct piece *
@@ -796,13 +896,18 @@ job_read(struct job *J)
 	size_t *start, i;
 	int64_t r;
 
+	/* each task's processor and rank, looked up once: the passes
+	 * below scan and sort by them, and a task record is 176 bytes to
+	 * fetch for them (the processors only until the pieces are made) */
+	J->single = !g->job;
+	J->tproc = xmalloc((g->ntask + 1) * sizeof(*J->tproc));
+	J->trk = xmalloc((g->ntask + 1) * sizeof(*J->trk));
+	for (i = 0; i < g->ntask; i++) {
+		J->tproc[i] = g->task[i].proc;
+		J->trk[i] = (int32_t)(J->single ? 0 : graph_rank(g, (uint32_t)i));
+	}
 	if (layout(J) != 0)
 		return 1;
-	/* each task's rank, looked up once: the passes below scan and
-	 * sort by it, and a task record is 176 bytes to fetch for it */
-	J->trk = xmalloc((g->ntask + 1) * sizeof(*J->trk));
-	for (i = 0; i < g->ntask; i++)
-		J->trk[i] = (int32_t)(J->single ? 0 : graph_rank(g, (uint32_t)i));
 	index_edges(J);
 	J->pl = xcalloc(g->ntask + 1, sizeof(*J->pl));
 	for (i = 0; i < g->ntask; i++)
@@ -838,6 +943,8 @@ job_read(struct job *J)
 	free(start);
 	free(ids);
 	make_pieces(J);
+	free(J->tproc);
+	J->tproc = NULL;
 	return params(J);
 }
 
@@ -845,6 +952,7 @@ void
 job_release(struct job *J)
 {
 	free(J->tr), free(J->pl), free(J->piece), free(J->outoff), free(J->out), free(J->trk);
+	free(J->tproc);
 	free(J->inoff), free(J->in), free(J->progout), free(J->pt);
 	free(J->pc), free(J->cgroup);
 	pgroups_release(&J->pg);

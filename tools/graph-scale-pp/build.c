@@ -104,17 +104,21 @@ program_edge(struct build *B, uint32_t y, uint32_t x)
 		add_edge(B, &d, y, x, KG_NONE, KG_NONE);
 		return;
 	}
+	/* the template edge whose other end is the same call as here: most
+	 * often the one from y's template to x's */
 	o = J->progout[sy];
-	for (k = J->inoff[sx]; k < J->inoff[sx + 1]; k++)
-		if (J->progout[g->edge[J->in[k]].src] == J->in[k])
-			n = J->in[k];
-	/* the template edge whose other end is the same call as here */
-	if (o != KG_NONE && g->task[g->edge[o].dst].name == g->task[sx].name)
+	if (o != KG_NONE && (g->edge[o].dst == sx ||
+	    g->task[g->edge[o].dst].name == g->task[sx].name)) {
 		e = o;
-	else if (n != KG_NONE && g->task[g->edge[n].src].name == g->task[sy].name)
-		e = n;
-	else
-		e = o != KG_NONE ? o : n;
+	} else {
+		for (k = J->inoff[sx]; k < J->inoff[sx + 1]; k++)
+			if (J->progout[g->edge[J->in[k]].src] == J->in[k])
+				n = J->in[k];
+		if (n != KG_NONE && g->task[g->edge[n].src].name == g->task[sy].name)
+			e = n;
+		else
+			e = o != KG_NONE ? o : n;
+	}
 	if (e != KG_NONE) {
 		d = g->edge[e];
 	} else {
@@ -259,13 +263,27 @@ add_copy(struct build *B, struct kg_task *t, uint32_t u)
 	return add(B, t, u, 1);
 }
 
-/* graph_write's new tasks, made whole one by one. */
+/* A task record's lines asked for ahead of its use. */
+static void
+fetch_task(const struct kg_task *t)
+{
+	const char *p = (const char *)t;
+	size_t o;
+
+	for (o = 0; o < sizeof(*t); o += 64)
+		__builtin_prefetch(p + o);
+}
+
+/* graph_write's new tasks, made whole one by one: their templates come
+ * from all over the job, so the ones a few tasks on are fetched ahead */
 static void
 task_at(void *arg, size_t i, struct kg_task *t)
 {
 	const struct build *B = arg;
 	const struct ntask *x = &B->t[i];
 
+	if (i + 8 < B->nt)
+		fetch_task(nt_base(B, i + 8));
 	*t = *nt_base(B, i);
 	t->id = (uint32_t)i;
 	t->proc = x->proc, t->pgr = x->pgr, t->stage = x->stage, t->mb = x->mb;
@@ -282,9 +300,16 @@ emit(struct build *B, const struct piece *pc, struct ctx *c)
 
 	if (pc == NULL)
 		return;
+	/* the piece's template tasks are anywhere in the job: fetched ahead */
+	for (i = 0; i < pc->n && i < 4; i++)
+		fetch_task(&g->task[J->pt[pc->first + i]]);
 	for (i = 0; i < pc->n; i++) {
 		uint32_t u = J->pt[pc->first + i], nt;
-		struct kg_task t = g->task[u];
+		struct kg_task t;
+
+		if (i + 4 < pc->n)
+			fetch_task(&g->task[J->pt[pc->first + i + 4]]);
+		t = g->task[u];
 
 		t.proc = new_proc(B, g->task[u].proc);
 		t.stage = B->stage;
@@ -392,14 +417,14 @@ job_build(struct job *J, struct kg_writer *w, const char *producer)
 	B.instrank = xmalloc((g->ntask + 1) * sizeof(*B.instrank));
 	for (i = 0; i < g->ntask; i++)
 		B.viaon[i] = B.inst[i] = KG_NONE, B.instrank[i] = -1;
-	for (i = 0; i < g->nedge; i++)
-		if (g->edge[i].via != KG_NONE && g->edge[i].on != KG_NONE)
-			B.viaon[g->edge[i].via] = g->edge[i].on;
 	B.atoff = xcalloc(g->ntask + 2, sizeof(*B.atoff));
 	B.atl = xmalloc((g->nedge + 1) * sizeof(*B.atl));
-	for (i = 0; i < g->nedge; i++)
+	for (i = 0; i < g->nedge; i++) {
+		if (g->edge[i].via != KG_NONE && g->edge[i].on != KG_NONE)
+			B.viaon[g->edge[i].via] = g->edge[i].on;
 		if (g->edge[i].at != KG_NONE)
 			B.atoff[g->edge[i].at + 1]++;
+	}
 	for (i = 0; i < g->ntask; i++)
 		B.atoff[i + 1] += B.atoff[i];
 	for (i = 0; i < g->nedge; i++)

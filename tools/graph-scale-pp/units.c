@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "params.h"
 #include "pp.h"
+#include "prefault.h"
 #include "util.h"
 
 static int
@@ -62,10 +63,6 @@ index_edges(struct job *J)
 	uint32_t *next = xmalloc((n + 1) * sizeof(*next));
 	uint32_t *last = xmalloc((g->nproc + 1) * sizeof(*last));
 
-	J->outoff = xcalloc(n + 2, sizeof(*J->outoff));
-	J->inoff = xcalloc(n + 2, sizeof(*J->inoff));
-	J->out = xmalloc((g->nedge + 1) * sizeof(*J->out));
-	J->in = xmalloc((g->nedge + 1) * sizeof(*J->in));
 	for (i = 0; i < g->nedge; i++) {
 		J->outoff[g->edge[i].src + 1]++;
 		J->inoff[g->edge[i].dst + 1]++;
@@ -89,7 +86,6 @@ index_edges(struct job *J)
 		next[i] = last[J->tproc[i]];
 		last[J->tproc[i]] = (uint32_t)i;
 	}
-	J->progout = xmalloc((n + 1) * sizeof(*J->progout));
 	for (i = 0; i < n; i++)
 		J->progout[i] = KG_NONE;
 	for (i = 0; i < g->nedge; i++) {
@@ -121,7 +117,6 @@ layout(struct job *J)
 			goto out;
 		}
 	pgroups_init(&J->pg, J->o->gpn);
-	J->cgroup = xmalloc((g->ntask + 1) * sizeof(*J->cgroup));
 	/* each rank's layers (checked below) and the collectives, in one pass */
 	lo = xmalloc((size_t)J->world * sizeof(*lo));
 	hi = xmalloc((size_t)J->world * sizeof(*hi));
@@ -701,10 +696,6 @@ make_pieces(struct job *J)
 	uint32_t *tab = NULL, *at, cur = KG_NONE;
 	struct tkey *tk;
 
-	J->pt = xmalloc((n + 1) * sizeof(*J->pt));
-	J->piece = xmalloc((n + 1) * sizeof(*J->piece));
-	cap = n + 1;
-	pk = xmalloc(cap * sizeof(*pk));
 	/* each task's piece, in the order first seen (until the pieces are
 	 * in order); neighbours mostly share one */
 	for (i = 0; i < n; i++) {
@@ -888,6 +879,16 @@ params(struct job *J)
 	return 0;
 }
 
+/* The prefault thread told to leave job_read's arrays (slots 6 to 14). */
+static void
+forget_arrays(const struct job *J)
+{
+	int i;
+
+	for (i = 6; i <= 14; i++)
+		pf_want(J->g->pf, i, NULL, 0);
+}
+
 int
 job_read(struct job *J)
 {
@@ -896,12 +897,33 @@ job_read(struct job *J)
 	size_t *start, i;
 	int64_t r;
 
+	/* the arrays of the passes below, made at once: the prefault
+	 * thread faults their pages in (slots 6 on: the graph's are 0 and 1,
+	 * the new job's 2 to 5) while the first passes run */
+	J->tproc = xmalloc((g->ntask + 1) * sizeof(*J->tproc));
+	J->trk = xmalloc((g->ntask + 1) * sizeof(*J->trk));
+	J->cgroup = xmalloc((g->ntask + 1) * sizeof(*J->cgroup));
+	J->outoff = xcalloc(g->ntask + 2, sizeof(*J->outoff));
+	J->inoff = xcalloc(g->ntask + 2, sizeof(*J->inoff));
+	J->out = xmalloc((g->nedge + 1) * sizeof(*J->out));
+	J->in = xmalloc((g->nedge + 1) * sizeof(*J->in));
+	J->progout = xmalloc((g->ntask + 1) * sizeof(*J->progout));
+	J->pl = xcalloc(g->ntask + 1, sizeof(*J->pl));
+	J->piece = xmalloc((g->ntask + 1) * sizeof(*J->piece));
+	J->pt = xmalloc((g->ntask + 1) * sizeof(*J->pt));
+	pf_want(g->pf, 6, J->cgroup, g->ntask * sizeof(*J->cgroup));
+	pf_want(g->pf, 7, J->outoff, (g->ntask + 2) * sizeof(*J->outoff));
+	pf_want(g->pf, 8, J->inoff, (g->ntask + 2) * sizeof(*J->inoff));
+	pf_want(g->pf, 9, J->out, g->nedge * sizeof(*J->out));
+	pf_want(g->pf, 10, J->in, g->nedge * sizeof(*J->in));
+	pf_want(g->pf, 11, J->progout, g->ntask * sizeof(*J->progout));
+	pf_want(g->pf, 12, J->pl, g->ntask * sizeof(*J->pl));
+	pf_want(g->pf, 13, J->piece, g->ntask * sizeof(*J->piece));
+	pf_want(g->pf, 14, J->pt, g->ntask * sizeof(*J->pt));
 	/* each task's processor and rank, looked up once: the passes
 	 * below scan and sort by them, and a task record is 176 bytes to
 	 * fetch for them (the processors only until the pieces are made) */
 	J->single = !g->job;
-	J->tproc = xmalloc((g->ntask + 1) * sizeof(*J->tproc));
-	J->trk = xmalloc((g->ntask + 1) * sizeof(*J->trk));
 	for (i = 0; i < g->ntask; i++) {
 		J->tproc[i] = g->task[i].proc;
 		J->trk[i] = (int32_t)(J->single ? 0 : graph_rank(g, (uint32_t)i));
@@ -909,7 +931,6 @@ job_read(struct job *J)
 	if (layout(J) != 0)
 		return 1;
 	index_edges(J);
-	J->pl = xcalloc(g->ntask + 1, sizeof(*J->pl));
 	for (i = 0; i < g->ntask; i++)
 		J->pl[i].unit = NUNIT, J->pl[i].a = -1, J->pl[i].mb = -1;
 	/* each rank's tasks in order */
@@ -945,12 +966,14 @@ job_read(struct job *J)
 	make_pieces(J);
 	free(J->tproc);
 	J->tproc = NULL;
+	forget_arrays(J);
 	return params(J);
 }
 
 void
 job_release(struct job *J)
 {
+	forget_arrays(J);
 	free(J->tr), free(J->pl), free(J->piece), free(J->outoff), free(J->out), free(J->trk);
 	free(J->tproc);
 	free(J->inoff), free(J->in), free(J->progout), free(J->pt);

@@ -106,7 +106,7 @@ layout(struct job *J)
 	const struct kg_task **ct = xmalloc((g->ntask + 1) * sizeof(*ct));
 	uint32_t *grp = xmalloc((g->ntask + 1) * sizeof(*grp));
 	size_t i, n = 0;
-	int64_t r, *lo, *hi;
+	int64_t r, *lo = NULL, *hi = NULL;
 	int rc = 1;
 
 	J->world = J->single ? 1 : (int64_t)g->h.nranks;
@@ -181,7 +181,7 @@ layout(struct job *J)
 		if (hi[r] < 0) {
 			errmsg("%s: section %d: rank %lld has no task with a layer tag: %s", J->name,
 			    J->index, (long long)r, NO_LAYERS);
-			goto outl;
+			goto out;
 		}
 		if (lo[r] != lo[r0] || hi[r] != hi[r0] ||
 		    (stage_of(J, r) > 0 && lo[r] != hi[job_rank(J, 0, 0, stage_of(J, r) - 1)] + 1)) {
@@ -189,7 +189,7 @@ layout(struct job *J)
 			    "fit stage %lld of a pipeline laid out tensor-parallel first, then "
 			    "data-parallel (Megatron's order)", J->name, J->index, (long long)r,
 			    (long long)lo[r], (long long)hi[r], (long long)stage_of(J, r));
-			goto outl;
+			goto out;
 		}
 		J->tr[r].lo = lo[r];
 		J->tr[r].n = hi[r] - lo[r] + 1;
@@ -198,7 +198,7 @@ layout(struct job *J)
 	if (J->L < J->o->n) {
 		errmsg("%s: section %d: %lld layers cannot fill %lld pipeline stages", J->name,
 		    J->index, (long long)J->L, (long long)J->o->n);
-		goto outl;
+		goto out;
 	}
 	for (i = 0; i < g->nproc; i++) {
 		int64_t rk = job_proc_rank(J, (uint32_t)i);
@@ -210,7 +210,7 @@ layout(struct job *J)
 		if (J->tr[r].main == KG_NONE) {
 			errmsg("%s: section %d: rank %lld has no main thread", J->name, J->index,
 			    (long long)r);
-			goto outl;
+			goto out;
 		}
 	{
 		/* A link the job never used and the new layout needs (NVLink
@@ -234,10 +234,9 @@ layout(struct job *J)
 		}
 	}
 	rc = 0;
-outl:
+out:
 	free(lo);
 	free(hi);
-out:
 	free(ct);
 	free(grp);
 	return rc;
@@ -600,6 +599,7 @@ piece_key(const struct job *J, uint32_t u, struct pkey *k)
 	k->k1 = (uint64_t)ord32((int32_t)job_task_rank(J, u)) << 32 | ord32(pl->it);
 	k->k2 = (uint64_t)pl->unit << 40 | (uint64_t)ord32(pl->mb) << 8 | pl->part;
 	k->a = ord32(pl->a);
+	k->n = k->order = 0;
 }
 
 static int

@@ -118,6 +118,14 @@ cmp_u32(const void *a, const void *b)
 }
 
 int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int
 next_number(const char **s, long long *v)
 {
 	const char *p = *s;

@@ -78,8 +78,10 @@ ctx_release(struct ctx *c)
 {
 	size_t k;
 
+	forget_arrays(c);
 	free(c->run), free(c->pos), free(c->nid), free(c->pidx), free(c->porder);
 	free(c->progout), free(c->progin), free(c->ranks), free(c->rstage), free(c->rn);
+	free(c->tproc);
 	for (k = 0; k < c->nst; k++)
 		free(c->st[k].cnt), free(c->st[k].firstj);
 	free(c->st), free(c->t), free(c->fix), free(c->e);
@@ -121,6 +123,8 @@ scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, co
 	make_tasks(&c);
 	program_edges(&c);
 	other_edges(&c);
+	free(c.tproc);
+	c.tproc = NULL;
 	if (gradients(&c) != 0)
 		goto out;
 	if (c.dropped > 0)

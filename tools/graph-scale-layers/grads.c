@@ -13,6 +13,12 @@
 #include "sl.h"
 #include "util.h"
 
+/* What a traced task may change in its copies (gradients' flags). */
+enum {
+	F_FIX = 1,  /* an optimizer task or a backward collective */
+	F_HOST = 2, /* the optimizer's host work on a thread (scale_step_host) */
+};
+
 /*
  * A layer's parameters on stage s: what the launches of its first
  * forward run on a thread count (an operator launching two kernels in a
@@ -44,34 +50,40 @@ layer_params(const struct ctx *c, const struct stage *s, int64_t *tensors)
 }
 
 /*
- * The parameters of stage s outside its layers (embeddings, a final norm,
- * the LM head): what the forward launches of its rank0 outside every
- * layer count, in the first micro-batch of the first iteration. An
- * operand as large as an embedding table already counted is that table
- * used again (an LM head tied to the embedding, as in GPT-2 and
- * Megatron's default) and is not counted twice.
+ * The parameters of each stage outside its layers (embeddings, a final
+ * norm, the LM head), into O and their tensors into OT, by stage: what
+ * the forward launches of its rank0 outside every layer count, in the
+ * first micro-batch of the first iteration. An operand as large as an
+ * embedding table already counted is that table used again (an LM head
+ * tied to the embedding, as in GPT-2 and Megatron's default) and is not
+ * counted twice. Every stage in the same two passes over the tasks.
  */
-static int64_t
-other_params(const struct ctx *c, const struct stage *s, int64_t *tensors)
+static void
+other_params(const struct ctx *c, int64_t *O, int64_t *OT)
 {
 	const struct graph *g = c->g;
-	int64_t it = INT64_MAX, mb = INT64_MAX;
-	struct param_count cnt;
-	uint8_t *mine = xmalloc(g->nproc + 1); /* by processor: on rank0's rank */
-	uint32_t *at = NULL;                   /* the tasks counted, by place in porder */
-	size_t i, n = 0, cap = 0;
+	uint32_t *pst = xmalloc((g->nproc + 1) * sizeof(*pst)); /* by processor: the stage
+	                                                          whose rank0 it is on */
+	int64_t *it = xmalloc((c->nst + 1) * sizeof(*it)), *mb = xmalloc((c->nst + 1) * sizeof(*mb));
+	uint64_t *at = NULL; /* the tasks counted: stage, place in porder */
+	size_t i, k, n = 0, cap = 0;
 
 	/* graph_rank's rank, by processor */
-	for (i = 0; i < g->nproc; i++)
-		mine[i] = rank_index(c, g->proc[i].rank >= 0 ? g->proc[i].rank : g->h.rank) ==
-		    s->rank0;
+	for (i = 0; i < g->nproc; i++) {
+		uint32_t r = rank_index(c, g->proc[i].rank >= 0 ? g->proc[i].rank : g->h.rank);
+
+		pst[i] = c->st[c->rstage[r]].rank0 == r ? c->rstage[r] : UINT32_MAX;
+	}
+	for (k = 0; k < c->nst; k++)
+		it[k] = mb[k] = INT64_MAX;
 	for (i = 0; i < g->ntask; i++) {
 		const struct kg_task *t = &g->task[i];
 
-		if (t->phase == KG_PH_FWD && t->iter >= 0 &&
-		    mine[t->proc] &&
-		    (t->iter < it || (t->iter == it && t->mb < mb)))
-			it = t->iter, mb = t->mb;
+		if (t->phase == KG_PH_FWD && t->iter >= 0 && pst[t->proc] != UINT32_MAX) {
+			k = pst[t->proc];
+			if (t->iter < it[k] || (t->iter == it[k] && t->mb < mb[k]))
+				it[k] = t->iter, mb[k] = t->mb;
+		}
 	}
 	/* counted in the order of porder (processor by processor), as an
 	 * operand seen twice is counted once: the few tasks found in one
@@ -79,20 +91,26 @@ other_params(const struct ctx *c, const struct stage *s, int64_t *tensors)
 	for (i = 0; i < g->ntask; i++) {
 		const struct kg_task *t = &g->task[i];
 
-		if (t->phase == KG_PH_FWD && t->layer < 0 && t->iter == it && t->mb == mb &&
-		    g->proc[t->proc].kind == KG_THREAD && mine[t->proc])
-			VEC_PUSH(at, n, cap, c->pidx[i]);
+		if (t->phase == KG_PH_FWD && t->layer < 0 && pst[t->proc] != UINT32_MAX &&
+		    g->proc[t->proc].kind == KG_THREAD && t->iter == it[pst[t->proc]] &&
+		    t->mb == mb[pst[t->proc]])
+			VEC_PUSH(at, n, cap, (uint64_t)pst[t->proc] << 32 | c->pidx[i]);
 	}
 	if (n > 1)
-		qsort(at, n, sizeof(*at), cmp_u32);
-	param_count_init(&cnt);
-	cnt.tied = 1;
-	for (i = 0; i < n; i++)
-		param_count_add(&cnt, c->r, &g->task[c->porder[at[i]]]);
+		qsort(at, n, sizeof(*at), cmp_u64);
+	for (k = 0, i = 0; k < c->nst; k++) {
+		struct param_count cnt;
+
+		param_count_init(&cnt);
+		cnt.tied = 1;
+		for (; i < n && at[i] >> 32 == k; i++)
+			param_count_add(&cnt, c->r, &g->task[c->porder[(uint32_t)at[i]]]);
+		O[k] = cnt.sum;
+		OT[k] = cnt.tensors;
+	}
 	free(at);
-	free(mine);
-	*tensors = cnt.tensors;
-	return cnt.sum;
+	free(it), free(mb);
+	free(pst);
 }
 
 /*
@@ -108,7 +126,7 @@ other_params(const struct ctx *c, const struct stage *s, int64_t *tensors)
  * synchronization (the host waiting, the profiler's step).
  */
 static void
-scale_step_host(struct ctx *c)
+scale_step_host(struct ctx *c, const uint8_t *fl)
 {
 	const struct graph *g = c->g;
 	uint32_t *win = xcalloc(c->nt + 1, sizeof(*win)); /* window + 1, 0 none */
@@ -120,12 +138,12 @@ scale_step_host(struct ctx *c)
 	for (i = 0; i < g->nproc; i++)
 		iter[i] = INT64_MIN, cur[i] = SIZE_MAX, last[i] = KG_NONE;
 	for (i = 0; i < c->nt; i++) {
-		const struct kg_task *t = &g->task[c->t[i].src];
+		const struct kg_task *t;
 		size_t w;
 
-		if (g->proc[t->proc].kind != KG_THREAD || t->phase != KG_PH_OPT ||
-		    (t->kind != KG_CPU && t->kind != KG_RT))
+		if (!(fl[c->t[i].src] & F_HOST))
 			continue;
+		t = &g->task[c->t[i].src];
 		if (t->iter != iter[t->proc]) {
 			iter[t->proc] = t->iter;
 			cur[t->proc] = nwin++;
@@ -184,6 +202,8 @@ gradients(struct ctx *c)
 	const struct graph *g = c->g;
 	const struct kg_task **ct = xmalloc((g->ntask + 1) * sizeof(*ct));
 	uint32_t *grp = xmalloc((g->ntask + 1) * sizeof(*grp)), *cg;
+	uint8_t *fl = xmalloc(g->ntask + 1); /* by task: what it may change (F_*) */
+	int64_t *O = xmalloc((c->nst + 1) * sizeof(*O)), *OT = xmalloc((c->nst + 1) * sizeof(*OT));
 	struct pgroups pg;
 	struct comm_model m;
 	uint8_t seen[KG_NCOLL * COMM_NLINK] = { 0 };
@@ -192,16 +212,25 @@ gradients(struct ctx *c)
 	int rc = 1;
 
 	pgroups_init(&pg, c->o->gpn);
-	for (i = 0; i < g->ntask; i++)
-		if (g->task[i].kind == KG_COLL) {
-			ct[n] = &g->task[i];
-			grp[n++] = g->task[i].pgr == KG_NONE ? UINT32_MAX :
-			    pgroups_of(&pg, g->task[i].pgr, kg_str(c->r, g->task[i].pgr));
+	for (i = 0; i < g->ntask; i++) {
+		const struct kg_task *t = &g->task[i];
+
+		/* the new tasks are looked up by these flags of their
+		 * source, not by its record: a fetch from anywhere in the job */
+		fl[i] = (t->phase == KG_PH_OPT || (t->phase == KG_PH_BWD && t->kind == KG_COLL) ?
+		    F_FIX : 0) | (g->proc[t->proc].kind == KG_THREAD && t->phase == KG_PH_OPT &&
+		    (t->kind == KG_CPU || t->kind == KG_RT) ? F_HOST : 0);
+		if (t->kind == KG_COLL) {
+			ct[n] = t;
+			grp[n++] = t->pgr == KG_NONE ? UINT32_MAX :
+			    pgroups_of(&pg, t->pgr, kg_str(c->r, t->pgr));
 		}
+	}
 	pgroups_classify(&pg, ct, grp, n);
+	other_params(c, O, OT);
 	for (k = 0; k < c->nst; k++) {
 		struct stage *s = &c->st[k];
-		int64_t P, O, PT, OT;
+		int64_t P, PT;
 		double B = 0, H;
 		int e = 0;
 
@@ -218,15 +247,14 @@ gradients(struct ctx *c)
 				e = elem_size(t->dtype == KG_NONE ? NULL : kg_str(c->r, t->dtype));
 		}
 		P = layer_params(c, s, &PT);
-		O = other_params(c, s, &OT);
-		s->tensors = OT + s->n * PT;
-		s->tratio = PT > 0 ? (double)(OT + s->nn * PT) / (double)s->tensors : 1;
+		s->tensors = OT[k] + s->n * PT;
+		s->tratio = PT > 0 ? (double)(OT[k] + s->nn * PT) / (double)s->tensors : 1;
 		if (B == 0) {
 			/* no data-parallel gradients: the optimizer's work
 			 * follows the stage's parameters, counted */
 			if (P > 0) {
-				s->ratio = ((double)O + (double)s->nn * (double)P) /
-				    ((double)O + (double)s->n * (double)P);
+				s->ratio = ((double)O[k] + (double)s->nn * (double)P) /
+				    ((double)O[k] + (double)s->n * (double)P);
 				continue;
 			}
 			s->ratio = (double)s->nn / (double)s->n;
@@ -266,17 +294,17 @@ gradients(struct ctx *c)
 		cg[ct[i]->id] = grp[i];
 	for (i = 0; i < c->nt; i++) {
 		struct ntask *x = &c->t[i];
-		const struct kg_task *t = &g->task[x->src];
+		const struct kg_task *t;
 		const struct stage *s;
 		const struct pgroup *gp;
-		struct tfix f = { i, t->bytes, t->mnet, t->mexc };
+		struct tfix f;
 		int fixed = 0;
 
-		/* only the optimizer's tasks and the backward's collectives
-		 * change: the others are not looked up (their source task,
-		 * for the rank, is a fetch from anywhere in the job) */
-		if (t->phase != KG_PH_OPT && (t->phase != KG_PH_BWD || t->kind != KG_COLL))
+		/* only the optimizer's tasks and the backward's collectives change */
+		if (!(fl[x->src] & F_FIX))
 			continue;
+		t = &g->task[x->src];
+		f.i = i, f.bytes = t->bytes, f.mnet = t->mnet, f.mexc = t->mexc;
 		s = &c->st[c->rstage[rank_index(c, graph_rank(g, x->src))]];
 		gp = cg[x->src] == UINT32_MAX ? NULL : &pg.g[cg[x->src]];
 		if (s->ratio == 1)
@@ -315,11 +343,13 @@ gradients(struct ctx *c)
 			VEC_PUSH(c->fix, c->nfix, c->capfix, f);
 	}
 	free(cg);
-	scale_step_host(c);
+	scale_step_host(c, fl);
 	rc = 0;
 out:
 	pgroups_release(&pg);
 	free(ct);
 	free(grp);
+	free(fl);
+	free(O), free(OT);
 	return rc;
 }

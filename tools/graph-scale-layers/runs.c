@@ -46,10 +46,29 @@ find_stages(struct ctx *c)
 {
 	const struct graph *g = c->g;
 	int64_t *lo, *hi, *seen = NULL;
-	size_t i, k, nseen = 0, capseen = 0;
+	size_t i, k, nseen = 0, capseen = 0, n = g->ntask;
 	int64_t nb = 0;
-	uint32_t r;
+	uint32_t r, *prk;
 
+	/* the arrays find_runs fills, made now: the prefault thread faults
+	 * their pages in (slots 6 on: the graph's are 0 and 1, the new
+	 * job's 2 and 5) while the stages are found */
+	c->run = xmalloc((n + 1) * sizeof(*c->run));
+	c->pos = xmalloc((n + 1) * sizeof(*c->pos));
+	c->nid = xmalloc((n + 1) * sizeof(*c->nid));
+	c->pidx = xmalloc((n + 1) * sizeof(*c->pidx));
+	c->porder = xmalloc((n + 1) * sizeof(*c->porder));
+	c->progout = xmalloc((n + 1) * sizeof(*c->progout));
+	c->progin = xmalloc((n + 1) * sizeof(*c->progin));
+	c->tproc = xmalloc((n + 1) * sizeof(*c->tproc));
+	pf_want(g->pf, 6, c->tproc, n * sizeof(*c->tproc));
+	pf_want(g->pf, 7, c->pidx, n * sizeof(*c->pidx));
+	pf_want(g->pf, 8, c->porder, n * sizeof(*c->porder));
+	pf_want(g->pf, 9, c->progout, n * sizeof(*c->progout));
+	pf_want(g->pf, 10, c->progin, n * sizeof(*c->progin));
+	pf_want(g->pf, 11, c->run, n * sizeof(*c->run));
+	pf_want(g->pf, 12, c->pos, n * sizeof(*c->pos));
+	pf_want(g->pf, 13, c->nid, n * sizeof(*c->nid));
 	c->ranks = xmalloc((g->nproc + 1) * sizeof(*c->ranks));
 	for (i = 0; i < g->nproc; i++)
 		c->ranks[i] = g->proc[i].rank >= 0 ? g->proc[i].rank : g->h.rank;
@@ -58,6 +77,10 @@ find_stages(struct ctx *c)
 		if (k == 0 || c->ranks[i] != c->ranks[k - 1])
 			c->ranks[k++] = c->ranks[i];
 	c->nranks = k;
+	/* each processor's rank index, looked up once */
+	prk = xmalloc((g->nproc + 1) * sizeof(*prk));
+	for (i = 0; i < g->nproc; i++)
+		prk[i] = rank_index(c, g->proc[i].rank >= 0 ? g->proc[i].rank : g->h.rank);
 	lo = xmalloc((k + 1) * sizeof(*lo));
 	hi = xmalloc((k + 1) * sizeof(*hi));
 	for (i = 0; i < k; i++)
@@ -68,7 +91,7 @@ find_stages(struct ctx *c)
 		if (t->layer < 0)
 			continue;
 		nb++;
-		r = rank_index(c, graph_rank(g, (uint32_t)i));
+		r = prk[t->proc];
 		if (t->layer < lo[r])
 			lo[r] = t->layer;
 		if (t->layer > hi[r])
@@ -143,11 +166,13 @@ find_stages(struct ctx *c)
 	free(lo);
 	free(hi);
 	free(seen);
+	free(prk);
 	return 0;
 fail:
 	free(lo);
 	free(hi);
 	free(seen);
+	free(prk);
 	return 1;
 }
 
@@ -200,15 +225,10 @@ find_runs(struct ctx *c)
 	size_t *start = xcalloc(np + 2, sizeof(*start));
 	uint32_t *prev = xmalloc((np + 1) * sizeof(*prev));
 
-	c->run = xmalloc((n + 1) * sizeof(*c->run));
-	c->pos = xmalloc((n + 1) * sizeof(*c->pos));
-	c->nid = xmalloc((n + 1) * sizeof(*c->nid));
-	c->pidx = xmalloc((n + 1) * sizeof(*c->pidx));
-	c->porder = xmalloc((n + 1) * sizeof(*c->porder));
-	c->progout = xmalloc((n + 1) * sizeof(*c->progout));
-	c->progin = xmalloc((n + 1) * sizeof(*c->progin));
-	for (i = 0; i < n; i++)
-		start[g->task[i].proc + 1]++;
+	for (i = 0; i < n; i++) {
+		c->tproc[i] = g->task[i].proc;
+		start[c->tproc[i] + 1]++;
+	}
 	for (i = 0; i < np; i++)
 		start[i + 1] += start[i];
 	for (i = 0; i < np; i++)
@@ -248,7 +268,7 @@ find_runs(struct ctx *c)
 		const struct kg_edge *e = &g->edge[i];
 
 		if ((e->kind == KG_E_THREAD || e->kind == KG_E_STREAM) && e->src < n &&
-		    e->dst < n && g->task[e->src].proc == g->task[e->dst].proc &&
+		    e->dst < n && c->tproc[e->src] == c->tproc[e->dst] &&
 		    c->pidx[e->dst] == c->pidx[e->src] + 1) {
 			c->progout[e->src] = (uint32_t)i;
 			c->progin[e->dst] = (uint32_t)i;
@@ -256,6 +276,16 @@ find_runs(struct ctx *c)
 	}
 	free(start);
 	free(prev);
+	forget_arrays(c);
+}
+
+void
+forget_arrays(const struct ctx *c)
+{
+	int i;
+
+	for (i = 6; i <= 13; i++)
+		pf_want(c->g->pf, i, NULL, 0);
 }
 
 static void
@@ -409,7 +439,7 @@ static uint32_t
 kept_near(const struct ctx *c, uint32_t t, int dir)
 {
 	const struct graph *g = c->g;
-	uint32_t p = g->task[t].proc;
+	uint32_t p = c->tproc[t];
 
 	for (;;) {
 		const struct run *x = c->run[t] == KG_NONE ? NULL : &c->rn[c->run[t]];
@@ -425,7 +455,7 @@ kept_near(const struct ctx *c, uint32_t t, int dir)
 			q += x->len;
 		else if (q-- == 0)
 			return KG_NONE;
-		if (q >= g->ntask || g->task[c->porder[q]].proc != p)
+		if (q >= g->ntask || c->tproc[c->porder[q]] != p)
 			return KG_NONE;
 		t = c->porder[q];
 	}
@@ -488,7 +518,7 @@ program_edges(struct ctx *c)
 	for (i = 0; i < g->nproc; i++)
 		last[i] = KG_NONE;
 	for (i = 0; i < c->nt; i++) {
-		uint32_t sx = c->t[i].src, p = g->task[sx].proc, y = last[p], sy, e = KG_NONE, o, n;
+		uint32_t sx = c->t[i].src, p = c->tproc[sx], y = last[p], sy, e = KG_NONE, o, n;
 
 		last[p] = (uint32_t)i;
 		if (y == KG_NONE)

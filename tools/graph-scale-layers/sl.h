@@ -73,6 +73,7 @@ struct ctx {
 	int index;
 	/* by task */
 	uint32_t *run, *pos, *nid, *pidx, *porder, *progout, *progin;
+	uint32_t *tproc;    /* its processor, until the edges are made */
 	/* by rank (index into ranks[]) */
 	int64_t *ranks;
 	size_t nranks;
@@ -98,6 +99,8 @@ struct ctx {
 uint32_t rank_index(const struct ctx *c, int64_t rank);
 int find_stages(struct ctx *c);
 void find_runs(struct ctx *c);
+/* The prefault thread told to leave the arrays find_stages made (slots 6 to 13). */
+void forget_arrays(const struct ctx *c);
 void run_kinds(struct ctx *c);
 void make_tasks(struct ctx *c);
 void program_edges(struct ctx *c);

@@ -194,9 +194,12 @@ struct kg_writer {
 /*
  * The zstd level every tool writes at: on our records level 1 is both
  * faster and smaller than 3 (kineto2graph's small tracegen job: 4.43 MB
- * against 4.76, 1.02 s of CPU against 1.05; doc/PERFORMANCE.md).
+ * against 4.76, 1.02 s of CPU against 1.05), and -1 (zstd's --fast=1)
+ * faster again both ways, at about the same size (the 15B job: writing
+ * 6% and reading 7% less CPU; the 256-rank job's merge 1% smaller, its
+ * simulation 4% larger; doc/PERFORMANCE.md).
  */
-#define KG_LEVEL 1
+#define KG_LEVEL -1
 
 int kg_writer_init(struct kg_writer *w, FILE *fp, int level);
 /* At most n threads compress (zq_threads; before the first record). */

@@ -168,9 +168,9 @@ ev() {
 @test "kineto2graph: a bad --level value exits 2 naming it" {
 	small_trace
 	local v
-	for v in '' x 0 20 -1 3x; do
+	for v in '' x 0 20 -6 3x; do
 		run -2 --separate-stderr k2g --level "$v" in.json
-		same "${stderr_lines[0]}" "kineto2graph: invalid level '$v' (1 to 19)"
+		same "${stderr_lines[0]}" "kineto2graph: invalid level '$v' (-5 to 19 but 0)"
 		same "${stderr_lines[1]}" "$USAGE"
 	done
 }
@@ -225,8 +225,10 @@ ev() {
 @test "kineto2graph: the ends of the --level and --rank ranges are accepted" {
 	small_trace
 	kineto2graph -o default.kg in.json
+	run -0 --separate-stderr kineto2graph --level -5 -o l-5.kg in.json
 	run -0 --separate-stderr kineto2graph --level 1 -o l1.kg in.json
 	run -0 --separate-stderr kineto2graph --level 19 -o l19.kg in.json
+	same "$(graphcat l-5.kg)" "$(graphcat default.kg)"
 	same "$(graphcat l1.kg)" "$(graphcat default.kg)"
 	same "$(graphcat l19.kg)" "$(graphcat default.kg)"
 	run -0 --separate-stderr kineto2graph --rank 2147483647 -o r.kg in.json

@@ -33,7 +33,7 @@ static const char help[] =
     "      --iteration N|all  keep ProfilerStep#N only, or every iteration (default)\n"
     "      --rank R           the rank, for traces that do not record one\n"
     "      --layer-ops REGEX  find layers among the forward ops REGEX matches\n"
-    "      --level N          zstd level, 1 to 19 (default 1)\n"
+    "      --level N          zstd level, -5 to 19 but 0 (default -1)\n"
     "  -j, --jobs N           convert up to N files at once (default: the CPUs\n"
     "                         it may run on)\n"
     "  -v, --verbose          print dependency coverage counts on stderr\n"
@@ -393,8 +393,8 @@ main(int argc, char **argv)
 			o.b.rank = v;
 			break;
 		case 'L':
-			if (parse_i64(optarg, 1, 19, &v) < 0) {
-				errmsg("invalid level '%s' (1 to 19)", optarg);
+			if (parse_i64(optarg, -5, 19, &v) < 0 || v == 0) {
+				errmsg("invalid level '%s' (-5 to 19 but 0)", optarg);
 				usage_exit(usage);
 			}
 			o.level = (int)v;

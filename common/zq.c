@@ -120,7 +120,10 @@ run(ZSTD_CCtx *cctx, const struct item *it, char **out, size_t *nout, size_t *ca
 	do {
 		ZSTD_outBuffer o;
 
-		grow(out, capout, *nout + ZSTD_CStreamOutSize(), 1);
+		/* room for the whole frame's output: zstd then compresses a
+		 * frame handed whole in one pass, straight into it */
+		grow(out, capout, *nout + (it->mode == ZSTD_e_end ?
+		    ZSTD_compressBound(in.size - in.pos) : ZSTD_CStreamOutSize()), 1);
 		o.dst = *out + *nout;
 		o.size = *capout - *nout;
 		o.pos = 0;

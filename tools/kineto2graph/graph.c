@@ -1674,8 +1674,6 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	g.encl = xmalloc(t->nev * sizeof(*g.encl));
 	g.launch = xmalloc(t->nev * sizeof(*g.launch));
 	g.nextgpu = xmalloc(t->nev * sizeof(*g.nextgpu));
-	g.nextleaf = xmalloc(t->nev * sizeof(*g.nextleaf));
-	g.task = xmalloc(t->nev * sizeof(*g.task));
 	umap_init(&g.newdur, 64);
 	umap_init(&g.evmap, 64);
 	umap_init(&g.evgap, 64);
@@ -1683,7 +1681,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	for (i = 0; i < t->nev; i++) {
 		const struct ev *e = &t->ev[i];
 
-		g.encl[i] = g.launch[i] = g.nextgpu[i] = g.nextleaf[i] = g.task[i] = KG_NONE;
+		g.encl[i] = g.launch[i] = g.nextgpu[i] = KG_NONE;
 		g.iter[i] = INT32_MIN;
 		if (e->cls == EV_OP || e->cls == EV_RT)
 			VEC_PUSH(cpu, ncpu, cap1, (uint32_t)i);
@@ -1780,6 +1778,12 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	}
 	if (g.ntask > 1)
 		psort(g.order, g.ntask, sizeof(*g.order), cmp_time);
+	/* made only now: the peak is where the launches were joined, by a
+	 * map of the correlation ids (32 MB of the 1 GB trace's 244) */
+	g.task = xmalloc(t->nev * sizeof(*g.task));
+	g.nextleaf = xmalloc(t->nev * sizeof(*g.nextleaf));
+	for (i = 0; i < t->nev; i++)
+		g.task[i] = g.nextleaf[i] = KG_NONE;
 	for (i = 0; i < g.ntask; i++)
 		g.task[g.order[i]] = (uint32_t)i;
 
@@ -1870,6 +1874,10 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	}
 	/* Rule 7 tags by the ranges and by rule 5's backward runs. */
 	backward_runs(&g, cpu, ncpu, leaf);
+	/* the last use: a byte an event, given back before the tasks and
+	 * edges are written, where the peak is */
+	free(leaf);
+	leaf = NULL;
 	handoff_pairs(&g);
 	tags_build(&g.tags, t, g.bwd, g.main_proc);
 	for (i = 0; i < g.nruns; i++)

@@ -170,6 +170,15 @@ pf_want(struct prefault *p, int i, void *base, size_t want)
 }
 
 void
+pf_forget(struct prefault *p, int from)
+{
+	int i;
+
+	for (i = from; i < PF_SLOTS; i++)
+		pf_want(p, i, NULL, 0);
+}
+
+void
 pf_free(struct prefault *p)
 {
 	if (p == NULL)

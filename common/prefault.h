@@ -52,6 +52,8 @@ pf_vec(struct prefault *p, int i, void *arr, size_t n, size_t cap, size_t cap0, 
 	if (p != NULL && (n % PF_EVERY == 0 || cap != cap0))
 		pf_want(p, i, arr, (n + PF_AHEAD < cap ? n + PF_AHEAD : cap) * size);
 }
+/* Forget slots from to PF_SLOTS - 1 (arrays about to go). p may be NULL. */
+void pf_forget(struct prefault *p, int from);
 /* Stop the thread after the populate it is in, and free. */
 void pf_free(struct prefault *p);
 

@@ -54,6 +54,7 @@
 #include "graph-scale-layers/sl.h"
 #include "graph.h"
 #include "kg.h"
+#include "prefault.h"
 #include "util.h"
 
 #define PRODUCER "graph-scale-layers " KG_VERSION
@@ -78,10 +79,10 @@ ctx_release(struct ctx *c)
 {
 	size_t k;
 
-	forget_arrays(c);
+	pf_forget(c->g->pf, 6);
 	free(c->run), free(c->pos), free(c->nid), free(c->pidx), free(c->porder);
 	free(c->progout), free(c->progin), free(c->ranks), free(c->rstage), free(c->rn);
-	free(c->tproc);
+	free(c->tproc), free(c->prk);
 	for (k = 0; k < c->nst; k++)
 		free(c->st[k].cnt), free(c->st[k].firstj);
 	free(c->st), free(c->t), free(c->fix), free(c->e);

@@ -38,7 +38,7 @@ layer_params(const struct ctx *c, const struct stage *s, int64_t *tensors)
 
 		if (x->layer != s->lo || g->task[x->first].phase != KG_PH_FWD ||
 		    g->proc[g->task[x->first].proc].kind != KG_THREAD ||
-		    rank_index(c, graph_rank(g, x->first)) != s->rank0)
+		    task_rank_index(c, x->first) != s->rank0)
 			continue;
 		param_count_init(&cnt);
 		for (k = 0, q = c->pidx[x->first]; k < x->len; k++, q++)
@@ -68,9 +68,8 @@ other_params(const struct ctx *c, int64_t *O, int64_t *OT)
 	uint64_t *at = NULL; /* the tasks counted: stage, place in porder */
 	size_t i, k, n = 0, cap = 0;
 
-	/* graph_rank's rank, by processor */
 	for (i = 0; i < g->nproc; i++) {
-		uint32_t r = rank_index(c, g->proc[i].rank >= 0 ? g->proc[i].rank : g->h.rank);
+		uint32_t r = c->prk[i];
 
 		pst[i] = c->st[c->rstage[r]].rank0 == r ? c->rstage[r] : UINT32_MAX;
 	}
@@ -135,6 +134,7 @@ scale_step_host(struct ctx *c, const uint8_t *fl)
 	int64_t *iter = xmalloc((g->nproc + 1) * sizeof(*iter));
 	int64_t *run = NULL, *longest = NULL; /* by window: the run so far, the longest */
 	size_t nwin = 0, caprun = 0, caplong = 0, i;
+
 	for (i = 0; i < g->nproc; i++)
 		iter[i] = INT64_MIN, cur[i] = SIZE_MAX, last[i] = KG_NONE;
 	for (i = 0; i < c->nt; i++) {
@@ -171,7 +171,7 @@ scale_step_host(struct ctx *c, const uint8_t *fl)
 
 		if (win[i] == 0)
 			continue;
-		s = &c->st[c->rstage[rank_index(c, graph_rank(g, c->t[i].src))]];
+		s = &c->st[c->rstage[task_rank_index(c, c->t[i].src)]];
 		if (s->tratio == 1 || s->tensors <= 1 || longest[win[i] - 1] < s->tensors) {
 			win[i] = 0;
 			continue;
@@ -183,7 +183,7 @@ scale_step_host(struct ctx *c, const uint8_t *fl)
 
 		if (e->kind == KG_E_THREAD && e->dst < c->nt && win[e->dst] != 0) {
 			const struct stage *s =
-			    &c->st[c->rstage[rank_index(c, graph_rank(g, c->t[e->dst].src))]];
+			    &c->st[c->rstage[task_rank_index(c, c->t[e->dst].src)]];
 
 			e->delay = llround((double)e->delay * s->tratio);
 		}
@@ -240,7 +240,7 @@ gradients(struct ctx *c)
 
 			if (grp[i] == UINT32_MAX || !pg.g[grp[i]].dp || pgroups_p2p(t->coll) ||
 			    (t->phase != KG_PH_BWD && t->phase != KG_PH_OPT) ||
-			    rank_index(c, graph_rank(g, t->id)) != s->rank0)
+			    task_rank_index(c, t->id) != s->rank0)
 				continue;
 			B += (double)t->bytes;
 			if (e == 0)
@@ -305,7 +305,7 @@ gradients(struct ctx *c)
 			continue;
 		t = &g->task[x->src];
 		f.i = i, f.bytes = t->bytes, f.mnet = t->mnet, f.mexc = t->mexc;
-		s = &c->st[c->rstage[rank_index(c, graph_rank(g, x->src))]];
+		s = &c->st[c->rstage[c->prk[t->proc]]];
 		gp = cg[x->src] == UINT32_MAX ? NULL : &pg.g[cg[x->src]];
 		if (s->ratio == 1)
 			continue;

@@ -48,7 +48,7 @@ find_stages(struct ctx *c)
 	int64_t *lo, *hi, *seen = NULL;
 	size_t i, k, nseen = 0, capseen = 0, n = g->ntask;
 	int64_t nb = 0;
-	uint32_t r, *prk;
+	uint32_t r;
 
 	/* the arrays find_runs fills, made now: the prefault thread faults
 	 * their pages in (slots 6 on: the graph's are 0 and 1, the new
@@ -77,10 +77,10 @@ find_stages(struct ctx *c)
 		if (k == 0 || c->ranks[i] != c->ranks[k - 1])
 			c->ranks[k++] = c->ranks[i];
 	c->nranks = k;
-	/* each processor's rank index, looked up once */
-	prk = xmalloc((g->nproc + 1) * sizeof(*prk));
+	/* each processor's rank index, looked up once (graph_rank's rank) */
+	c->prk = xmalloc((g->nproc + 1) * sizeof(*c->prk));
 	for (i = 0; i < g->nproc; i++)
-		prk[i] = rank_index(c, g->proc[i].rank >= 0 ? g->proc[i].rank : g->h.rank);
+		c->prk[i] = rank_index(c, g->proc[i].rank >= 0 ? g->proc[i].rank : g->h.rank);
 	lo = xmalloc((k + 1) * sizeof(*lo));
 	hi = xmalloc((k + 1) * sizeof(*hi));
 	for (i = 0; i < k; i++)
@@ -91,7 +91,7 @@ find_stages(struct ctx *c)
 		if (t->layer < 0)
 			continue;
 		nb++;
-		r = prk[t->proc];
+		r = c->prk[t->proc];
 		if (t->layer < lo[r])
 			lo[r] = t->layer;
 		if (t->layer > hi[r])
@@ -166,13 +166,11 @@ find_stages(struct ctx *c)
 	free(lo);
 	free(hi);
 	free(seen);
-	free(prk);
 	return 0;
 fail:
 	free(lo);
 	free(hi);
 	free(seen);
-	free(prk);
 	return 1;
 }
 
@@ -256,7 +254,7 @@ find_runs(struct ctx *c)
 			x.first = (uint32_t)i;
 			x.len = 1;
 			x.newbase = KG_NONE;
-			x.stage = c->rstage[rank_index(c, graph_rank(g, (uint32_t)i))];
+			x.stage = c->rstage[c->prk[t->proc]];
 			x.layer = t->layer;
 			x.desc = t->phase == KG_PH_BWD;
 			x.kind = KG_NONE;
@@ -276,16 +274,13 @@ find_runs(struct ctx *c)
 	}
 	free(start);
 	free(prev);
-	forget_arrays(c);
+	pf_forget(g->pf, 6);
 }
 
-void
-forget_arrays(const struct ctx *c)
+uint32_t
+task_rank_index(const struct ctx *c, uint32_t t)
 {
-	int i;
-
-	for (i = 6; i <= 13; i++)
-		pf_want(c->g->pf, i, NULL, 0);
+	return c->prk[c->g->task[t].proc];
 }
 
 static void

@@ -76,6 +76,7 @@ struct ctx {
 	uint32_t *tproc;    /* its processor, until the edges are made */
 	/* by rank (index into ranks[]) */
 	int64_t *ranks;
+	uint32_t *prk;      /* by processor: its rank's index in ranks[] */
 	size_t nranks;
 	uint32_t *rstage;
 	struct run *rn;
@@ -97,10 +98,10 @@ struct ctx {
 };
 
 uint32_t rank_index(const struct ctx *c, int64_t rank);
+/* The index in ranks[] of task t's rank (graph_rank's). */
+uint32_t task_rank_index(const struct ctx *c, uint32_t t);
 int find_stages(struct ctx *c);
 void find_runs(struct ctx *c);
-/* The prefault thread told to leave the arrays find_stages made (slots 6 to 13). */
-void forget_arrays(const struct ctx *c);
 void run_kinds(struct ctx *c);
 void make_tasks(struct ctx *c);
 void program_edges(struct ctx *c);

@@ -879,16 +879,6 @@ params(struct job *J)
 	return 0;
 }
 
-/* The prefault thread told to leave job_read's arrays (slots 6 to 14). */
-static void
-forget_arrays(const struct job *J)
-{
-	int i;
-
-	for (i = 6; i <= 14; i++)
-		pf_want(J->g->pf, i, NULL, 0);
-}
-
 int
 job_read(struct job *J)
 {
@@ -966,14 +956,14 @@ job_read(struct job *J)
 	make_pieces(J);
 	free(J->tproc);
 	J->tproc = NULL;
-	forget_arrays(J);
+	pf_forget(g->pf, 6);
 	return params(J);
 }
 
 void
 job_release(struct job *J)
 {
-	forget_arrays(J);
+	pf_forget(J->g->pf, 6);
 	free(J->tr), free(J->pl), free(J->piece), free(J->outoff), free(J->out), free(J->trk);
 	free(J->tproc);
 	free(J->inoff), free(J->in), free(J->progout), free(J->pt);

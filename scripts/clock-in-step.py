@@ -31,7 +31,8 @@ STEPS = 10
 PROFILED = 3
 # (name, layers, hidden): the gptB family (seq 2048, micro-batch 4, heads of 128)
 CONFIGS = [("gptB_L4_H2560", 4, 2560), ("gptB_L8_H2560", 8, 2560),
-           ("gptB_L32_H2560", 32, 2560), ("gptB_L8_H4096", 8, 4096)]
+           ("gptB_L16_H2560", 16, 2560), ("gptB_L32_H2560", 32, 2560),
+           ("gptB_L8_H4096", 8, 4096)]
 
 
 def main():

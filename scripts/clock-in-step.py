@@ -59,6 +59,7 @@ def main():
                     step()
                     torch.cuda.synchronize()
                     steps.append([t0, time.time(), "profiled"])
+                    prof.step()  # a ProfilerStep#N range a step, as record.py's
             gpulog.export_gz(prof, raw)
             med = sorted(e - s for s, e, k in steps if k == "unprofiled")[STEPS // 2]
             print(f"{name}: step {med * 1e3:.2f} ms", flush=True)

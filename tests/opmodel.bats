@@ -279,3 +279,16 @@ fit() { # a model of the fixture trace into m.om
 	[[ "${lines[3]}" == "attn_fwd  roofline       3 "* ]]
 	[ "${lines[12]}" = "sweep timings not used: 0 host-bound (under 0 us), 0 of several operators, 0 without a positive time, 4 forwards as long as their backward" ]
 }
+
+@test "opmodel: the op sweep recorded in data/gpu fits attention from its kernels' own times" {
+	# data/gpu/README.md: 206 attention shapes called 3 times each, their
+	# forward and backward kernels timed by the profiler
+	S="$ROOT/data/gpu/h100/op_sweep.json.gz"
+	run -0 --separate-stderr opmodel fit -o ops.om "$S"
+	[[ "${lines[0]}" == "model of NVIDIA H100 80GB HBM3, 132 SMs:"* ]]
+	[[ "${lines[3]}" == "attn_fwd  trees        618 "* ]]
+	[[ "${lines[4]}" == "attn_bwd  trees        618 "* ]]
+	# the model checks its own sweep's attention within a few per cent
+	run -0 --separate-stderr opmodel check -q --min-us 20 ops.om "$S"
+	awk '$1 ~ /^attn_/ { n++; if ($5 + 0 > 5) bad = 1 } END { exit !(n == 2 && !bad) }' <<< "$output"
+}

@@ -212,3 +212,17 @@ gpu_durations() {
 	# factors need no shapes
 	run -0 --separate-stderr graph-retime -o out.kg --speedup 'gemm_kernel_*=2' ns.kg
 }
+
+@test "graph-retime: --model and --from fitted on unlike inputs are warned about, naming the class" {
+	# data/gpu's op sweep fits the attention classes on 618 calls each;
+	# fast.om has none: the ratio would be the inputs' difference
+	opmodel fit -o ops.om "$ROOT/data/gpu/h100/op_sweep.json.gz" > /dev/null
+	run -0 --separate-stderr graph-retime -o out.kg --model fast.om --from ops.om mm.kg
+	[[ "$stderr" == *"graph-retime: warning: fast.om (--model) and ops.om (--from) were fitted on unlike inputs: class attn_fwd has 0 samples in the first and 618 in the second, and "*" more classes differ so; "* ]]
+	# like inputs (the same fixture, 12 GEMMs in each): no such warning
+	run -0 --separate-stderr graph-retime -o out.kg --model fast.om --from slow.om mm.kg
+	[[ "$stderr" != *"unlike inputs"* ]]
+	# -q: no warnings
+	run -0 --separate-stderr graph-retime -q -o out.kg --model fast.om --from ops.om mm.kg
+	[ -z "$stderr" ]
+}

@@ -759,6 +759,45 @@ load(const char *path, struct om_model *m)
 	return rc;
 }
 
+/*
+ * --from divides one model's prediction by the other's, so the two must
+ * be fitted on the same kinds of input: a class fitted on a profiled
+ * sweep's true kernel times in one model and on a few event-pair rows in
+ * the other makes the ratio the difference of the inputs (measured on
+ * the H100 -> H200 what-if: +4.66% against +0.04%; doc/ACCURACY.md). The
+ * sign is a class with enough samples for trees (20) in one model and
+ * fewer than half of them in the other; models of like inputs differ by
+ * 1.35 times at most between the shared H100 and H200 sweeps.
+ */
+static void
+unlike_inputs(const struct opts *o)
+{
+	const struct om_cls *a, *b;
+	int c, first = -1, more = 0;
+
+	for (c = 0; c < OM_NCLASS; c++) {
+		int64_t lo, hi;
+
+		a = &o->to.cls[c], b = &o->src.cls[c];
+		lo = a->n < b->n ? a->n : b->n;
+		hi = a->n < b->n ? b->n : a->n;
+		if (hi < 20 || hi <= 2 * (lo > 0 ? lo : 0))
+			continue;
+		if (first < 0)
+			first = c;
+		else
+			more++;
+	}
+	if (first < 0)
+		return;
+	a = &o->to.cls[first], b = &o->src.cls[first];
+	warnmsg("%s (--model) and %s (--from) were fitted on unlike inputs: class %s has %lld "
+	    "samples in the first and %lld in the second, and %d more class%s differ so; --from "
+	    "divides one's prediction by the other's, so fit both on the same kinds of input "
+	    "(both with a profiled op sweep, or both without)", o->model, o->from,
+	    om_class_name[first], (long long)a->n, (long long)b->n, more, more == 1 ? "" : "es");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -862,6 +901,8 @@ main(int argc, char **argv)
 		if (load(o.from, &o.src) < 0)
 			rc = 1;
 		o.have_src = rc == 0;
+		if (o.have_src)
+			unlike_inputs(&o);
 	}
 	if (rc == 0)
 		rc = o.sens > 0 ? sensitivity(&o, argc, argv) : run_all(&o, argc, argv, output, NULL);

@@ -20,14 +20,28 @@ for 2048 to 16384 tokens, vocabularies of 32000 and 50304 and hidden
 sizes of 1024, 2560 and 4096. (Added after the first recordings of
 2026-11-26, which do not have them; recorded with them later that day.)
 
-    python3 scripts/record-op-sweep.py OUTDIR
+    python3 scripts/record-op-sweep.py [--gemms KERNELS_JSONL] [--gap-ms MS] OUTDIR
 
 writes OUTDIR/op_sweep.json.gz. Each shape runs once unprofiled (warm-up:
 cuDNN plans, allocator) and then REPS times under the profiler.
+
+--gemms adds the GEMMs of a sweep's `mm` rows (../shared/gpu/kernels/
+GPU/kernels.jsonl: m, n, k and layout), called as record.py calls them
+for mm_sweep. --gap-ms leaves the GPU idle MS milliseconds before each
+shape's calls, and logs nvidia-smi's clocks every 20 ms to
+OUTDIR/clocks.csv: record.py's sweeps ran back to back, and a GEMM loop
+holds an H100 at its power limit within 200 ms, 17-19% slower than on a
+cool GPU (doc/ACCURACY.md, "How fast the power limit moves the clock");
+after 100 ms idle the clock is back at its boost. So `--gap-ms 100`
+times every shape on a cool GPU, as a host-bound step runs its kernels,
+where the sweeps time them as a GPU-bound step does. (Written on
+2026-11-27 for the next device session; not run yet.)
 """
+import argparse
 import json
 import os
 import sys
+import time
 
 import torch
 import torch.nn as nn
@@ -140,33 +154,69 @@ def calls():
         yield adam
 
 
+def gemm_calls(path):
+    """Setups of the GEMMs of a sweep's mm rows, as record.py calls them
+    for mm_sweep: A (m x k) times B (k x n), each stored transposed where
+    the layout's letter is t."""
+    with open(path) as f:
+        rows = [json.loads(line) for line in f]
+    for r in rows:
+        if r.get("op") != "mm":
+            continue
+
+        def mm(m=r["m"], n=r["n"], k=r["k"], lay=r["layout"]):
+            a = torch.randn((m, k) if lay[0] == "n" else (k, m), device=DEV, dtype=torch.bfloat16)
+            b = torch.randn((k, n) if lay[1] == "n" else (n, k), device=DEV, dtype=torch.bfloat16)
+            A = a if lay[0] == "n" else a.t()
+            B = b if lay[1] == "n" else b.t()
+            return lambda: torch.mm(A, B)
+        yield mm
+
+
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: record-op-sweep.py OUTDIR")
-    out = sys.argv[1]
+    ap = argparse.ArgumentParser(prog="record-op-sweep.py")
+    ap.add_argument("--gemms", metavar="KERNELS_JSONL",
+                    help="add the GEMMs of this sweep's mm rows")
+    ap.add_argument("--gap-ms", type=float, default=0,
+                    help="the GPU idle this long before each shape's calls")
+    ap.add_argument("outdir")
+    a = ap.parse_args()
+    out = a.outdir
     os.makedirs(out, exist_ok=True)
+
+    def setups():
+        yield from calls()
+        if a.gemms:
+            yield from gemm_calls(a.gemms)
     # warm-up pass: cuDNN's plans and the allocator's blocks for every shape
-    for setup in calls():
+    for setup in setups():
         setup()()
         torch.cuda.synchronize()
     print("warm-up done", flush=True)
+    smi = gpulog.sampler(os.path.join(out, "clocks.csv"), 20) if a.gap_ms > 0 else None
     raw = os.path.join(out, "op_sweep.json")
     n = 0
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                 record_shapes=True, **gpulog.profiler_kw()) as prof:
-        for setup in calls():
-            fn = setup()
-            torch.cuda.synchronize()
-            for _ in range(REPS):
-                fn()
-            torch.cuda.synchronize()
-            n += 1
-            del fn
+    try:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                     record_shapes=True, **gpulog.profiler_kw()) as prof:
+            for setup in setups():
+                fn = setup()
+                torch.cuda.synchronize()
+                if a.gap_ms > 0:
+                    time.sleep(a.gap_ms / 1000)
+                for _ in range(REPS):
+                    fn()
+                torch.cuda.synchronize()
+                n += 1
+                del fn
+    finally:
+        if smi is not None:
+            gpulog.stop(smi)
     gpulog.export_gz(prof, raw)
     p = torch.cuda.get_device_properties(0)
     print(json.dumps({"gpu": p.name, "sms": p.multi_processor_count, "shapes": n,
-                      "reps": REPS, "torch": torch.__version__,
-                      "cuda": torch.version.cuda}), flush=True)
+                      "reps": REPS, "gap_ms": a.gap_ms, "gemms": a.gemms,
+                      "torch": torch.__version__, "cuda": torch.version.cuda}), flush=True)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,6 @@ where the sweeps time them as a GPU-bound step does. (Written on
 import argparse
 import json
 import os
-import sys
 import time
 
 import torch

@@ -31,6 +31,8 @@
 #define OM_NFEAT 18
 /* A sweep's whole AdamW step (foreach), as an operator: dims [[P]] */
 #define OM_ADAMW_STEP "adamw_foreach_step"
+/* A class with fewer training samples than this gets a roofline (opmodel fit) */
+#define OM_MIN_TREES 20
 
 enum om_class {
 	OM_GEMM, OM_ATTN_FWD, OM_ATTN_BWD, OM_NORM, OM_ELTWISE, OM_SOFTMAX,

@@ -765,14 +765,15 @@ load(const char *path, struct om_model *m)
  * sweep's true kernel times in one model and on a few event-pair rows in
  * the other makes the ratio the difference of the inputs (measured on
  * the H100 -> H200 what-if: +4.66% against +0.04%; doc/ACCURACY.md). The
- * sign is a class with enough samples for trees (20) in one model and
- * fewer than half of them in the other; models of like inputs differ by
- * 1.35 times at most between the shared H100 and H200 sweeps.
+ * sign is a class with enough samples for trees in one model and fewer
+ * than half of them in the other; models of like inputs differ by 1.35
+ * times at most between the shared H100 and H200 sweeps.
  */
 static void
 unlike_inputs(const struct opts *o)
 {
 	const struct om_cls *a, *b;
+	char others[64];
 	int c, first = -1, more = 0;
 
 	for (c = 0; c < OM_NCLASS; c++) {
@@ -781,7 +782,7 @@ unlike_inputs(const struct opts *o)
 		a = &o->to.cls[c], b = &o->src.cls[c];
 		lo = a->n < b->n ? a->n : b->n;
 		hi = a->n < b->n ? b->n : a->n;
-		if (hi < 20 || hi <= 2 * (lo > 0 ? lo : 0))
+		if (hi < OM_MIN_TREES || hi <= 2 * lo)
 			continue;
 		if (first < 0)
 			first = c;
@@ -791,11 +792,13 @@ unlike_inputs(const struct opts *o)
 	if (first < 0)
 		return;
 	a = &o->to.cls[first], b = &o->src.cls[first];
+	snprintf(others, sizeof(others), more == 0 ? "" : ", and %d more class%s differ so", more,
+	    more == 1 ? "" : "es");
 	warnmsg("%s (--model) and %s (--from) were fitted on unlike inputs: class %s has %lld "
-	    "samples in the first and %lld in the second, and %d more class%s differ so; --from "
-	    "divides one's prediction by the other's, so fit both on the same kinds of input "
-	    "(both with a profiled op sweep, or both without)", o->model, o->from,
-	    om_class_name[first], (long long)a->n, (long long)b->n, more, more == 1 ? "" : "es");
+	    "samples in the first and %lld in the second%s; --from divides one's prediction by "
+	    "the other's, so fit both on the same kinds of input (both with a profiled op sweep, "
+	    "or both without)", o->model, o->from, om_class_name[first], (long long)a->n,
+	    (long long)b->n, others);
 }
 
 int

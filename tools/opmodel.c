@@ -127,7 +127,7 @@ cmd_fit(const struct opts *o, int argc, char **argv)
 	fo.rounds = 300;
 	fo.depth = 6;
 	fo.eta = 0.1;
-	fo.min_trees = 20;
+	fo.min_trees = OM_MIN_TREES;
 	fo.feat_mask = o->feat_mask;
 	fo.cv = 1;
 	fo.ratio = !o->target_time;

@@ -52,8 +52,10 @@ edge_info() {
 
 # One line per task matching the jq condition $2: the fields $3 (a jq
 # string template body), in task id order.
+# Tasks in time order (ties by processor): kineto2graph writes the
+# host's, then the GPU's, each in time order (the last test).
 tasks() {
-	graphcat -r "$1" | jq -r "select(.r == \"task\" and ($2)) | \"$3\""
+	graphcat -r "$1" | jq -s -r "map(select(.r == \"task\" and ($2))) | sort_by(.ts, .p) | .[] | \"$3\""
 }
 
 # The header as one JSON line (jq would round tbase, so it stays text).
@@ -826,4 +828,18 @@ aten::d 1000 -350 0" ]
 	[ "$(cov launch_nogpu dup_corr.kg)" = 0 ]
 	run -0 --separate-stderr kineto2graph -q -o dup_corr.kg "$RULES/dup_corr.json"
 	[ "$stderr" = "" ]
+}
+
+@test "kineto2graph: tasks are numbered and written the host's first, then the GPU's computation, then its collectives, each in time order" {
+	# so that a filter changing one kind passes the others' frames on
+	# as they came (graph-retime, graph-scale-dp); on a real DDP trace
+	# with all three kinds
+	need_traces
+	kineto2graph -q -o ddp.kg "$TRACES"/hta_ddp_2rank_a100_nccl_meta/nccl_data.json.gz
+	graphcat -r ddp.kg | jq -s -e '
+		[.[] | select(.r == "task")] as $t |
+		($t | map(.id)) == [range($t | length)] and
+		($t | map(if .k == "cpu" or .k == "rt" then 0 elif .k == "coll" then 2 else 1 end)) as $g |
+		($g | index(1)) != null and ($g | index(2)) != null and $g == ($g | sort) and
+		([range($t | length - 1) | select($g[.] == $g[. + 1] and $t[.].ts > $t[. + 1].ts)] | length) == 0'
 }

@@ -147,7 +147,8 @@ struct gb {
 	int64_t *durv;
 	uint8_t *durpre;
 	size_t ndurv, capdurv, capdurpre;
-	uint32_t *order;   /* tasks: ev indices in id order */
+	uint32_t *order;   /* tasks: ev indices in time order */
+	uint32_t *wr;      /* tasks in id order: their places in `order` (write_order) */
 	size_t ntask;
 	uint32_t *outproc; /* trace proc -> output proc id */
 	struct kg_writer *w;
@@ -1375,6 +1376,43 @@ cmp_outproc_q(const void *a, const void *b)
 	return cmp_outproc(a, b, sort_trace, sort_main);
 }
 
+/*
+ * The order tasks are numbered and written in: the host's (CPU ops and
+ * runtime calls), then the GPU's computation (kernels, copies, sets),
+ * then its communication kernels, each in time order. A filter that
+ * changes one kind (graph-retime the GPU's computation, graph-scale-dp
+ * the collectives) then finds the frames of the others untouched and
+ * writes them on as they came: in time order every frame held a kernel
+ * (graph-retime compressed again two thirds of a stream's bytes).
+ */
+static void
+write_order(struct gb *g)
+{
+	const struct trace *t = g->t;
+	uint8_t *grp = xmalloc(g->ntask + 1);
+	size_t i, n = 0;
+	int k;
+
+	for (i = 0; i < g->ntask; i++) {
+		const struct ev *e = &t->ev[g->order[i]];
+
+		if (e->cls == EV_OP || e->cls == EV_RT)
+			grp[i] = 0;
+		else if (e->cls == EV_KERN && commkern_memo(g->ckm, e->name, t->str.str[e->name]) >= 0)
+			grp[i] = 2;
+		else
+			grp[i] = 1;
+	}
+	g->wr = xmalloc((g->ntask + 1) * sizeof(*g->wr));
+	for (k = 0; k < 3; k++)
+		for (i = 0; i < g->ntask; i++)
+			if (grp[i] == k)
+				g->wr[n++] = (uint32_t)i;
+	for (i = 0; i < g->ntask; i++)
+		g->task[g->order[g->wr[i]]] = (uint32_t)i;
+	free(grp);
+}
+
 /* Fill a task record for event x; the structure tags' bits (tags_at). */
 static int
 make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
@@ -1623,7 +1661,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	uint32_t *cpu = NULL, *gpu = NULL, *rts = NULL, *prevleaf, *procs = NULL;
 	uint8_t *leaf;
 	size_t ncpu = 0, ngpu = 0, nrt = 0, cap1 = 0, cap2 = 0, cap3 = 0, cap4 = 0, cap5 = 0;
-	size_t i, nprocs = 0, ndup = 0, nbyc = 0, capbyc = 0;
+	size_t i, id, nprocs = 0, ndup = 0, nbyc = 0, capbyc = 0;
 	uint32_t *byc = NULL; /* with ndup: runtime calls by correlation id */
 	int64_t tbase = INT64_MAX;
 	int64_t *iters = NULL;
@@ -1784,8 +1822,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	g.nextleaf = xmalloc(t->nev * sizeof(*g.nextleaf));
 	for (i = 0; i < t->nev; i++)
 		g.task[i] = g.nextleaf[i] = KG_NONE;
-	for (i = 0; i < g.ntask; i++)
-		g.task[g.order[i]] = (uint32_t)i;
+	write_order(&g);
 
 	/* Next selected leaf on each thread (blocking copies need it). */
 	prevleaf = xmalloc(t->nproc * sizeof(*prevleaf));
@@ -1886,9 +1923,10 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	tags_ready(&g.tags);
 	tags_infer(&g.tags, t, cpu, ncpu, g.encl, g.iter, h.rank, o->layer_ops);
 	mem_attach(&g, &mem);
-	for (i = 0; i < g.ntask; i++) {
+	for (id = 0; id < g.ntask; id++) {
 		struct kg_task k;
 
+		i = g.wr[id];
 		tagged = make_task(&g, g.order[i], tbase, &k);
 		if (mem.peak != NULL && mem.peak[i] >= 0)
 			k.mpeak = mem.peak[i], k.mrpeak = mem.rpeak[i], k.mnet = mem.net[i], k.mexc = mem.exc[i];
@@ -2057,6 +2095,7 @@ out_free:
 	free(g.durv);
 	free(g.durpre);
 	free(g.order);
+	free(g.wr);
 	free(g.outproc);
 	free(mem.peak);
 	free(mem.rpeak);

@@ -147,8 +147,7 @@ struct gb {
 	int64_t *durv;
 	uint8_t *durpre;
 	size_t ndurv, capdurv, capdurpre;
-	uint32_t *order;   /* tasks: ev indices in time order */
-	uint32_t *wr;      /* tasks in id order: their places in `order` (write_order) */
+	uint32_t *order;   /* tasks: ev indices in time order (ids: task_run) */
 	size_t ntask;
 	uint32_t *outproc; /* trace proc -> output proc id */
 	struct kg_writer *w;
@@ -1383,34 +1382,21 @@ cmp_outproc_q(const void *a, const void *b)
  * changes one kind (graph-retime the GPU's computation, graph-scale-dp
  * the collectives) then finds the frames of the others untouched and
  * writes them on as they came: in time order every frame held a kernel
- * (graph-retime compressed again two thirds of a stream's bytes).
+ * (graph-retime compressed again two thirds of a stream's bytes). Event
+ * x's run, 0 to 2; the runs are taken by a pass over the tasks each,
+ * since an array of the order would be at the build's peak (4 bytes a
+ * task: 9 MB of the 1 GB trace's 240).
  */
-static void
-write_order(struct gb *g)
+static int
+task_run(const struct gb *g, uint32_t x)
 {
-	const struct trace *t = g->t;
-	uint8_t *grp = xmalloc(g->ntask + 1);
-	size_t i, n = 0;
-	int k;
+	const struct ev *e = &g->t->ev[x];
 
-	for (i = 0; i < g->ntask; i++) {
-		const struct ev *e = &t->ev[g->order[i]];
-
-		if (e->cls == EV_OP || e->cls == EV_RT)
-			grp[i] = 0;
-		else if (e->cls == EV_KERN && commkern_memo(g->ckm, e->name, t->str.str[e->name]) >= 0)
-			grp[i] = 2;
-		else
-			grp[i] = 1;
-	}
-	g->wr = xmalloc((g->ntask + 1) * sizeof(*g->wr));
-	for (k = 0; k < 3; k++)
-		for (i = 0; i < g->ntask; i++)
-			if (grp[i] == k)
-				g->wr[n++] = (uint32_t)i;
-	for (i = 0; i < g->ntask; i++)
-		g->task[g->order[g->wr[i]]] = (uint32_t)i;
-	free(grp);
+	if (e->cls == EV_OP || e->cls == EV_RT)
+		return 0;
+	if (e->cls == EV_KERN && commkern_memo(g->ckm, e->name, g->t->str.str[e->name]) >= 0)
+		return 2;
+	return 1;
 }
 
 /* Fill a task record for event x; the structure tags' bits (tags_at). */
@@ -1661,7 +1647,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	uint32_t *cpu = NULL, *gpu = NULL, *rts = NULL, *prevleaf, *procs = NULL;
 	uint8_t *leaf;
 	size_t ncpu = 0, ngpu = 0, nrt = 0, cap1 = 0, cap2 = 0, cap3 = 0, cap4 = 0, cap5 = 0;
-	size_t i, id, nprocs = 0, ndup = 0, nbyc = 0, capbyc = 0;
+	size_t i, id, nid, nprocs = 0, ndup = 0, nbyc = 0, capbyc = 0;
 	uint32_t *byc = NULL; /* with ndup: runtime calls by correlation id */
 	int64_t tbase = INT64_MAX;
 	int64_t *iters = NULL;
@@ -1822,7 +1808,10 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	g.nextleaf = xmalloc(t->nev * sizeof(*g.nextleaf));
 	for (i = 0; i < t->nev; i++)
 		g.task[i] = g.nextleaf[i] = KG_NONE;
-	write_order(&g);
+	/* ids: each run (task_run) a pass over the tasks in time order */
+	for (id = 0, nid = 0; id < 3 * g.ntask; id++)
+		if (task_run(&g, g.order[id % g.ntask]) == (int)(id / g.ntask))
+			g.task[g.order[id % g.ntask]] = (uint32_t)nid++;
 
 	/* Next selected leaf on each thread (blocking copies need it). */
 	prevleaf = xmalloc(t->nproc * sizeof(*prevleaf));
@@ -1923,10 +1912,12 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	tags_ready(&g.tags);
 	tags_infer(&g.tags, t, cpu, ncpu, g.encl, g.iter, h.rank, o->layer_ops);
 	mem_attach(&g, &mem);
-	for (id = 0; id < g.ntask; id++) {
+	for (id = 0; id < 3 * g.ntask; id++) { /* in id order, as numbered */
 		struct kg_task k;
 
-		i = g.wr[id];
+		i = id % g.ntask;
+		if (task_run(&g, g.order[i]) != (int)(id / g.ntask))
+			continue;
 		tagged = make_task(&g, g.order[i], tbase, &k);
 		if (mem.peak != NULL && mem.peak[i] >= 0)
 			k.mpeak = mem.peak[i], k.mrpeak = mem.rpeak[i], k.mnet = mem.net[i], k.mexc = mem.exc[i];
@@ -2095,7 +2086,6 @@ out_free:
 	free(g.durv);
 	free(g.durpre);
 	free(g.order);
-	free(g.wr);
 	free(g.outproc);
 	free(mem.peak);
 	free(mem.rpeak);

@@ -462,7 +462,7 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 {
 	struct gin in;
 	struct section s;
-	int t, rc = 0, index = 0;
+	int t, gpu, rc = 0, index = 0;
 
 	if (gin_open(&in, path) < 0)
 		return 1;
@@ -486,8 +486,9 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 			hf_skip(&s.fr);
 			continue; /* the times change: simulate again */
 		}
-		if (t == KG_R_TASK && (in.rec.task.kind == KG_KERN || in.rec.task.kind == KG_CPY ||
-		    in.rec.task.kind == KG_SET)) {
+		gpu = t == KG_R_TASK && (in.rec.task.kind == KG_KERN ||
+		    in.rec.task.kind == KG_CPY || in.rec.task.kind == KG_SET);
+		if (gpu) {
 			struct gtask x;
 
 			x.t = in.rec.task;
@@ -519,7 +520,9 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 			index++;
 			continue;
 		}
-		held_add(&s.rec, t, in.rec.bytes, in.rec.nbytes);
+		/* a GPU task goes out decoded (write_section) or in its
+		 * frame as it came: its bytes are never written, so not kept */
+		held_add(&s.rec, t, in.rec.bytes, gpu ? 0 : in.rec.nbytes);
 	}
 	if (t < 0 && rc == 0)
 		rc = 1;

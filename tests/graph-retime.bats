@@ -107,6 +107,25 @@ gpu_durations() {
 	graph-deps --check out.kg > /dev/null
 }
 
+@test "graph-retime: kineto2graph's run of host tasks passes as it came: only the GPU run's frames are written anew" {
+	# three iterations of tracegen's small model: the host's tasks fill
+	# the first 2 MiB frame after the header, the GPU's the next two
+	# (kineto2graph writes the runs one after the other); the host's
+	# frame goes out byte for byte, as the edges' does
+	tracegen --preset small --tp 1 --pp 1 --dp 1 --iterations 3 -d j
+	kineto2graph -q j/rank-0.json.gz > in.kg
+	graph-retime -q --speedup 'gemm=2' in.kg > out.kg
+	python3 "$ROOT/tests/tools/zframes.py" in.kg > in.fr
+	python3 "$ROOT/tests/tools/zframes.py" out.kg > out.fr
+	[ "$(wc -l < in.fr)" -ge 5 ]
+	host=$(sed -n 2p in.fr | cut -d' ' -f3)
+	edges=$(tail -n 2 in.fr | head -n 1 | cut -d' ' -f3)
+	grep -q " $host\$" out.fr
+	grep -q " $edges\$" out.fr
+	# that frame holds tasks, none of them the GPU's
+	[ "$(graphcat in.kg | jq -r 'select(.r == "task") | .k' | head -n 1000 | sort -u | tr '\n' ' ')" = "cpu rt " ]
+}
+
 @test "graph-retime: --model predicts each call for the model's GPU" {
 	graph-retime --model fast.om mm.kg > fast.kg
 	# GEMMs: m n k / 2^27 us, half the traced time

@@ -90,7 +90,7 @@ for item; do
 	*) cmd=("$py" "$rec" "$out/$item" "$item") ;;
 	esac
 	if [ $dry = 1 ]; then
-		echo "timeout $left ${cmd[*]}"
+		echo "timeout -s INT -k 20 $left ${cmd[*]}"
 		continue
 	fi
 	if [ "$left" -lt 60 ]; then
@@ -98,7 +98,8 @@ for item; do
 		continue
 	fi
 	t0=$(date +%s)
-	timeout "$left" "${cmd[@]}" > "$out/$item.log" 2>&1
+	# SIGINT: Python unwinds, and the scripts stop their nvidia-smi
+	timeout -s INT -k 20 "$left" "${cmd[@]}" > "$out/$item.log" 2>&1
 	rc=$?
 	echo "$item rc=$rc $(($(date +%s) - t0)) s" | tee -a "$out/items.txt"
 done

@@ -1647,13 +1647,14 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	uint32_t *cpu = NULL, *gpu = NULL, *rts = NULL, *prevleaf, *procs = NULL;
 	uint8_t *leaf;
 	size_t ncpu = 0, ngpu = 0, nrt = 0, cap1 = 0, cap2 = 0, cap3 = 0, cap4 = 0, cap5 = 0;
-	size_t i, id, nid, nprocs = 0, ndup = 0, nbyc = 0, capbyc = 0;
+	size_t i, nprocs = 0, ndup = 0, nbyc = 0, capbyc = 0;
 	uint32_t *byc = NULL; /* with ndup: runtime calls by correlation id */
 	int64_t tbase = INT64_MAX;
 	int64_t *iters = NULL;
 	size_t niters = 0;
 	const char *tools[1];
-	int rc = -1, tagged;
+	int rc = -1, tagged, run;
+	uint32_t id;
 	int64_t tagcount[7] = { 0, 0, 0, 0, 0, 0, 0 };
 	int64_t kcount[KG_NTASK_KIND] = { 0 }, ccount[3] = { 0, 0, 0 };
 	char kname[KG_NTASK_KIND][16]; /* "tasks_KIND", the coverage's names */
@@ -1809,9 +1810,10 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	for (i = 0; i < t->nev; i++)
 		g.task[i] = g.nextleaf[i] = KG_NONE;
 	/* ids: each run (task_run) a pass over the tasks in time order */
-	for (id = 0, nid = 0; id < 3 * g.ntask; id++)
-		if (task_run(&g, g.order[id % g.ntask]) == (int)(id / g.ntask))
-			g.task[g.order[id % g.ntask]] = (uint32_t)nid++;
+	for (run = 0, id = 0; run < 3; run++)
+		for (i = 0; i < g.ntask; i++)
+			if (task_run(&g, g.order[i]) == run)
+				g.task[g.order[i]] = id++;
 
 	/* Next selected leaf on each thread (blocking copies need it). */
 	prevleaf = xmalloc(t->nproc * sizeof(*prevleaf));
@@ -1912,35 +1914,37 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	tags_ready(&g.tags);
 	tags_infer(&g.tags, t, cpu, ncpu, g.encl, g.iter, h.rank, o->layer_ops);
 	mem_attach(&g, &mem);
-	for (id = 0; id < 3 * g.ntask; id++) { /* in id order, as numbered */
-		struct kg_task k;
+	/* in id order, as numbered above */
+	for (run = 0; run < 3; run++) {
+		for (i = 0; i < g.ntask; i++) {
+			struct kg_task k;
 
-		i = id % g.ntask;
-		if (task_run(&g, g.order[i]) != (int)(id / g.ntask))
-			continue;
-		tagged = make_task(&g, g.order[i], tbase, &k);
-		if (mem.peak != NULL && mem.peak[i] >= 0)
-			k.mpeak = mem.peak[i], k.mrpeak = mem.rpeak[i], k.mnet = mem.net[i], k.mexc = mem.exc[i];
-		if (kg_write_task(w, &k) < 0)
-			goto werr;
-		tagcount[0] += (tagged & TAG_PH) != 0;
-		tagcount[1] += (tagged & TAG_PH_INF) != 0;
-		tagcount[2] += (tagged & TAG_MB) != 0;
-		tagcount[3] += (tagged & TAG_LY) != 0;
-		tagcount[4] += (tagged & TAG_MB_INF) != 0;
-		tagcount[5] += (tagged & TAG_LY_INF) != 0;
-		tagcount[6] += (tagged & TAG_ST_INF) != 0;
-		/* counted here, added after the loop; each name put in the
-		 * coverage (at 0) where it first occurs, which is its order */
-		if (kcount[k.kind]++ == 0)
-			kg_cov_add(cov, kname[k.kind], 0);
-		if (k.kind == KG_COLL) {
-			if (ccount[0]++ == 0)
-				kg_cov_add(cov, "coll_recognised", 0);
-			if (k.gsize >= 0 && ccount[1]++ == 0)
-				kg_cov_add(cov, "coll_meta", 0);
-			if (k.bytes > 0 && ccount[2]++ == 0)
-				kg_cov_add(cov, "coll_bytes", 0);
+			if (task_run(&g, g.order[i]) != run)
+				continue;
+			tagged = make_task(&g, g.order[i], tbase, &k);
+			if (mem.peak != NULL && mem.peak[i] >= 0)
+				k.mpeak = mem.peak[i], k.mrpeak = mem.rpeak[i], k.mnet = mem.net[i], k.mexc = mem.exc[i];
+			if (kg_write_task(w, &k) < 0)
+				goto werr;
+			tagcount[0] += (tagged & TAG_PH) != 0;
+			tagcount[1] += (tagged & TAG_PH_INF) != 0;
+			tagcount[2] += (tagged & TAG_MB) != 0;
+			tagcount[3] += (tagged & TAG_LY) != 0;
+			tagcount[4] += (tagged & TAG_MB_INF) != 0;
+			tagcount[5] += (tagged & TAG_LY_INF) != 0;
+			tagcount[6] += (tagged & TAG_ST_INF) != 0;
+			/* counted here, added after the loop; each name put in the
+			 * coverage (at 0) where it first occurs, which is its order */
+			if (kcount[k.kind]++ == 0)
+				kg_cov_add(cov, kname[k.kind], 0);
+			if (k.kind == KG_COLL) {
+				if (ccount[0]++ == 0)
+					kg_cov_add(cov, "coll_recognised", 0);
+				if (k.gsize >= 0 && ccount[1]++ == 0)
+					kg_cov_add(cov, "coll_meta", 0);
+				if (k.bytes > 0 && ccount[2]++ == 0)
+					kg_cov_add(cov, "coll_bytes", 0);
+			}
 		}
 	}
 	for (i = 0; i < KG_NTASK_KIND; i++)

@@ -57,25 +57,22 @@ esac
 dir=${REC_DIR:-.rec}
 rec=$dir/record.py
 py=${PYTHON:-python3}
+need() { # FILE ITEM: the item's input is there (or a dry run)
+	[ -f "$1" ] || [ $dry = 1 ] || {
+		echo "device-record.sh: $2 needs $1 (see the comment at the top)" >&2
+		exit 2
+	}
+}
 for item; do
 	case $item in
-	ops | cis | dyn) ;;
-	cool) [ -f "$dir/kernels.jsonl" ] || [ $dry = 1 ] || {
-		echo "device-record.sh: cool needs $dir/kernels.jsonl" >&2
-		exit 2
-	} ;;
-	layers | hidden | micro | shape | variants | big | cross | memory | extra | kernels) ;;
+	ops | dyn) ;;
+	cool) need "$dir/kernels.jsonl" "$item" ;;
+	cis | layers | hidden | micro | shape | variants | big | cross | memory | extra | kernels)
+		need "$rec" "$item" ;;
 	*)
 		echo "device-record.sh: unknown item '$item'" >&2
 		exit 2
 		;;
-	esac
-	case $item in
-	cis | dyn | ops | cool) ;;
-	*) [ -f "$rec" ] || [ $dry = 1 ] || {
-		echo "device-record.sh: $item needs $rec (see the comment at the top)" >&2
-		exit 2
-	} ;;
 	esac
 done
 [ $dry = 1 ] || mkdir -p "$out"

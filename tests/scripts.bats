@@ -48,12 +48,18 @@ big rc=0" ]
 	    "$PWD/out" 61 cis ops
 	[ "$(cut -d' ' -f1,2 out/items.txt)" = "cis rc=0
 ops skipped:" ]
-	run -2 env PYTHON="$PWD/py" REC_DIR="$PWD/rec" "$ROOT/scripts/device-record.sh" out 60
-	run -2 env PYTHON="$PWD/py" REC_DIR="$PWD/rec" "$ROOT/scripts/device-record.sh" out 1m ops
+	run -2 env PYTHON="$PWD/py" REC_DIR="$PWD/rec" "$ROOT/scripts/device-record.sh" "$PWD/bad" 60
+	[ "$output" = "usage: scripts/device-record.sh [-n] OUTDIR SECONDS ITEM..." ]
+	run -2 env PYTHON="$PWD/py" REC_DIR="$PWD/rec" "$ROOT/scripts/device-record.sh" "$PWD/bad" 1m ops
 	[ "$output" = "device-record.sh: SECONDS must be a whole number, not '1m'" ]
-	run -2 env PYTHON="$PWD/py" REC_DIR="$PWD/rec" "$ROOT/scripts/device-record.sh" out 60 opz
+	run -2 env PYTHON="$PWD/py" REC_DIR="$PWD/rec" "$ROOT/scripts/device-record.sh" "$PWD/bad" 60 opz
 	[ "$output" = "device-record.sh: unknown item 'opz'" ]
-	run -2 env PYTHON="$PWD/py" REC_DIR="$PWD/none" "$ROOT/scripts/device-record.sh" out 60 big
+	run -2 env PYTHON="$PWD/py" REC_DIR="$PWD/none" "$ROOT/scripts/device-record.sh" "$PWD/bad" 60 big
 	[ "$output" = "device-record.sh: big needs $PWD/none/record.py (see the comment at the top)" ]
-	[ ! -e out/big.log ]
+	run -2 env PYTHON="$PWD/py" REC_DIR="$PWD/none" "$ROOT/scripts/device-record.sh" "$PWD/bad" 60 ops cis
+	[ "$output" = "device-record.sh: cis needs $PWD/none/record.py (see the comment at the top)" ]
+	run -2 env PYTHON="$PWD/py" REC_DIR="$PWD/none" "$ROOT/scripts/device-record.sh" "$PWD/bad" 60 cool
+	[ "$output" = "device-record.sh: cool needs $PWD/none/kernels.jsonl (see the comment at the top)" ]
+	# nothing made when the arguments are refused
+	[ ! -e bad ]
 }

@@ -51,9 +51,9 @@ edge_info() {
 }
 
 # One line per task matching the jq condition $2: the fields $3 (a jq
-# string template body), in task id order.
-# Tasks in time order (ties by processor): kineto2graph writes the
-# host's, then the GPU's, each in time order (the last test).
+# string template body), in time order (ties by processor), not in id
+# order: kineto2graph numbers the host's tasks, then the GPU's, each run
+# in time order (the last test).
 tasks() {
 	graphcat -r "$1" | jq -s -r "map(select(.r == \"task\" and ($2))) | sort_by(.ts, .p) | .[] | \"$3\""
 }

@@ -122,4 +122,12 @@ setup() {
 		{ want = 100 * ($2 - b[$1]) / b[$1]; d = want - $4
 		  if ($3 != b[$1] || d > 1e-4 || d < -1e-4) { print "bad", $0; exit 1 } n++ }
 		END { exit n != 2 }' b p
+	# after the job rows, their median (of two: the mean), its range, and
+	# the base job's median with the change between the two
+	want=$(awk 'NR == FNR { bs += $2; next }
+		{ ps += $2; lo = (lo == "" || $2 < lo) ? $2 : lo; hi = ($2 > hi) ? $2 : hi }
+		END { m = ps / 2; bm = bs / 2
+		      printf "  median of 2 iterations: predicted %.3f ms (%.3f to %.3f, %+.1f%% to %+.1f%%), base %.3f ms (change %+.2f%%)",
+			m / 1e6, lo / 1e6, hi / 1e6, 100 * (lo - m) / m, 100 * (hi - m) / m, bm / 1e6, 100 * (m - bm) / bm }' b p)
+	grep -qxF -- "$want" <<< "$output"
 }

@@ -279,11 +279,29 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	# no compute in 300-350), relu 20; prefetch is in no reported
 	# iteration. Per iteration, the mean of the two: 65, 25, 10.
 	run -0 graphstat two-iter.kg
-	[ "${lines[5]}" = "  most exposed kernels (simulated; rank 1, per iteration: the mean of 2):" ]
-	[ "${lines[6]}" = "       0.065 ms  gemm" ]
-	[ "${lines[7]}" = "       0.025 ms  ncclAllReduce" ]
-	[ "${lines[8]}" = "       0.010 ms  relu" ]
-	[ "${#lines[@]}" -eq 9 ]
+	[ "${lines[6]}" = "  most exposed kernels (simulated; rank 1, per iteration: the mean of 2):" ]
+	[ "${lines[7]}" = "       0.065 ms  gemm" ]
+	[ "${lines[8]}" = "       0.025 ms  ncclAllReduce" ]
+	[ "${lines[9]}" = "       0.010 ms  relu" ]
+	[ "${#lines[@]}" -eq 10 ]
+}
+
+# two-iter's medians: measured (120 + 170) / 2 = 145 us, the range
+# -25 / 145 = -17.2% to +17.2%; simulated (100 + 150) / 2 = 125 us,
+# (125 - 145) / 145 = -13.79%.
+@test "graphstat: after a rank's rows, the median of its iterations and their range" {
+	fixture two-iter
+	run -0 graphstat two-iter.kg
+	[ "${lines[5]}" = "  median of 2 iterations: measured 0.145 ms (0.120 to 0.170, -17.2% to +17.2%), simulated 0.125 ms (-13.79%)" ]
+	# not in the machine-readable forms
+	run -0 graphstat --csv two-iter.kg
+	[[ $output != *median* ]]
+	run -0 graphstat --json two-iter.kg
+	[[ $output != *median* ]]
+	# one iteration: no median
+	fixture basic
+	run -0 graphstat basic.kg
+	[[ $output != *median* ]]
 }
 
 # nomain.jsonl, no rank (-1), unsimulated, iteration 0; no thread is
@@ -366,30 +384,33 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	fixture top
 	run -0 --separate-stderr graphstat --top 2 top.kg
 	[ -z "$stderr" ]
-	# the column header, 2 rows of 2 lines, the coverage line, the list
-	[ "${lines[5]}" = "  coverage: events=7 tasks_kern=4" ]
-	[ "${lines[6]}" = "  most exposed kernels (simulated; rank 0, per iteration: the mean of 2):" ]
-	[ "${lines[7]}" = "       0.020 ms  a" ]
-	[ "${lines[8]}" = "       0.015 ms  c" ]
-	[ "${#lines[@]}" -eq 9 ]
+	# the column header, 2 rows of 2 lines, the median, the coverage
+	# line, the list
+	[ "${lines[6]}" = "  coverage: events=7 tasks_kern=4" ]
+	[ "${lines[7]}" = "  most exposed kernels (simulated; rank 0, per iteration: the mean of 2):" ]
+	[ "${lines[8]}" = "       0.020 ms  a" ]
+	[ "${lines[9]}" = "       0.015 ms  c" ]
+	[ "${#lines[@]}" -eq 10 ]
 	run -0 graphstat top.kg
-	[ "$(printf '%s\n' "${lines[@]:7}" | awk '{ print $3 }' | tr '\n' ' ')" = "a c nccl b " ]
+	[ "$(printf '%s\n' "${lines[@]:8}" | awk '{ print $3 }' | tr '\n' ' ')" = "a c nccl b " ]
 	run -0 graphstat --top 0 top.kg
-	[ "${#lines[@]}" -eq 6 ]
+	[ "${#lines[@]}" -eq 7 ]
 	[[ $output != *"most exposed"* ]]
 }
 
 @test "graphstat: without simulated times the kernels rank by measured exposed time" {
 	grep -v '"r":"sim"' "$FIX/stat/top.jsonl" | sed 's/,"ss":[0-9]*,"se":[0-9]*//' | mkstream > meas.kg
 	run -0 graphstat meas.kg
-	# the column header, 2 rows, the coverage line, the list
-	[ "${lines[4]}" = "  most exposed kernels (measured; rank 0, per iteration: the mean of 2):" ]
+	# the column header, 2 rows, the median (measured alone), the
+	# coverage line, the list
+	[ "${lines[3]}" = "  median of 2 iterations: measured 0.150 ms (0.100 to 0.200, -33.3% to +33.3%)" ]
+	[ "${lines[5]}" = "  most exposed kernels (measured; rank 0, per iteration: the mean of 2):" ]
 	# b and c tie at 15: b's name is defined first
-	[ "${lines[5]}" = "       0.020 ms  nccl" ]
-	[ "${lines[6]}" = "       0.015 ms  b" ]
-	[ "${lines[7]}" = "       0.015 ms  c" ]
-	[ "${lines[8]}" = "       0.003 ms  a" ]
-	[ "${#lines[@]}" -eq 9 ]
+	[ "${lines[6]}" = "       0.020 ms  nccl" ]
+	[ "${lines[7]}" = "       0.015 ms  b" ]
+	[ "${lines[8]}" = "       0.015 ms  c" ]
+	[ "${lines[9]}" = "       0.003 ms  a" ]
+	[ "${#lines[@]}" -eq 10 ]
 }
 
 @test "graphstat: --csv and --json carry no coverage or kernel list" {

@@ -594,9 +594,9 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
     FILE *util, int *header)
 {
 	size_t i, j, k, nj = 0, capj = 0, nrows = 0, km = 0, nmrows = 0, capmrows = 0;
-	size_t nprows = 0, capprows = 0;
+	size_t nprows = 0, capprows = 0, nsrows = 0, capsrows = 0;
 	size_t nstr = r->nstr;
-	struct row *jobs = NULL, *mrows = NULL, *prows = NULL;
+	struct row *jobs = NULL, *mrows = NULL, *prows = NULL, *srows = NULL;
 	/* exposed time per kernel: of each row (rexpo), summed over a rank's
 	 * rows (s->expo), and of each job iteration's slowest rank (jexpo) */
 	int tops = o->fmt == F_TEXT && o->top > 0 && !o->wi->collect;
@@ -632,6 +632,8 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 		if (s->sim)
 			view(s, s->t + i, j - i, 1, &row.s, rexpo, util, row.rank, row.iter);
 		print_row(o->fmt, o->wi, &row, header);
+		if (!s->job && o->fmt == F_TEXT)
+			VEC_PUSH(srows, nsrows, capsrows, row);
 		if (row.mem.alloc >= 0 && !s->job)
 			VEC_PUSH(mrows, nmrows, capmrows, row);
 		if (row.pred.peak >= 0)
@@ -679,6 +681,10 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 	}
 	if (o->fmt != F_TEXT || o->wi->collect)
 		goto out;
+	if (s->job)
+		print_median(o->wi, jobs, nj);
+	else
+		print_median(o->wi, srows, nsrows);
 	if (nmrows > 0 && !o->wi->edited)
 		mem_text(r, mrows, nmrows, s->job);
 	pred_text(r, prows, nprows, s->job);
@@ -718,6 +724,7 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 		print_top(r, s->expo, o->top, scope);
 	}
 out:
+	free(srows);
 	free(prows);
 	free(mrows);
 	free(jobs);

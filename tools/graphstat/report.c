@@ -1,6 +1,7 @@
 /*
  * report: graphstat's rows and the what-if report (report.h).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,4 +342,65 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 			    pct(r->s.over, r->m.over, r->m.span), pct(r->s.comm, r->m.comm, r->m.span),
 			    pct(r->s.other, r->m.other, r->m.span));
 	}
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The median of v[0..n) (sorted in place), n > 0; the mean of the two
+ * middle ones when n is even. */
+static double
+median(int64_t *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_i64);
+	return n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2;
+}
+
+void
+print_median(const struct whatif *w, const struct row *rows, size_t n)
+{
+	int64_t *v, *sv = NULL, *bv = NULL;
+	const struct brow *b;
+	size_t i, nb = 0;
+	double med, smed, bmed;
+	int pred = w->edited, sim = n > 0 && rows[0].sim;
+
+	if (n < 2 || w->collect || (pred && !sim))
+		return;
+	v = xmalloc(n * sizeof(*v));
+	if (sim && !pred)
+		sv = xmalloc(n * sizeof(*sv));
+	if (w->base != NULL)
+		bv = xmalloc(n * sizeof(*bv));
+	for (i = 0; i < n; i++) {
+		v[i] = pred ? rows[i].s.span : rows[i].m.span;
+		if (sv != NULL)
+			sv[i] = rows[i].s.span;
+		if (bv != NULL && (b = base_of(w, &rows[i])) != NULL)
+			bv[nb++] = b->ns;
+	}
+	med = median(v, n);
+	printf("  median of %zu iterations: %s %.3f ms (%.3f to %.3f, %+.1f%% to %+.1f%%)",
+	    n, pred ? "predicted" : "measured", med / 1e6, (double)v[0] / 1e6,
+	    (double)v[n - 1] / 1e6, med > 0 ? 100 * ((double)v[0] - med) / med : 0,
+	    med > 0 ? 100 * ((double)v[n - 1] - med) / med : 0);
+	if (sv != NULL) {
+		smed = median(sv, n);
+		printf(", simulated %.3f ms (%+.2f%%)", smed / 1e6,
+		    med > 0 ? 100 * (smed - med) / med : 0);
+	}
+	if (nb > 0) {
+		bmed = median(bv, nb);
+		printf(", base %.3f ms (change %+.2f%%)", bmed / 1e6,
+		    bmed > 0 ? 100 * (med - bmed) / bmed : 0);
+	}
+	putchar('\n');
+	free(v);
+	free(sv);
+	free(bv);
 }

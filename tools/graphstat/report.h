@@ -80,5 +80,12 @@ void whatif_task(struct whatif *w, const struct kg_task *t);
 void whatif_text(struct whatif *w, const struct kg_reader *r, int fmt);
 /* One row in fmt (or kept, when reading the base). */
 void print_row(int fmt, struct whatif *w, const struct row *r, int *header);
+/*
+ * After a section's rows (text): the median of its n iterations (the
+ * job's rows, else the rank's), measured or predicted, the range of them
+ * around it, and the simulated median, or the base's with --base. Nothing
+ * for fewer than two.
+ */
+void print_median(const struct whatif *w, const struct row *rows, size_t n);
 
 #endif

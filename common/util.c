@@ -126,6 +126,14 @@ cmp_u64(const void *a, const void *b)
 }
 
 int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int
 next_number(const char **s, long long *v)
 {
 	const char *p = *s;

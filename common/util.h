@@ -50,8 +50,9 @@ void uf_union(uint32_t *up, uint32_t a, uint32_t b);
  */
 int next_number(const char **s, long long *v);
 
-/* qsort's and bsearch's order of uint32_t, uint64_t values. */
+/* qsort's and bsearch's order of uint32_t, uint64_t and int64_t values. */
 int cmp_u32(const void *a, const void *b);
 int cmp_u64(const void *a, const void *b);
+int cmp_i64(const void *a, const void *b);
 
 #endif

@@ -88,7 +88,6 @@ struct ctask {
 	int64_t rank;
 };
 
-
 struct redge {
 	uint32_t src, dst;
 	uint8_t kind;
@@ -113,14 +112,6 @@ struct section {
 
 /* The ids of made-up ranks texts (past any str id a stream can have). */
 #define PGR_MADE 0x80000000u
-
-static int
-cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 /* The index among s->c of the collective with task id, or -1. */
 static long

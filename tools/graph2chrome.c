@@ -352,14 +352,6 @@ t_start(const struct run *R, const struct kg_reader *r, int sim, int64_t off, ui
 	return sim ? r->ss[i] : R->t[i].ts + off;
 }
 
-static int
-cmp_i64(const void *a, const void *b)
-{
-	const int64_t *x = a, *y = b;
-
-	return *x < *y ? -1 : *x > *y;
-}
-
 /*
  * One view of the section: its processes and tracks, its tasks (read
  * back from the spool), its flows. pidv[k] is the pid of the k-th rank

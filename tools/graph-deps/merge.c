@@ -513,14 +513,6 @@ read_all(struct input *in, size_t n)
 }
 
 static int
-cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static int
 cmp_entry(const void *a, const void *b)
 {
 	const struct centry *x = a, *y = b;

@@ -16,14 +16,6 @@
 #include "reshape.h"
 #include "util.h"
 
-static int
-cmp_i64(const void *x, const void *y)
-{
-	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-
-	return a < b ? -1 : a > b;
-}
-
 /*
  * Kernel launches that waited for a free slot in the CUDA launch queue
  * (a GPU-bound step more than about a thousand kernels ahead of the GPU

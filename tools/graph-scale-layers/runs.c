@@ -28,14 +28,6 @@ rank_index(const struct ctx *c, int64_t rank)
 	return (uint32_t)lo;
 }
 
-static int
-cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 /*
  * Each rank's layers, and the stages they make: ranks with the same
  * range of layers are one stage; the ranges must be contiguous and

@@ -39,14 +39,6 @@ cmp_dbl(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int
-cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The size of the first type of an Input type text, 0 if unknown. */
 static int
 type_size(const char *s)

@@ -20,7 +20,6 @@
 #include "pgroup.h"
 #include "util.h"
 
-
 /* The rank old rank x of a job of degree tp becomes with degree n. */
 static int64_t
 new_rank(int64_t x, int64_t tp, int64_t n)
@@ -183,14 +182,6 @@ host_maps(struct tp *c)
 }
 
 /* The median of n values (sorted in place): the lower middle one. */
-static int
-cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 static int64_t
 median_i64(int64_t *v, size_t n)
 {

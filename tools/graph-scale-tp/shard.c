@@ -163,14 +163,6 @@ split_role(const struct tp *c, const struct gpos *g, int ph, int after, int *dgr
 }
 
 static int
-cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static int
 is_split(const struct tp *c, int64_t v)
 {
 	return c->nsv > 0 && bsearch(&v, c->sv, c->nsv, sizeof(v), cmp_i64) != NULL;

@@ -344,14 +344,6 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 	}
 }
 
-static int
-cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The median of v[0..n) (sorted in place), n > 0; the mean of the two
  * middle ones when n is even. */
 static double

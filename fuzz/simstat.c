@@ -1,8 +1,10 @@
 /*
  * graphsim, then graphstat on what it wrote: stream input (fuzz.h), the
  * first stream simulated (`graphsim -q -o SIM FILE`), and when that
- * succeeds, `graphstat --csv --util U --colls C --comm M SIM`, and graphstat
- * also on the input as it is (measured times only).
+ * succeeds, `graphstat --csv --util U --colls C --comm M SIM` and the text
+ * report, `graphstat --top 3 SIM` (its memory, collectives, medians and
+ * kernel lists); graphstat on the input as it is (measured times only)
+ * when the simulation fails.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,6 +34,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	argv[4] = "--colls", argv[5] = fz_path("colls.csv");
 	argv[6] = "--comm", argv[7] = fz_path("comm.csv");
 	argv[8] = rc == 0 ? sim : paths[0], argv[9] = NULL;
+	rc = fz_main(graphstat_main, argv, 1);
+	if (rc != 0 && rc != 1)
+		abort();
+	argv[1] = "--top", argv[2] = "3", argv[3] = argv[8], argv[4] = NULL;
 	rc = fz_main(graphstat_main, argv, 1);
 	if (rc != 0 && rc != 1)
 		abort();

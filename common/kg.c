@@ -2101,7 +2101,14 @@ dec_edge(struct dec *d, uint32_t npairs, struct kg_edge *restrict e)
 		    (unsigned long long)d->r->nrec + 1);
 		return -1;
 	}
-	/* Unknown-task references are reported by graph-deps --check, not here. */
+	/* both ends defined before the edge (the format's rule), so that no
+	 * reader indexes its tasks with another section's id; graph-deps
+	 * --check takes them all to count them */
+	if ((e->src >= d->r->ntasks || e->dst >= d->r->ntasks) && !d->r->unknown_edges) {
+		seterr(d->r->err, "record %llu: edge to an unknown task",
+		    (unsigned long long)d->r->nrec + 1);
+		return -1;
+	}
 	return 0;
 }
 

@@ -323,6 +323,10 @@ struct kg_reader {
 	 * header may be any section of the run, and nothing is told
 	 * missing. The caller stops at its end record. */
 	int one_section;
+	/* Set before the first read: an edge may name a task not yet
+	 * defined in its section (graph-deps --check counts such edges);
+	 * any other reader refuses it ("edge to an unknown task"). */
+	int unknown_edges;
 	uint64_t mark;
 	unsigned char *z;
 	size_t zlen, zcap, ztaken;

@@ -1,10 +1,11 @@
 /*
  * graphsim, then graphstat on what it wrote: stream input (fuzz.h), the
  * first stream simulated (`graphsim -q -o SIM FILE`), and when that
- * succeeds, `graphstat --csv --util U --colls C --comm M SIM` and the text
+ * succeeds, `graphstat --csv --util U --colls C --comm M SIM`, the text
  * report, `graphstat --top 3 SIM` (its memory, collectives, medians and
- * kernel lists); graphstat on the input as it is (measured times only)
- * when the simulation fails.
+ * kernel lists), and the critical paths, `graphstat --critical --top 3
+ * SIM`; graphstat on the input as it is (measured times only) when the
+ * simulation fails.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,6 +39,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc != 0 && rc != 1)
 		abort();
 	argv[1] = "--top", argv[2] = "3", argv[3] = argv[8], argv[4] = NULL;
+	rc = fz_main(graphstat_main, argv, 1);
+	if (rc != 0 && rc != 1)
+		abort();
+	argv[1] = "--critical", argv[2] = "--top", argv[3] = "3", argv[4] = argv[8];
+	argv[5] = NULL;
 	rc = fz_main(graphstat_main, argv, 1);
 	if (rc != 0 && rc != 1)
 		abort();

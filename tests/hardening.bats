@@ -545,3 +545,42 @@ check_replay() {
 	EOF2
 	run -0 --separate-stderr graphcat ok.kg
 }
+
+# An edge whose end is no task defined before it: graphstat --critical
+# indexed its tasks with it (a heap overflow found by the simstat harness
+# once it ran --critical, fuzz/crashes/simstat/critical-edge), graph2chrome
+# and graph-scale-pp did too, and the other tools wrote it on.
+@test "hardening: an edge to a task not defined before it is refused by every reader but graph-deps --check" {
+	local e t name
+	for e in '"src":0,"dst":5,"k":"launch"' '"src":4000000000,"dst":1,"k":"stream"' \
+	    '"src":1,"dst":70000,"k":"rank"' '"src":0,"dst":2,"k":"launch"'; do
+		"$ROOT/tests/tools/jsonl2kg" <<-EOF2 | zstd -q -c > edge.kg
+		{"r":"header","format":"kgraph","major":1,"minor":5,"producer":"t","unit":"ns","rank":0,"iters":[1]}
+		{"r":"str","id":0,"s":"k"}
+		{"r":"proc","id":0,"k":"thread","pid":1,"tid":1,"main":true}
+		{"r":"proc","id":1,"k":"stream","pid":0,"tid":7}
+		{"r":"task","id":0,"p":0,"k":"rt","n":0,"d":10,"ts":0,"it":1}
+		{"r":"task","id":1,"p":1,"k":"kern","n":0,"d":10,"ts":20,"it":1}
+		{"r":"edge",$e}
+		{"r":"task","id":2,"p":1,"k":"kern","n":0,"d":10,"ts":40,"it":1}
+		{"r":"end","tasks":3,"edges":1,"procs":2,"strs":1}
+		EOF2
+		for t in "${READERS[@]}" "graphstat --critical" "graph2chrome" "graph-retime --speedup gemm=2" \
+		    "graph-deps --drop event"; do
+			name=${t%% *}
+			run --separate-stderr $t edge.kg
+			if [ "$t" = "graph-deps --check" ]; then
+				[ "$status" -eq 1 ] && [ "$stderr" = "graph-deps: edge.kg: section 0 (rank 0): 1 edge names unknown tasks" ] ||
+					{ echo "$e: $t: status $status: $stderr" >&2; return 1; }
+				continue
+			fi
+			if [ "$status" -ne 1 ] || [ "$stderr" != "$name: edge.kg: record 7: edge to an unknown task" ]; then
+				echo "$e: $t: status $status: $stderr" >&2
+				return 1
+			fi
+		done
+	done
+	# and -o leaves no file
+	run -1 graphsim -o out.kg edge.kg
+	[ ! -e out.kg ]
+}

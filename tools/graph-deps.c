@@ -243,6 +243,7 @@ process(const struct opts *o, const char *path, struct gout *g, int *sections)
 
 	if (gin_open(&in, path) < 0)
 		return 1;
+	in.r.unknown_edges = o->mode == M_CHECK;
 	memset(&s, 0, sizeof(s));
 	while ((t = gin_read(&in)) > 0) {
 		if (t == KG_R_HEADER) {

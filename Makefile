@@ -134,7 +134,7 @@ clean:
 # fuzz-deps); nothing else does.
 FUZZ_CC ?= clang
 FUZZ_TIME ?= 60
-FUZZERS ?= kineto stream merge simstat
+FUZZERS ?= kineto stream merge simstat whatif
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 $(FUZZ_SAN) \
 	-fsanitize=fuzzer-no-link -Icommon -Itools -Ifuzz $(PKG_CFLAGS) -MMD -MP
@@ -142,10 +142,14 @@ fuzz_tools_kineto = kineto2graph
 fuzz_tools_stream =
 fuzz_tools_merge = graph-deps
 fuzz_tools_simstat = graphsim graphstat
-# (the op model and common/reshape, which uses it, are in no harness's
-# path, and link libxgboost)
+fuzz_tools_whatif = graph-scale-layers graph-scale-pp graph-scale-dp graph-scale-tp \
+	graph-scale-hidden graph-retime graph2chrome
+# The op model and common/reshape, which uses it, link libxgboost: only
+# the what-if harness has them (it runs no model: the tools are given none)
 FUZZ_COMMON = $(filter-out build/fuzz/common/opmodel.o build/fuzz/common/reshape.o,$(COMMON_SRC:%.c=build/fuzz/%.o)) \
 	build/fuzz/tools/cli.o build/fuzz/fuzz/fuzz.o
+fuzz_extra_whatif = build/fuzz/common/opmodel.o build/fuzz/common/reshape.o
+fuzz_libs_whatif = -lxgboost -lgomp
 
 # A tool's main file is built with its main renamed NAME_main.
 build/fuzz/tools/%.o: tools/%.c
@@ -157,8 +161,8 @@ build/fuzz/%.o: %.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
 
 define fuzz_rule
-build/fuzz/$(1): build/fuzz/fuzz/$(1).o $(FUZZ_COMMON) $(foreach t,$(fuzz_tools_$(1)),$(patsubst build/%,build/fuzz/%,$(call tool_objs,$(t))))
-	$$(FUZZ_CC) $$(FUZZ_SAN) -fsanitize=fuzzer -o $$@ $$^ $$(LIBS)
+build/fuzz/$(1): build/fuzz/fuzz/$(1).o $(FUZZ_COMMON) $(fuzz_extra_$(1)) $(foreach t,$(fuzz_tools_$(1)),$(patsubst build/%,build/fuzz/%,$(call tool_objs,$(t))))
+	$$(FUZZ_CC) $$(FUZZ_SAN) -fsanitize=fuzzer -o $$@ $$^ $$(LIBS) $(fuzz_libs_$(1))
 endef
 $(foreach f,$(FUZZERS),$(eval $(call fuzz_rule,$(f))))
 

@@ -464,6 +464,19 @@ replay() { # HARNESS FILE
 		[ "$st" -eq 0 ] || cp "${s[0]}" sim.kg
 		run --separate-stderr timeout 60 graphstat --csv --util u.csv --colls c.csv --comm m.csv sim.kg
 		check_replay "$h" "$f" || return 1
+		run --separate-stderr timeout 60 graphstat --top 3 sim.kg
+		check_replay "$h" "$f" || return 1
+		run --separate-stderr timeout 60 graphstat --critical --top 3 sim.kg
+		check_replay "$h" "$f" || return 1
+		;;
+	whatif)
+		local t
+		for t in "graph-scale-layers -q 2" "graph-scale-pp -q 2" "graph-scale-pp -q --microbatches 2 1" \
+		    "graph-scale-dp -q 2" "graph-scale-tp -q 2" "graph-scale-hidden -q 16" \
+		    "graph-retime -q --speedup gemm=2" "graph2chrome --both"; do
+			run --separate-stderr timeout 60 $t -o out.kg "${s[0]}"
+			check_replay "$h" "$f" || return 1
+		done
 		;;
 	esac
 }

@@ -183,13 +183,16 @@ scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, co
 	c.o = o, c.g = g, c.r = r, c.name = name, c.index = index;
 	rs_strs_init(&c.xs, g->nstr);
 	c.t = xmalloc((g->ntask + 1) * sizeof(*c.t));
-	memcpy(c.t, g->task, g->ntask * sizeof(*c.t));
+	if (g->ntask > 0)
+		memcpy(c.t, g->task, g->ntask * sizeof(*c.t));
 	c.nt = c.capt = g->ntask;
 	c.e = xmalloc((g->nedge + 1) * sizeof(*c.e));
-	memcpy(c.e, g->edge, g->nedge * sizeof(*c.e));
+	if (g->nedge > 0) /* none: g->edge is NULL */
+		memcpy(c.e, g->edge, g->nedge * sizeof(*c.e));
 	c.ne = c.cape = g->nedge;
 	c.p = xmalloc((g->nproc + 1) * sizeof(*c.p));
-	memcpy(c.p, g->proc, g->nproc * sizeof(*c.p));
+	if (g->nproc > 0)
+		memcpy(c.p, g->proc, g->nproc * sizeof(*c.p));
 	c.np = c.capp = g->nproc;
 	c.T = traced_degree(&c);
 	c.sp1 = o->sp && o->n > 1;

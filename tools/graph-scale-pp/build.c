@@ -477,7 +477,7 @@ job_build(struct job *J, struct kg_writer *w, const char *producer)
 					emit(&B, find(J, sc.prim, it, U_EPI, -1, P_WHOLE, -1), &c);
 				}
 				B.lost += B.npd;
-				if (B.failed || gradients(&B, from, &sc) != 0)
+				if (B.failed || scale_gradients(&B, from, &sc) != 0)
 					goto out;
 			}
 	if (relink(&B) != 0)

@@ -99,7 +99,7 @@ coll_key(struct build *B, uint32_t nt, uint32_t u, const struct ctx *c, int32_t 
 
 /* Scale the data-parallel gradients and the optimizer to the new stage's parameters. */
 int
-gradients(struct build *B, size_t from, const struct stagecfg *sc)
+scale_gradients(struct build *B, size_t from, const struct stagecfg *sc)
 {
 	const struct job *J = B->J;
 	double Pe = (double)J->P * J->e, target, kept = 0, prim = J->tr[sc->prim].grad, ratio, pr;

@@ -2104,9 +2104,24 @@ dec_edge(struct dec *d, uint32_t npairs, struct kg_edge *restrict e)
 	/* both ends defined before the edge (the format's rule), so that no
 	 * reader indexes its tasks with another section's id; graph-deps
 	 * --check takes them all to count them */
-	if ((e->src >= d->r->ntasks || e->dst >= d->r->ntasks) && !d->r->unknown_edges) {
+	if (d->r->unknown_edges)
+		return 0;
+	if (e->src >= d->r->ntasks || e->dst >= d->r->ntasks) {
 		seterr(d->r->err, "record %llu: edge to an unknown task",
 		    (unsigned long long)d->r->nrec + 1);
+		return -1;
+	}
+	/* and the task and stream a runtime edge binds on (graph-scale-pp
+	 * indexes its tasks and processors with them) */
+	if ((e->via != KG_NONE && e->via >= d->r->ntasks) || (e->at != KG_NONE && e->at >= d->r->ntasks)) {
+		seterr(d->r->err, "record %llu: field %s: task %u not defined",
+		    (unsigned long long)d->r->nrec + 1, e->via != KG_NONE && e->via >= d->r->ntasks ?
+		    "via" : "at", e->via != KG_NONE && e->via >= d->r->ntasks ? e->via : e->at);
+		return -1;
+	}
+	if (e->on != KG_NONE && e->on >= d->r->nprocs) {
+		seterr(d->r->err, "record %llu: field on: proc %u not defined",
+		    (unsigned long long)d->r->nrec + 1, e->on);
 		return -1;
 	}
 	return 0;

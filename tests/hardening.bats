@@ -597,3 +597,36 @@ check_replay() {
 	run -1 graphsim -o out.kg edge.kg
 	[ ! -e out.kg ]
 }
+
+# The task and stream a runtime edge binds on: graph-scale-pp indexed its
+# tasks and processors with them (a heap overflow the whatif harness found,
+# fuzz/crashes/whatif/pp-edge-on).
+@test "hardening: an edge's via, at or on naming no task or stream defined before it is refused" {
+	local e want t name
+	for e in '"via":2|field via: task 2 not defined' '"at":9|field at: task 9 not defined' \
+	    '"on":87|field on: proc 87 not defined' '"on":1,"via":0|'; do
+		want=${e#*|}
+		"$ROOT/tests/tools/jsonl2kg" <<-EOF2 | zstd -q -c > edge.kg
+		{"r":"header","format":"kgraph","major":1,"minor":5,"producer":"t","unit":"ns","rank":0,"iters":[1]}
+		{"r":"str","id":0,"s":"k"}
+		{"r":"proc","id":0,"k":"thread","pid":1,"tid":1,"main":true}
+		{"r":"proc","id":1,"k":"stream","pid":0,"tid":7}
+		{"r":"task","id":0,"p":0,"k":"rt","n":0,"d":10,"ts":0,"it":1}
+		{"r":"task","id":1,"p":1,"k":"kern","n":0,"d":10,"ts":20,"it":1}
+		{"r":"edge","src":0,"dst":1,"k":"sync",${e%%|*}}
+		{"r":"task","id":2,"p":1,"k":"kern","n":0,"d":10,"ts":40,"it":1}
+		{"r":"end","tasks":3,"edges":1,"procs":2,"strs":1}
+		EOF2
+		for t in graphcat graphsim "graph-scale-pp 2" "graph-scale-layers 2" "graph-retime --speedup gemm=2"; do
+			name=${t%% *}
+			run --separate-stderr $t edge.kg
+			if [ -z "$want" ]; then
+				# both defined: read (graph-scale-pp and -layers then want layers)
+				[[ $stderr != *"not defined"* ]] || { echo "$e: $t: $stderr" >&2; return 1; }
+			elif [ "$status" -ne 1 ] || [ "$stderr" != "$name: edge.kg: record 7: $want" ]; then
+				echo "$e: $t: status $status: $stderr" >&2
+				return 1
+			fi
+		done
+	done
+}

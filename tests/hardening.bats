@@ -630,3 +630,23 @@ check_replay() {
 		done
 	done
 }
+
+# A job section whose task is on a rank the job does not have: graph-scale-pp
+# indexed the job's ranks with it (a heap overflow the whatif harness found,
+# fuzz/crashes/whatif/pp-rank-out-of-job: a proc of rank -1 in a job of 8).
+@test "hardening: graph-scale-pp refuses a job whose task is on no rank of the job" {
+	local rk
+	for rk in -1 5; do
+		"$ROOT/tests/tools/jsonl2kg" <<-EOF2 | zstd -q -c > job.kg
+		{"r":"header","format":"kgraph","major":1,"minor":5,"producer":"t","unit":"ns","rank":-1,"world":2,"ranks":[0,1],"clk":[0,0],"t0":[0,0],"iters":[1]}
+		{"r":"str","id":0,"s":"k"}
+		{"r":"proc","id":0,"k":"thread","pid":1,"tid":1,"main":true,"rank":0}
+		{"r":"proc","id":1,"k":"thread","pid":2,"tid":2,"main":true,"rank":$rk}
+		{"r":"task","id":0,"p":0,"k":"cpu","n":0,"d":10,"ts":0,"it":1,"ly":0}
+		{"r":"task","id":1,"p":1,"k":"cpu","n":0,"d":10,"ts":0,"it":1,"ly":0}
+		{"r":"end","tasks":2,"edges":0,"procs":2,"strs":1}
+		EOF2
+		run -1 --separate-stderr graph-scale-pp 2 job.kg
+		[ "$stderr" = "graph-scale-pp: job.kg: section 0: task 1 is on rank $rk, not one of the job's 0 to 1" ]
+	done
+}

@@ -125,7 +125,13 @@ layout(struct job *J)
 	for (i = 0; i < g->ntask; i++) {
 		int64_t rk = job_task_rank(J, (uint32_t)i), l = g->task[i].layer;
 
-		if (l >= 0 && rk >= 0 && rk < J->world) {
+		if (rk < 0 || rk >= J->world) {
+			/* the passes below index the job's ranks with it */
+			errmsg("%s: section %d: task %zu is on rank %lld, not one of the job's "
+			    "0 to %lld", J->name, J->index, i, (long long)rk, (long long)J->world - 1);
+			goto out;
+		}
+		if (l >= 0) {
 			if (l < lo[rk])
 				lo[rk] = l;
 			if (l > hi[rk])

@@ -559,6 +559,23 @@ check_replay() {
 	run -0 --separate-stderr graphcat ok.kg
 }
 
+# A stream of three tasks (a launch, two kernels) and one edge, given its
+# fields, after the second task: tasks 0 and 1 and procs 0 and 1 are
+# defined before it, task 2 after.
+edge_stream() {
+	"$ROOT/tests/tools/jsonl2kg" <<-EOF2 | zstd -q -c
+	{"r":"header","format":"kgraph","major":1,"minor":5,"producer":"t","unit":"ns","rank":0,"iters":[1]}
+	{"r":"str","id":0,"s":"k"}
+	{"r":"proc","id":0,"k":"thread","pid":1,"tid":1,"main":true}
+	{"r":"proc","id":1,"k":"stream","pid":0,"tid":7}
+	{"r":"task","id":0,"p":0,"k":"rt","n":0,"d":10,"ts":0,"it":1}
+	{"r":"task","id":1,"p":1,"k":"kern","n":0,"d":10,"ts":20,"it":1}
+	{"r":"edge",$1}
+	{"r":"task","id":2,"p":1,"k":"kern","n":0,"d":10,"ts":40,"it":1}
+	{"r":"end","tasks":3,"edges":1,"procs":2,"strs":1}
+	EOF2
+}
+
 # An edge whose end is no task defined before it: graphstat --critical
 # indexed its tasks with it (a heap overflow found by the simstat harness
 # once it ran --critical, fuzz/crashes/simstat/critical-edge), graph2chrome
@@ -567,17 +584,7 @@ check_replay() {
 	local e t name
 	for e in '"src":0,"dst":5,"k":"launch"' '"src":4000000000,"dst":1,"k":"stream"' \
 	    '"src":1,"dst":70000,"k":"rank"' '"src":0,"dst":2,"k":"launch"'; do
-		"$ROOT/tests/tools/jsonl2kg" <<-EOF2 | zstd -q -c > edge.kg
-		{"r":"header","format":"kgraph","major":1,"minor":5,"producer":"t","unit":"ns","rank":0,"iters":[1]}
-		{"r":"str","id":0,"s":"k"}
-		{"r":"proc","id":0,"k":"thread","pid":1,"tid":1,"main":true}
-		{"r":"proc","id":1,"k":"stream","pid":0,"tid":7}
-		{"r":"task","id":0,"p":0,"k":"rt","n":0,"d":10,"ts":0,"it":1}
-		{"r":"task","id":1,"p":1,"k":"kern","n":0,"d":10,"ts":20,"it":1}
-		{"r":"edge",$e}
-		{"r":"task","id":2,"p":1,"k":"kern","n":0,"d":10,"ts":40,"it":1}
-		{"r":"end","tasks":3,"edges":1,"procs":2,"strs":1}
-		EOF2
+		edge_stream "$e" > edge.kg
 		for t in "${READERS[@]}" "graphstat --critical" "graph2chrome" "graph-retime --speedup gemm=2" \
 		    "graph-deps --drop event"; do
 			name=${t%% *}
@@ -606,17 +613,7 @@ check_replay() {
 	for e in '"via":2|field via: task 2 not defined' '"at":9|field at: task 9 not defined' \
 	    '"on":87|field on: proc 87 not defined' '"on":1,"via":0|'; do
 		want=${e#*|}
-		"$ROOT/tests/tools/jsonl2kg" <<-EOF2 | zstd -q -c > edge.kg
-		{"r":"header","format":"kgraph","major":1,"minor":5,"producer":"t","unit":"ns","rank":0,"iters":[1]}
-		{"r":"str","id":0,"s":"k"}
-		{"r":"proc","id":0,"k":"thread","pid":1,"tid":1,"main":true}
-		{"r":"proc","id":1,"k":"stream","pid":0,"tid":7}
-		{"r":"task","id":0,"p":0,"k":"rt","n":0,"d":10,"ts":0,"it":1}
-		{"r":"task","id":1,"p":1,"k":"kern","n":0,"d":10,"ts":20,"it":1}
-		{"r":"edge","src":0,"dst":1,"k":"sync",${e%%|*}}
-		{"r":"task","id":2,"p":1,"k":"kern","n":0,"d":10,"ts":40,"it":1}
-		{"r":"end","tasks":3,"edges":1,"procs":2,"strs":1}
-		EOF2
+		edge_stream '"src":0,"dst":1,"k":"sync",'"${e%%|*}" > edge.kg
 		for t in graphcat graphsim "graph-scale-pp 2" "graph-scale-layers 2" "graph-retime --speedup gemm=2"; do
 			name=${t%% *}
 			run --separate-stderr $t edge.kg

@@ -1426,14 +1426,20 @@ key_code(const struct mp_val *k)
 }
 
 static int
-check_str_ref(struct dec *d, const char *key, uint32_t id)
+check_ref(struct dec *d, const char *key, const char *what, uint32_t id, uint64_t n)
 {
-	if (id != KG_NONE && id >= d->r->nstr) {
-		seterr(d->r->err, "record %llu: field %s: string %u not defined",
-		    (unsigned long long)d->r->nrec + 1, key, id);
+	if (id != KG_NONE && id >= n) {
+		seterr(d->r->err, "record %llu: field %s: %s %u not defined",
+		    (unsigned long long)d->r->nrec + 1, key, what, id);
 		return -1;
 	}
 	return 0;
+}
+
+static int
+check_str_ref(struct dec *d, const char *key, uint32_t id)
+{
+	return check_ref(d, key, "string", id, d->r->nstr);
 }
 
 static int
@@ -2113,17 +2119,10 @@ dec_edge(struct dec *d, uint32_t npairs, struct kg_edge *restrict e)
 	}
 	/* and the task and stream a runtime edge binds on (graph-scale-pp
 	 * indexes its tasks and processors with them) */
-	if ((e->via != KG_NONE && e->via >= d->r->ntasks) || (e->at != KG_NONE && e->at >= d->r->ntasks)) {
-		seterr(d->r->err, "record %llu: field %s: task %u not defined",
-		    (unsigned long long)d->r->nrec + 1, e->via != KG_NONE && e->via >= d->r->ntasks ?
-		    "via" : "at", e->via != KG_NONE && e->via >= d->r->ntasks ? e->via : e->at);
+	if (check_ref(d, "via", "task", e->via, d->r->ntasks) < 0 ||
+	    check_ref(d, "at", "task", e->at, d->r->ntasks) < 0 ||
+	    check_ref(d, "on", "proc", e->on, d->r->nprocs) < 0)
 		return -1;
-	}
-	if (e->on != KG_NONE && e->on >= d->r->nprocs) {
-		seterr(d->r->err, "record %llu: field on: proc %u not defined",
-		    (unsigned long long)d->r->nrec + 1, e->on);
-		return -1;
-	}
 	return 0;
 }
 

@@ -27,8 +27,17 @@ static const struct rule rules[] = {
 	    "ncclKernel_AllReduce; NCCL 2.10-2.17), hta_ddp_2rank_a100_nccl_meta "
 	    "(ncclKernel_Broadcast)" }, M_PREFIX, NULL, "ncclKernel_", FROM_NAME },
 	{ { "nccl", "ncclDevKernel_TYPE_…", "NCCL 2.19+ (NVIDIA/nccl src/device/generate.py); "
-	    "tracegen's jobs; ncclDevKernel_SendRecv in vLLM context-parallel traces" },
+	    "tracegen's jobs; ncclDevKernel_SendRecv in vLLM context-parallel traces; RCCL "
+	    "(ROCm 6) names every kernel ncclDevKernel_Generic (ROCm/roctracer issue 101: "
+	    "ncclDevKernel_Generic(ncclDevComm*, channelMasks, ncclWork*); "
+	    "ncclDevKernel_Generic_1 in MI300X vLLM traces): communication of no type by "
+	    "name, the type from the op's metadata" },
 	    M_PREFIX, NULL, "ncclDevKernel_", FROM_NAME },
+	{ { "rccl", "mscclKernel_OP_TYPE_PROTO…", "RCCL's MSCCL kernels (ROCm/rccl "
+	    "src/include/msccl/msccl_kernel.h: mscclKernel_Sum_half_Simple_false(ncclDevComm*, "
+	    "mscclAlgo*, mscclWork*); MI300X vLLM and DLRM traces: "
+	    "mscclKernel_Sum_hip_bfloat16_Simple): any collective an algorithm file runs, the "
+	    "type from the op's metadata" }, M_PREFIX, NULL, "mscclKernel_", FROM_NAME },
 	{ { "nccl-symk", "ncclSymk…TYPE…", "NCCL 2.27+ symmetric-memory kernels "
 	    "(NVIDIA/nccl src/device/symmetric: AllReduce_AGxLL_R, AllGather_LL, "
 	    "ReduceScatter_LL…); no trace at hand" }, M_PREFIX, NULL, "ncclSymk", FROM_NAME },

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 struct commkern_rule {
-	const char *family; /* "nccl", "nccl-symk", "deepep", "nvls", "custom-ar" */
+	const char *family; /* "nccl", "rccl", "nccl-symk", "deepep", "nvls", "custom-ar" */
 	const char *pattern; /* as the table writes it, for the man page and -v */
 	const char *seen;    /* the trace or source the names come from */
 };

@@ -613,6 +613,7 @@ kg_write_edge(struct kg_writer *w, const struct kg_edge *e)
 	n += e->on != KG_NONE;
 	n += e->via != KG_NONE;
 	n += e->at != KG_NONE;
+	n += e->graph != 0;
 	p = sbuf_room(w, REC_MAX);
 	p = put_map(p, n);
 	KV_NAME("r", "edge");
@@ -629,6 +630,8 @@ kg_write_edge(struct kg_writer *w, const struct kg_edge *e)
 		KV_I64("via", e->via);
 	if (e->at != KG_NONE)
 		KV_I64("at", e->at);
+	if (e->graph)
+		KEY("gl"), *p++ = 0xc3; /* true */
 	if (pairs != n)
 		return count_error(w, "edge", n, pairs);
 	w->sbuf.size = (size_t)((char *)p - w->sbuf.data);
@@ -2042,6 +2045,16 @@ edge_pair(struct dec *d, struct kg_edge *e, int *have)
 		return get_u32(d, "via", &e->via);
 	case KC2('a', 't'):
 		return get_u32(d, "at", &e->at);
+	case KC2('g', 'l'): {
+		struct mp_val x;
+
+		if (mp_next(&d->c, &x) < 0)
+			return -1;
+		if (x.type != MP_BOOL)
+			return fielderr(d, "gl", "a boolean");
+		e->graph = x.b;
+		return 0;
+	}
 	default:
 		return mp_skip(&d->c);
 	}
@@ -2084,6 +2097,12 @@ dec_edge(struct dec *d, uint32_t npairs, struct kg_edge *restrict e)
 			case KC2('a', 't'):
 				q = fast_id(q, &e->at);
 				break;
+			case KC2('g', 'l'):
+				if (*q == 0xc3 || *q == 0xc2)
+					e->graph = *q++ == 0xc3;
+				else
+					q = NULL;
+				break;
 			default:
 				q = NULL;
 			}
@@ -2105,6 +2124,11 @@ dec_edge(struct dec *d, uint32_t npairs, struct kg_edge *restrict e)
 	if (e->delay < 0) {
 		seterr(d->r->err, "record %llu: negative delay",
 		    (unsigned long long)d->r->nrec + 1);
+		return -1;
+	}
+	if (e->graph && e->kind != KG_E_LAUNCH) {
+		seterr(d->r->err, "record %llu: gl on a %s edge", (unsigned long long)d->r->nrec + 1,
+		    kg_edge_kind_name[e->kind]);
 		return -1;
 	}
 	/* both ends defined before the edge (the format's rule), so that no

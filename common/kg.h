@@ -27,7 +27,7 @@
 
 #define KG_FORMAT "kgraph"
 #define KG_MAJOR 1
-#define KG_MINOR 6
+#define KG_MINOR 7
 #define KG_NONE UINT32_MAX /* absent string / proc / task reference */
 
 /*
@@ -149,6 +149,7 @@ struct kg_edge {
 	int how;  /* enum kg_how */
 	int64_t delay;
 	uint32_t on, via, at; /* KG_NONE if absent */
+	int graph;            /* 1.7: a launch edge from a graph launch (gl) */
 };
 
 /* A `sim` record: simulated start and end of every task, by task id. */

@@ -794,3 +794,29 @@ dlrm_job() {
 	[ -s own ]
 	cmp own merged
 }
+
+@test "graph-deps --merge: an AMD job's RCCL kernels, typed by their ops' metadata, rendezvous across ranks" {
+	# tests/fixtures/rocm: two MI300X ranks; each launches RCCL's
+	# ncclDevKernel_Generic (hipExtLaunchKernel) and an MSCCL kernel
+	# (hipLaunchKernel) under record_param_comms ops whose metadata
+	# numbers are strings ("1048576", "2", "0"), as ROCm writes them.
+	for r in 0 1; do
+		run -0 kineto2graph -q -o r$r.kg "$FIX/rocm/rccl_rank$r.json"
+	done
+	run -0 graph-deps --merge -o job.kg r0.kg r1.kg
+	# Neither name says its type: the ops' Collective name does; bytes
+	# are the elements times BFloat16's 2.
+	graphcat -r job.kg | jq -r 'select(.r == "task" and .k == "coll") |
+		"\(.n | split("(")[0]) \(.coll) \(.by) \(.seq) \(.pgr)"' >colls
+	[ "$(cat colls)" = "ncclDevKernel_Generic allreduce 2097152 0 [0, 1]
+mscclKernel_Sum_hip_bfloat16_Simple_false allgather 1048576 1 [0, 1]
+ncclDevKernel_Generic allreduce 2097152 0 [0, 1]
+mscclKernel_Sum_hip_bfloat16_Simple_false allgather 1048576 1 [0, 1]" ]
+	# one rank edge for each of the two collectives, matched by Seq
+	[ "$(graphcat job.kg | jq -c 'select(.r == "edge" and .k == "rank")' | wc -l)" = 2 ]
+	[ "$(graphcat job.kg | jq -r 'select(.r == "edge" and .k == "rank") | .how // "trace"' | sort -u)" = trace ]
+	# and the job replays as traced
+	run -0 graphsim -o sim.kg job.kg
+	run -0 graphstat sim.kg
+	[ "$(grep -c '^[01j].*+0\.00 |' <<<"$output")" = 3 ]
+}

@@ -843,3 +843,87 @@ aten::d 1000 -350 0" ]
 		($g | index(1)) != null and ($g | index(2)) != null and $g == ($g | sort) and
 		([range($t | length - 1) | select($g[.] == $g[. + 1] and $t[.].ts > $t[. + 1].ts)] | length) == 0'
 }
+
+@test "kineto2graph: ROCm's string numbers, hex handles and hip calls give the edges of their CUDA twins" {
+	k2g rocm
+	check_edges rocm
+
+	# The header from deviceProperties and distributedInfo ("rank": "0").
+	run -0 header rocm.kg
+	[[ "$output" == *'"rank":0,"world":1,'* ]]
+	[[ "$output" == *'"gpu":"AMD Instinct MI300X","gpu_mem":206141652992,"gpu_sms":304,'* ]]
+	# The copy's bytes, the string "4096".
+	run -0 tasks rocm.kg '.k == "cpy"' '\(.by)'
+	[ "$output" = 4096 ]
+	# hipMemcpyWithStream runs 1045-1095 µs, its copy 1060-1070 after
+	# k_add (ends 1055): the call keeps 1060-1055 = 5 µs; the stream
+	# synchronize (1110-1140) 1140-1136 = 4 µs after k_tail; the device
+	# synchronize (1142-1150) all 8 µs, k_tail having ended at 1136.
+	run -0 tasks rocm.kg '.k == "rt" and (.od // 0) > 0' '\(.n) \(.d) \(.od)'
+	[ "$output" = "hipMemcpyWithStream 5000 50000
+hipStreamSynchronize 4000 30000" ]
+	run -0 tasks rocm.kg '.n == "hipDeviceSynchronize"' '\(.d)'
+	[ "$output" = 8000 ]
+	[ "$(cov copy_blocking rocm.kg)" = 1 ]
+	[ "$(cov sync_bound rocm.kg)" = 2 ]
+	[ "$(cov wait_inferred rocm.kg)" = 1 ]
+	[ "$(cov missing:correlation rocm.kg)" = 0 ]
+
+	# One table, not two code paths: the same trace with each call's
+	# CUDA twin gives the same graph, names aside.
+	sed -e 's/hipExtModuleLaunchKernel\|hipModuleLaunchKernel\|hipLaunchKernel/cudaLaunchKernel/' \
+	    -e 's/hipEventRecord/cudaEventRecord/; s/hipStreamWaitEvent/cudaStreamWaitEvent/' \
+	    -e 's/hipMemcpyWithStream/cudaMemcpy/; s/hipStreamSynchronize/cudaStreamSynchronize/' \
+	    -e 's/hipDeviceSynchronize/cudaDeviceSynchronize/' "$RULES/rocm.json" >cuda.json
+	run -0 kineto2graph -q -o cuda.kg cuda.json
+	graphcat rocm.kg | jq -c 'select(.r != "str" and .r != "header" and .r != "end") | del(.n)' >rocm.lines
+	graphcat cuda.kg | jq -c 'select(.r != "str" and .r != "header" and .r != "end") | del(.n)' >cuda.lines
+	# 3 procs, 15 tasks, the 22 edges of rocm.edges and the coverage
+	[ "$(wc -l <rocm.lines)" = 41 ]
+	diff rocm.lines cuda.lines
+}
+
+@test "kineto2graph: a ROCm number that is not one is refused with the byte and the field" {
+	printf '{"traceEvents": [{"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": {"correlation": 5, "stream": "0xfg"}}]}' >bad.json
+	# the byte after the value, as for every JSON error: "0xfg" is
+	# bytes 155-160
+	run -1 --separate-stderr kineto2graph -o out.kg bad.json
+	[ "$stderr" = "kineto2graph: bad.json: byte 161: field args.stream: expected an integer" ]
+	[ ! -e out.kg ]
+	sed 's/"0xfg"/"4096 "/' bad.json >bad2.json
+	run -1 --separate-stderr kineto2graph -o out.kg bad2.json
+	[ "$stderr" = "kineto2graph: bad2.json: byte 162: field args.stream: expected an integer" ]
+	sed 's/"0xfg"/"0x8000000000000000"/' bad.json >big.json
+	run -1 --separate-stderr kineto2graph -o out.kg big.json
+	[[ "$stderr" == *"field args.stream: expected an integer" ]]
+	sed 's/"ts": 1,/"ts": "1.5e0x",/' bad.json | sed 's/"0xfg"/"0x0"/' >badts.json
+	run -1 --separate-stderr kineto2graph -o out.kg badts.json
+	[[ "$stderr" == *"field ts: expected a number" ]]
+	# a time in a string is a time
+	sed 's/"ts": 1,/"ts": "1.5",/' bad.json | sed 's/"0xfg"/"0x0"/' >okts.json
+	run -0 kineto2graph -q -o ok.kg okts.json
+	run -0 tasks ok.kg 'true' '\(.n) \(.d)'
+	[ "$output" = "hipLaunchKernel 2000" ]
+}
+
+@test "kineto2graph: a graph launch's kernels each depend on it, and launches captured into a graph run nothing" {
+	k2g graph_launch
+	check_edges graph_launch
+
+	# gl marks the graph launch's three edges, and no other.
+	graphcat -r graph_launch.kg | jq -r 'select(.r == "edge" and .gl) | "\(.src)->\(.dst)"' | sort >gl
+	[ "$(wc -l <gl)" = 3 ]
+	graphcat -r graph_launch.kg | jq -r 'select(.r == "task" and .n == "hipGraphLaunch") | .id' >gid
+	[ "$(cut -d- -f1 gl | sort -u)" = "$(cat gid)" ]
+	[ "$(cov launch_graph graph_launch.kg)" = 3 ]
+	# The two launches between hipStreamBeginCapture and
+	# hipStreamEndCapture were captured, not run; the last launch
+	# (correlation 307) ran nothing the trace shows.
+	[ "$(cov launch_captured graph_launch.kg)" = 2 ]
+	[ "$(cov launch_nogpu graph_launch.kg)" = 1 ]
+	# A replay: the graph's kernels start 5 and 8 µs after the call
+	# ends (1050), as traced.
+	run -0 graphsim -o sim.kg graph_launch.kg
+	run -0 graphstat sim.kg
+	[[ "$output" == *"+0.00 |"* ]]
+}

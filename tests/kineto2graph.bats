@@ -360,8 +360,10 @@ ev() {
 
 @test "kineto2graph: a field of the wrong type exits 1 naming it at the byte after its value" {
 	local t
-	t=$(ev '"pid":1,"tid":1,"ts":"12","dur":5')
-	bad_json "$t" "byte $(after "$t" '"ts":"12"'): field ts: expected a number"
+	# a number in a string is one (ROCm's traces write them so); a
+	# string that holds none is not
+	t=$(ev '"pid":1,"tid":1,"ts":"12us","dur":5')
+	bad_json "$t" "byte $(after "$t" '"ts":"12us"'): field ts: expected a number"
 	t=$(ev '"pid":1,"tid":1,"ts":12,"dur":true')
 	bad_json "$t" "byte $(after "$t" '"dur":true'): field dur: expected a number"
 	t=$(ev '"pid":1,"tid":1,"ts":12,"dur":null')
@@ -374,16 +376,16 @@ ev() {
 	bad_json "$t" "byte $(after "$t" '"name":5'): field name: expected a string"
 	t='{"traceEvents":[{"ph":"X","cat":7,"name":"a","pid":1,"tid":1,"ts":1,"dur":1}]}'
 	bad_json "$t" "byte $(after "$t" '"cat":7'): field cat: expected a string"
-	t=$(ev '"pid":1,"tid":1,"ts":1,"dur":1,"args":{"correlation":"7"}')
-	bad_json "$t" "byte $(after "$t" '"correlation":"7"'): field args.correlation: expected an integer"
+	t=$(ev '"pid":1,"tid":1,"ts":1,"dur":1,"args":{"correlation":"7a"}')
+	bad_json "$t" "byte $(after "$t" '"correlation":"7a"'): field args.correlation: expected an integer"
 	t=$(ev '"pid":1,"tid":1,"ts":1,"dur":1,"args":{"correlation":1.5}')
 	bad_json "$t" "byte $(after "$t" '"correlation":1.5'): field args.correlation: expected an integer"
 	t=$(ev '"pid":1,"tid":1,"ts":1,"dur":1,"args":[]')
 	bad_json "$t" "byte $(after "$t" '"args":['): field args: expected an object"
-	t='{"traceEvents":[],"baseTimeNanoseconds":"5"}'
-	bad_json "$t" "byte $(after "$t" '"5"'): field baseTimeNanoseconds: expected an integer"
-	t='{"traceEvents":[],"distributedInfo":{"rank":"0"}}'
-	bad_json "$t" "byte $(after "$t" '"rank":"0"'): field distributedInfo.rank: expected an integer"
+	t='{"traceEvents":[],"baseTimeNanoseconds":"5 ns"}'
+	bad_json "$t" "byte $(after "$t" '"5 ns"'): field baseTimeNanoseconds: expected an integer"
+	t='{"traceEvents":[],"distributedInfo":{"rank":"zero"}}'
+	bad_json "$t" "byte $(after "$t" '"rank":"zero"'): field distributedInfo.rank: expected an integer"
 }
 
 @test "kineto2graph: an object or array given for a scalar field names the type the field takes" {

@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "params.h"
 #include "pp.h"
+#include "rtapi.h"
 #include "util.h"
 
 #define ACCUM_MIN_NS 20000 /* add kernels shorter than this time their launch */
@@ -76,8 +77,10 @@ accum_init(struct build *B)
 			B->acc_detach2 = (uint32_t)i;
 		else if (strcmp(s, "aten::add_") == 0)
 			add = (uint32_t)i;
-		else if (strcmp(s, "cudaLaunchKernel") == 0)
-			launch = (uint32_t)i;
+		else if (rtapi_role(s) == RTAPI_LAUNCH && launch == KG_NONE &&
+		    rtapi_call(rtapi_runtime(s), RTAPI_LAUNCH) != NULL &&
+		    strcmp(s, rtapi_call(rtapi_runtime(s), RTAPI_LAUNCH)) == 0)
+			launch = (uint32_t)i; /* cudaLaunchKernel, hipLaunchKernel */
 	}
 	if (B->acc_detach == KG_NONE && B->acc_detach2 == KG_NONE)
 		return; /* nothing handed over: nothing to add */
@@ -121,7 +124,7 @@ accum_init(struct build *B)
 	B->acc_kname = kname != KG_NONE ? kname :
 	    intern_text(B, "gradient accumulation (graph-scale-pp)");
 	B->acc_add = add != KG_NONE ? add : intern_text(B, "aten::add_");
-	B->acc_call = launch != KG_NONE ? launch : intern_text(B, "cudaLaunchKernel");
+	B->acc_call = launch != KG_NONE ? launch : intern_call(B, RTAPI_LAUNCH);
 	free(ld);
 	free(la);
 	free(bw);

@@ -250,6 +250,7 @@ void schedule(struct build *B, const struct stagecfg *sc, int32_t it, int64_t M)
 
 /* meet.c: collectives */
 uint32_t intern_text(struct build *B, const char *s);
+uint32_t intern_call(struct build *B, int role);
 void coll_key(struct build *B, uint32_t nt, uint32_t u, const struct ctx *c, int32_t ord);
 int scale_gradients(struct build *B, size_t from, const struct stagecfg *sc);
 int relink(struct build *B);

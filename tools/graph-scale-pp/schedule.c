@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "params.h"
 #include "pp.h"
+#include "rtapi.h"
 #include "util.h"
 
 #define OPS1(o, m) do { int32_t mm[NOP] = { 0 }; mm[o] = (m); ops(B, sc, it, 1 << (o), mm); } while (0)
@@ -156,7 +157,7 @@ make_op(struct build *B, const struct stagecfg *sc, const struct ctx *c)
 	kg_task_init(&t);
 	t.proc = mainp;
 	t.kind = KG_RT;
-	t.name = intern_text(B, "cudaLaunchKernel");
+	t.name = intern_call(B, RTAPI_LAUNCH);
 	t.dur = t.odur = J->launch;
 	t.iter = J->g->h.niters > 0 ? J->g->h.iters[c->it] : -1;
 	t.phase = KG_PH_FWD;

@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "comm.h"
+#include "rtapi.h"
 #include "tp.h"
 #include "graph.h"
 #include "kg.h"
@@ -189,14 +190,14 @@ median_i64(int64_t *v, size_t n)
 	return v[(n - 1) / 2];
 }
 
-/* Is task x a runtime call to cudaStreamWaitEvent under no operator? */
+/* Is task x a runtime call to cudaStreamWaitEvent (hipStreamWaitEvent) under no operator? */
 static int
 stream_wait(const struct tp *c, uint32_t x)
 {
 	const struct kg_task *t = &c->t[x];
 
 	return t->kind == KG_RT && t->op == KG_NONE && t->name != KG_NONE &&
-	    strcmp(kg_str(c->r, t->name), "cudaStreamWaitEvent") == 0;
+	    rtapi_role(kg_str(c->r, t->name)) == RTAPI_WAIT;
 }
 
 /* The launch's span: first and last calls; its time in *t. 0, or -1. */

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "commkern.h"
+#include "rtapi.h"
 #include "k2g.h"
 #include "psort.h"
 #include "util.h"
@@ -136,6 +137,7 @@ struct gb {
 	struct step *steps;
 	size_t nsteps;
 	uint32_t main_proc;
+	int noops;          /* the trace has no CPU op: runtime calls alone */
 	int32_t *iter;     /* per event; INT32_MIN outside any step */
 	uint8_t *sel;      /* per event: a selected task */
 	uint32_t *encl;    /* RT / OP: innermost enclosing op (ev index) */
@@ -171,7 +173,7 @@ struct gb {
 	struct umap hoff;   /* a hand-off's dst -> its src */
 	uint64_t nedges;
 	struct commkern_memo *ckm; /* kernel names' communication classes */
-	uint8_t *rtc;       /* by name: rt_class's answer, 0 before it is asked */
+	uint8_t *rtc;       /* by name: rt_role's answer plus one, 0 before it is asked */
 	size_t nrtc;        /* the names it covers (those before the build) */
 };
 
@@ -591,6 +593,24 @@ dtype_size(const char *s)
 	return 0;
 }
 
+/*
+ * What a runtime call does (an rtapi role, rtapi.h: CUDA and HIP alike);
+ * asked once a name (g->rtc, 0 before; the role plus one): a trace makes
+ * millions of calls of a few dozen names.
+ */
+static int
+rt_role(struct gb *g, uint32_t name)
+{
+	int c;
+
+	if (name < g->nrtc && g->rtc[name] != 0)
+		return g->rtc[name] - 1;
+	c = rtapi_role(g->t->str.str[name]);
+	if (name < g->nrtc)
+		g->rtc[name] = (uint8_t)(c + 1);
+	return c;
+}
+
 static void
 edge(struct gb *g, uint32_t src, uint32_t dst, int kind, int64_t delay, int how,
     uint32_t on, uint32_t via, uint32_t at)
@@ -621,56 +641,14 @@ edge(struct gb *g, uint32_t src, uint32_t dst, int kind, int64_t delay, int how,
 	e.on = on == KG_NONE ? KG_NONE : g->outproc[on];
 	e.via = via == KG_NONE ? KG_NONE : g->task[via];
 	e.at = at == KG_NONE ? KG_NONE : g->task[at];
+	/* a graph launch's GPU tasks: said on the edge (gl) */
+	e.graph = kind == KG_E_LAUNCH && how == KG_HOW_TRACE && g->t->ev[src].cls == EV_RT &&
+	    rt_role(g, g->t->ev[src].name) == RTAPI_GRAPH;
 	if (kg_write_edge(g->w, &e) < 0)
 		g->werr = 1;
 	g->nedges++;
 }
 
-
-/* Is this runtime call one that puts work on a stream? */
-static int
-is_launch_api(const char *n)
-{
-	return starts(n, "cudaLaunch") || starts(n, "cuLaunch") ||
-	    starts(n, "cudaMemcpy") || starts(n, "cudaMemset") ||
-	    starts(n, "cuMemcpy") || starts(n, "cuMemset") ||
-	    starts(n, "cudaGraphLaunch") || starts(n, "cuGraphLaunch");
-}
-
-/*
- * What a runtime call's name makes it (the low bits), and whether it is
- * a launch API; asked once a name (g->rtc, 0 before): a trace makes
- * millions of calls of a few dozen names.
- */
-enum { RTC_OTHER = 1, RTC_RECORD, RTC_WAIT, RTC_SYNC, RTC_KIND = 7, RTC_LAUNCHAPI = 8 };
-
-static int
-rt_class(struct gb *g, uint32_t name)
-{
-	const char *n = g->t->str.str[name];
-	int c;
-
-	if (name < g->nrtc && g->rtc[name] != 0)
-		return g->rtc[name];
-	if (strcmp(n, "cudaEventRecord") == 0)
-		c = RTC_RECORD;
-	else if (strcmp(n, "cudaStreamWaitEvent") == 0)
-		c = RTC_WAIT;
-	else if (strcmp(n, "cudaStreamSynchronize") == 0 ||
-	    strcmp(n, "cudaEventSynchronize") == 0 ||
-	    strcmp(n, "cudaDeviceSynchronize") == 0 ||
-	    strcmp(n, "cuStreamSynchronize") == 0 ||
-	    strcmp(n, "cuEventSynchronize") == 0 ||
-	    strcmp(n, "cuCtxSynchronize") == 0)
-		c = RTC_SYNC;
-	else
-		c = RTC_OTHER;
-	if (is_launch_api(n))
-		c |= RTC_LAUNCHAPI;
-	if (name < g->nrtc)
-		g->rtc[name] = (uint8_t)c;
-	return c;
-}
 
 /* What a pending cross-stream wait remembers until the next launch on its stream. */
 #define NRECENT 8 /* streams a thread launched onto lately, for inference */
@@ -737,6 +715,7 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 	uint32_t *thr_stream = xmalloc(t->nproc * sizeof(*thr_stream));
 	uint32_t (*recent)[NRECENT] = xmalloc(t->nproc * sizeof(*recent));
 	uint32_t *thr_record = xmalloc(t->nproc * sizeof(*thr_record));
+	char *capturing = xcalloc(t->nproc, 1); /* a thread between capture calls */
 	struct wait **twait = xcalloc(t->nproc, sizeof(*twait));
 	size_t *ntwait = xcalloc(t->nproc, sizeof(*ntwait));
 	size_t *captwait = xcalloc(t->nproc, sizeof(*captwait));
@@ -774,9 +753,8 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 	for (i = 0; i < nrt; i++) {
 		uint32_t x = rts[i], th = t->ev[x].proc, gx, sx, prev;
 		const struct ev *e = &t->ev[x];
-		const char *n = evname(g, e);
 		const struct syncrec *sr = NULL;
-		int sel = g->sel[x], rc;
+		int sel = g->sel[x], rc = rt_role(g, e->name);
 
 		sx = e->corr != NO_CORR ? umap_get(&syncs, e->corr) : KG_NONE;
 		if (sx != KG_NONE)
@@ -787,6 +765,9 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 
 			for (gx = g->nextgpu[x]; gx != KG_NONE; gx = g->nextgpu[gx]) {
 				uint32_t s = t->ev[gx].proc;
+
+				if (rc == RTAPI_GRAPH && g->sel[gx])
+					kg_cov_add(cov, "launch_graph", 1);
 
 				/* Waits pending on this stream bind to its next task. */
 				for (j = 0; j < npend[s]; j++) {
@@ -836,7 +817,7 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 				thr_launch_ts[th] = e->ts;
 				/* Blocking copies: the thread goes on only after the copy. */
 				if (t->ev[gx].cls == EV_CPY && sel && g->sel[gx] &&
-				    (strcmp(n, "cudaMemcpy") == 0 ||
+				    (rc == RTAPI_COPY_SYNC ||
 				     (strstr(evname(g, &t->ev[gx]), "Pageable") &&
 				      end_of(e) >= end_of(&t->ev[gx])))) {
 					uint32_t nx = g->nextleaf[x];
@@ -870,11 +851,14 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 			}
 			continue;
 		}
-		rc = rt_class(g, e->name);
-		if ((rc & RTC_LAUNCHAPI) && sel)
-			kg_cov_add(cov, "launch_nogpu", 1);
+		if (rc == RTAPI_CAPTURE_BEGIN)
+			capturing[th] = 1;
+		else if (rc == RTAPI_CAPTURE_END)
+			capturing[th] = 0;
+		else if (rtapi_puts_work(rc) && sel)
+			kg_cov_add(cov, capturing[th] ? "launch_captured" : "launch_nogpu", 1);
 
-		if ((rc & RTC_KIND) == RTC_RECORD) {
+		if (rc == RTAPI_RECORD) {
 			struct record r;
 			uint32_t ws = e->corr != NO_CORR ? umap_get(&waitstream, e->corr) : KG_NONE;
 
@@ -886,7 +870,7 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 			if (e->corr != NO_CORR)
 				umap_put(&recmap, e->corr, (uint32_t)(nrecs - 1));
 			thr_record[th] = (uint32_t)(nrecs - 1);
-		} else if ((rc & RTC_KIND) == RTC_WAIT) {
+		} else if (rc == RTAPI_WAIT) {
 			struct wait wt;
 
 			wt.at = x;
@@ -957,19 +941,20 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 					kg_cov_add(cov, "wait_unresolved", 1);
 				}
 			}
-		} else if ((rc & RTC_KIND) == RTC_SYNC) {
+		} else if (rc == RTAPI_SYNC_STREAM || rc == RTAPI_SYNC_EVENT ||
+		    rc == RTAPI_SYNC_DEVICE) {
 			uint32_t src[64], on[64], via = x;
 			size_t ns = 0, k;
 			int how = KG_HOW_INFERRED;
 			int64_t maxend = INT64_MIN;
 
-			if (strstr(n, "Device") || strstr(n, "Ctx")) {
+			if (rc == RTAPI_SYNC_DEVICE) {
 				/* Every stream of the device with work launched. */
 				how = sr != NULL ? KG_HOW_EXPLICIT : KG_HOW_TRACE;
 				for (k = 0; k < t->nproc && ns < 64; k++)
 					if (t->proc[k].gpu && last[k] != KG_NONE)
 						src[ns] = last[k], on[ns++] = (uint32_t)k;
-			} else if (strstr(n, "Stream")) {
+			} else if (rc == RTAPI_SYNC_STREAM) {
 				uint32_t s = thr_stream[th];
 
 				if (sr != NULL && sr->stream >= 0) {
@@ -1032,6 +1017,7 @@ bind_runtime(struct gb *g, uint32_t *rts, size_t nrt)
 	free(thr_stream);
 	free(recent);
 	free(thr_record);
+	free(capturing);
 	umap_release(&syncs);
 	umap_release(&recmap);
 	umap_release(&waitstream);
@@ -1243,7 +1229,8 @@ main_between(const struct gb *g, const uint32_t *m, size_t n, int64_t a, int64_t
 
 /*
  * Rule 5: a thread other than the main one that runs CPU ops (autograd's
- * backward thread) works in runs: its tasks of one iteration, split where
+ * backward thread; in a trace without ops, a GPU-only profile of runtime
+ * calls alone, a thread other than the first to call) works in runs: its tasks of one iteration, split where
  * the main thread ran in between (a training loop that calls backward
  * once per micro-batch hands over once per call). Each run starts after
  * the main thread's last task that had ended by then, and the main
@@ -1266,8 +1253,10 @@ backward_runs(struct gb *g, const uint32_t *cpu, size_t ncpu, const uint8_t *lea
 		if (e->proc == g->main_proc && leaf[cpu[i]] && g->sel[cpu[i]])
 			VEC_PUSH(g->mleaf, g->nmleaf, cap, cpu[i]);
 		/* any CPU op counts, leaf or not: autograd's ops enclose
-		 * the launches that are its only tasks */
-		if (e->proc != g->main_proc && e->cls == EV_OP && iter_selected(g, g->iter[cpu[i]]))
+		 * the launches that are its only tasks; in a trace without
+		 * ops (a GPU-only profile), the launches themselves */
+		if (e->proc != g->main_proc && (e->cls == EV_OP || (g->noops && e->cls == EV_RT)) &&
+		    iter_selected(g, g->iter[cpu[i]]))
 			g->bwd[e->proc] = 1;
 	}
 	if (g->nmleaf == 0)
@@ -1682,14 +1671,19 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	}
 	if (find_steps(&g, err, errlen) < 0)
 		goto out;
+	for (i = 0; i < t->nev && !g.noops; i++)
+		g.noops = t->ev[i].cls == EV_OP;
+	g.noops = !g.noops;
 	if (g.nsteps == 0) {
 		/* No ProfilerStep: the main thread is the one whose first CPU
-		 * op comes first (Python's main thread starts the others). */
+		 * op comes first (Python's main thread starts the others);
+		 * in a trace of runtime calls alone, whose first call does. */
 		int64_t first = INT64_MAX;
 
 		g.main_proc = KG_NONE;
 		for (i = 0; i < t->nev; i++)
-			if (t->ev[i].cls == EV_OP && t->ev[i].ts < first)
+			if ((t->ev[i].cls == EV_OP || (g.noops && t->ev[i].cls == EV_RT)) &&
+			    t->ev[i].ts < first)
 				first = t->ev[i].ts, g.main_proc = t->ev[i].proc;
 	}
 

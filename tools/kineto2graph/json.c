@@ -301,13 +301,77 @@ to_i64(const char *s, size_t len, int64_t *out)
 	return 0;
 }
 
-/* pid / tid as strings: "1890023232", "stream 7"; else not numeric. */
+/*
+ * An integer a string holds, as ROCm's traces write them: decimal
+ * ("4096", in args.bytes, args.size) or a hex handle ("0x0",
+ * "0x7f3a5c000000", in args.stream). Nothing around the digits.
+ */
+static int
+str_int(const char *s, size_t len, int64_t *out)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (len < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+		return to_i64(s, len, out);
+	for (i = 2; i < len; i++) {
+		int d = s[i] >= '0' && s[i] <= '9' ? s[i] - '0' :
+		    s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10 :
+		    s[i] >= 'A' && s[i] <= 'F' ? s[i] - 'A' + 10 : -1;
+
+		if (d < 0 || v > (uint64_t)INT64_MAX >> 4)
+			return -1;
+		v = v << 4 | (uint64_t)d;
+	}
+	*out = (int64_t)v;
+	return 0;
+}
+
+/* An integer, written as a number (isstr 0) or in a string (isstr > 0). */
+static int
+any_int(const char *s, size_t len, int isstr, int64_t *out)
+{
+	if (isstr < 0)
+		return -1;
+	return isstr > 0 ? str_int(s, len, out) : to_i64(s, len, out);
+}
+
+/* Is the string a JSON number's text ("12", "-3.5", "1.7e15")? */
+static int
+number_text(const char *s, size_t len)
+{
+	size_t i = 0, d;
+
+	if (i < len && s[i] == '-')
+		i++;
+	for (d = i; i < len && s[i] >= '0' && s[i] <= '9'; i++)
+		;
+	if (i == d)
+		return 0;
+	if (i < len && s[i] == '.') {
+		for (d = ++i; i < len && s[i] >= '0' && s[i] <= '9'; i++)
+			;
+		if (i == d)
+			return 0;
+	}
+	if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+		if (++i < len && (s[i] == '+' || s[i] == '-'))
+			i++;
+		for (d = i; i < len && s[i] >= '0' && s[i] <= '9'; i++)
+			;
+		if (i == d)
+			return 0;
+	}
+	return i == len;
+}
+
+/* pid / tid as strings: "1890023232", "0x1f", "stream 7"; else not numeric. */
 static int
 str_id(const char *s, size_t len, int64_t *out)
 {
 	if (len > 7 && memcmp(s, "stream ", 7) == 0)
 		s += 7, len -= 7;
-	return to_i64(s, len, out);
+	return str_int(s, len, out);
 }
 
 static void
@@ -398,21 +462,24 @@ on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr)
 	if (ctx == C_DEV) {
 		/* deviceProperties: a field of another type is ignored, as an
 		 * unknown one is (the entry is only described by it) */
-		if (k == V_NAME && isstr > 0)
+		if (k == V_NAME && isstr > 0 && len > 0) /* vLLM's MI300X traces: "" */
 			p->dev.name = intern_get(&p->t->str, (const char *)s, len);
-		else if (k != K_NONE && k != V_NAME && isstr == 0 &&
-		    to_i64((const char *)s, len, &v) == 0 && v >= 0)
+		else if (k != K_NONE && k != V_NAME &&
+		    any_int((const char *)s, len, isstr, &v) == 0 && v >= 0)
 			*(k == V_ID ? &p->dev.id : k == V_MEM ? &p->dev.mem : &p->dev.sms) = v;
 		return 1;
 	}
 	if (ctx == C_DEVS)
 		return 1;
 	if (ctx == C_PGRANKS) {
-		if (isstr != 0 || to_i64((const char *)s, len, &v) < 0)
+		char num[24];
+
+		if (any_int((const char *)s, len, isstr, &v) < 0)
 			return fail(p, "field %s: expected an integer", keyname(G_RANKS));
 		if (p->pgranks_n++ > 0)
 			cap_put(c, ", ", 2);
-		cap_put(c, (const char *)s, len);
+		snprintf(num, sizeof(num), "%lld", (long long)v);
+		cap_put(c, num, strlen(num));
 		return 1;
 	}
 	if (ctx == C_CAPTURE) {
@@ -432,7 +499,7 @@ on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr)
 	if (ctx == C_TOP || ctx == C_DIST) {
 		if (k == T_EVENTS || k == T_DIST || k == T_DEVS)
 			return 1; /* not an array / object: ignored like unknown */
-		if (isstr != 0 || to_i64((const char *)s, len, &v) < 0)
+		if (any_int((const char *)s, len, isstr, &v) < 0)
 			return fail(p, "field %s: expected an integer", keyname(k));
 		if (k == T_BASE) {
 			if (v < 0 || v > MAX_TIME)
@@ -481,7 +548,7 @@ on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr)
 		}
 		case E_TS:
 		case E_DUR:
-			if (isstr != 0)
+			if (isstr < 0 || (isstr > 0 && !number_text((const char *)s, len)))
 				return fail(p, "field %s: expected a number", keyname(k));
 			if (us_to_ns((const char *)s, len, k == E_TS ? &c->ts : &c->dur) < 0)
 				return fail(p, "field %s: number out of range", keyname(k));
@@ -545,12 +612,12 @@ on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr)
 	}
 	if (k == A_SEQNR) {
 		/* a hint for rule 7 only: anything but a count is passed over */
-		if (isstr == 0 && to_i64((const char *)s, len, &v) == 0 && v >= 0 &&
+		if (any_int((const char *)s, len, isstr, &v) == 0 && v >= 0 &&
 		    v < (int64_t)NO_CORR)
 			c->seqnr = v;
 		return 1;
 	}
-	if (isstr != 0 || to_i64((const char *)s, len, &v) < 0)
+	if (any_int((const char *)s, len, isstr, &v) < 0)
 		return fail(p, "field %s: expected an integer", keyname(k));
 	switch (k) {
 	case A_CORR:

@@ -144,6 +144,39 @@ setup_file() {
 	[ "$stderr" = "graphcat: miss.kg: record 4: missing field d" ]
 }
 
+@test "graphcat: a graph launch's edge prints its gl, and gl on an edge that is no launch is an error" {
+	mkstream > gl.kg <<-'EOF'
+	{"r":"header","format":"kgraph","major":1,"minor":7,"producer":"t","unit":"ns"}
+	{"r":"str","id":0,"s":"k"}
+	{"r":"proc","id":0,"k":"thread","pid":0,"tid":0}
+	{"r":"proc","id":1,"k":"stream","pid":0,"tid":7}
+	{"r":"task","id":0,"p":0,"k":"rt","n":0,"d":5,"ts":0,"it":-1}
+	{"r":"task","id":1,"p":1,"k":"kern","n":0,"d":5,"ts":9,"it":-1}
+	{"r":"task","id":2,"p":1,"k":"kern","n":0,"d":5,"ts":14,"it":-1}
+	{"r":"edge","src":0,"dst":1,"k":"launch","gl":true}
+	{"r":"edge","src":0,"dst":2,"k":"launch","gl":true}
+	{"r":"edge","src":1,"dst":2,"k":"stream","gl":false}
+	{"r":"end","tasks":3,"edges":3,"procs":2,"strs":1}
+	EOF
+	run -0 graphcat gl.kg
+	[ "$(grep -c '"gl":true' <<<"$output")" = 2 ]
+	[ "$(grep -c '"gl":false' <<<"$output")" = 1 ]
+	sed 's/"k":"stream","gl":false/"k":"stream","gl":true/' > bad.jsonl <<-'EOF'
+	{"r":"header","format":"kgraph","major":1,"minor":7,"producer":"t","unit":"ns"}
+	{"r":"str","id":0,"s":"k"}
+	{"r":"proc","id":0,"k":"stream","pid":0,"tid":7}
+	{"r":"task","id":0,"p":0,"k":"kern","n":0,"d":5,"ts":9,"it":-1}
+	{"r":"task","id":1,"p":0,"k":"kern","n":0,"d":5,"ts":14,"it":-1}
+	{"r":"edge","src":0,"dst":1,"k":"stream","gl":false}
+	EOF
+	mkstream < bad.jsonl > bad.kg
+	run -1 --separate-stderr graphcat bad.kg
+	[ "$stderr" = "graphcat: bad.kg: record 6: gl on a stream edge" ]
+	sed 's/"gl":true/"gl":1/' bad.jsonl | mkstream > one.kg
+	run -1 --separate-stderr graphcat one.kg
+	[ "$stderr" = "graphcat: one.kg: record 6: field gl: expected a boolean" ]
+}
+
 @test "graphcat: end-record counts that disagree are corruption" {
 	mkstream > count.kg <<-'EOF'
 	{"r":"header","format":"kgraph","major":1,"minor":0,"producer":"t","unit":"ns"}

@@ -819,4 +819,15 @@ mscclKernel_Sum_hip_bfloat16_Simple_false allgather 1048576 1 [0, 1]" ]
 	run -0 graphsim -o sim.kg job.kg
 	run -0 graphstat sim.kg
 	[ "$(grep -c '^[01j].*+0\.00 |' <<<"$output")" = 3 ]
+	# Without the ops' metadata the kernels are collectives of no type,
+	# and still meet, by order on their stream
+	for r in 0 1; do
+		jq '.traceEvents |= map(if .name == "record_param_comms" then .args = {} else . end)' \
+		    "$FIX/rocm/rccl_rank$r.json" >bare$r.json
+		run -0 kineto2graph -q -o bare$r.kg bare$r.json
+	done
+	run -0 graph-deps --merge -o bare.kg bare0.kg bare1.kg
+	[ "$(graphcat bare.kg | jq -r 'select(.r == "task" and .k == "coll") | .coll // "none"' | sort -u)" = none ]
+	[ "$(graphcat bare.kg | jq -r 'select(.r == "edge" and .k == "rank") | .how')" = "inferred
+inferred" ]
 }

@@ -4,7 +4,7 @@
 # GPU (scripts/record-op-sweep.py: attention, norms, elementwise,
 # softmax, loss and AdamW with their kernels' true durations), or
 # nothing: under KG_OP_SWEEPS (DIR/GPU/op_sweep.json.gz) when it is set,
-# else beside the shared sweep, else the one a session of ours recorded
+# else beside the shared sweep, else data/gpu's
 # (data/gpu/GPU/op_sweep.json.gz; data/gpu/README.md). bench/real-accuracy
 # looks in the same places.
 op_sweep() {

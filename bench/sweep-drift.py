@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/sweep-drift.py [KERNELS_DIR]: whether a GPU's traced GEMM sweep
-drifts as it runs (issue 12, the sign of the GEMM error).
+drifts as it runs (the sign of the GEMM error).
 
 record.py times each GEMM of the sweep twice: by CUDA event pairs around
 repeated calls (kernels.jsonl, `us`: a median) and once under the

@@ -252,7 +252,9 @@ hid_retime_colls(struct graph *g, const struct kg_reader *r, double pratio, doub
 		if (n >= 2 && t->coll > KG_COLL_NONE && t->coll < KG_NCOLL) {
 			t0 = comm_time(&m, t->coll, n, t->bytes, link, &a0);
 			t1 = comm_time(&m, t->coll, n, nb, link, &a1);
-			cn->collassumed += m.c[t->coll][link].samples == 0;
+			/* a class the job had no sample of is the built-in's,
+			 * the least of NCCL's protocols (a fit's never is) */
+			cn->collassumed += m.c[t->coll][link].least;
 			if (t0 > 0 && t1 >= 0)
 				t->dur = llround((double)t->dur * (double)t1 / (double)t0);
 		}

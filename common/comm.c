@@ -1,10 +1,12 @@
 #include "comm.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util.h"
 
@@ -336,6 +338,18 @@ fail:
  * hwLat: 3.4 us over NVLink, 9.6 us over the network). Peaks: what NCCL
  * reaches on large messages is lower (nccl-tests' bus bandwidth is
  * typically 70-90% of them), so a prediction on them is optimistic.
+ *
+ * mi300x: an 8-GPU AMD Instinct MI300X platform (MI325X alike). Its
+ * GPUs are a full mesh: each has 7 Infinity Fabric links, one to each
+ * peer, of 128 GB/s both ways (64 GB/s a direction; AMD's MI300X data
+ * sheet and CDNA 3 white paper: 896 GB/s peer to peer in all), 448 GB/s
+ * one way when all 7 carry a collective of the 8 (RCCL lays several
+ * rings over the mesh); a group of fewer reaches fewer links (a pair:
+ * one, 64 GB/s), which one figure a link does not tell. The network: a
+ * 400 Gb/s NIC a GPU, 50 GB/s (AMD's reference platform and the clouds
+ * built on it, e.g. Azure's ND MI300X v5: 8 x 400 Gb/s InfiniBand).
+ * Latency: RCCL is NCCL's fork and starts from its ring model; no figure
+ * of RCCL's own is at hand, so NCCL's (3.4 and 9.6 us a step) stands.
  */
 static const struct {
 	const char *name;
@@ -345,6 +359,29 @@ static const struct {
 	{ "h100", { 450, 50 }, { 3.4, 9.6 }, 8 },
 	{ "a100", { 300, 25 }, { 3.4, 9.6 }, 8 },
 	{ "v100", { 150, 6.25 }, { 3.4, 9.6 }, 8 },
+	{ "mi300x", { 448, 50 }, { 3.4, 9.6 }, 8 },
+};
+
+/*
+ * The built-in topology of a GPU, by a word of its name as the trace's
+ * deviceProperties gives it ("NVIDIA H100 80GB HBM3", "Tesla
+ * V100-SXM2-32GB", "AMD Instinct MI300X VF"). A PCIe card of a family
+ * is given the family's SXM node (its links are slower). Not here: the
+ * H800 and A800, whose NVLink is cut to 400 GB/s both ways; the MI300A
+ * (an APU, 4 to a node); the MI250X, MI250 and MI210 (two dies a
+ * package and links of three speeds between them; bridged PCIe cards):
+ * a topology file says theirs.
+ */
+static const struct {
+	const char *word, *topology;
+} gpu_topologies[] = {
+	{ "H100", "h100" },
+	{ "H200", "h100" },  /* the same NVLink 4 and DGX network */
+	{ "GH200", "h100" }, /* Grace Hopper: the H100's NVLink */
+	{ "A100", "a100" },
+	{ "V100", "v100" },
+	{ "MI300X", "mi300x" },
+	{ "MI325X", "mi300x" }, /* the MI300X's links and platform */
 };
 
 void
@@ -418,7 +455,44 @@ comm_class_text(const struct comm_class *c, char *buf, size_t len)
 		    "LL, LL128 and Simple" : "LL and Simple");
 }
 
-const char comm_topology_names[] = "h100, a100, v100";
+const char comm_topology_names[] = "h100, a100, v100, mi300x";
+
+const char *
+comm_topology_for_gpu(const char *gpu)
+{
+	const char *p = gpu, *w;
+	size_t i, n;
+
+	while (p != NULL && *p != '\0') {
+		/* the words: runs of letters and digits */
+		while (*p != '\0' && !isalnum((unsigned char)*p))
+			p++;
+		for (w = p; isalnum((unsigned char)*p); p++)
+			;
+		n = (size_t)(p - w);
+		for (i = 0; n > 0 && i < sizeof(gpu_topologies) / sizeof(gpu_topologies[0]); i++)
+			if (strlen(gpu_topologies[i].word) == n &&
+			    strncasecmp(w, gpu_topologies[i].word, n) == 0)
+				return gpu_topologies[i].topology;
+	}
+	return NULL;
+}
+
+const char *
+comm_topology_default(const char *gpu, char *why, size_t len)
+{
+	const char *t = comm_topology_for_gpu(gpu);
+
+	if (why != NULL && len > 0) {
+		if (t != NULL)
+			why[0] = '\0';
+		else if (gpu == NULL || gpu[0] == '\0')
+			snprintf(why, len, "the stream names no GPU");
+		else
+			snprintf(why, len, "the GPU (%s) matches no built-in topology", gpu);
+	}
+	return t != NULL ? t : COMM_TOPOLOGY_DEFAULT;
+}
 
 int
 comm_topology_builtin(const char *name, struct comm_given *g, int keep)

@@ -99,15 +99,31 @@ void comm_class_given(struct comm_class *c, const struct comm_given *g, int coll
 void comm_class_text(const struct comm_class *c, char *buf, size_t len);
 /*
  * A built-in topology by name ("h100", "a100", "v100": one DGX-class
- * node of 8 GPUs; the numbers and their sources are in comm.c and
- * graph-scale-dp(1)): fills g's links (those not set already when
- * keep is 1) and gpus-per-node. 0, or -1 for an unknown name.
+ * node of 8 GPUs; "mi300x": AMD's 8-GPU MI300X platform; the numbers
+ * and their sources are in comm.c and graph-scale-dp(1)): fills g's
+ * links (those not set already when keep is 1) and gpus-per-node. 0, or
+ * -1 for an unknown name.
  */
 int comm_topology_builtin(const char *name, struct comm_given *g, int keep);
 /* The built-in topologies' names, ", " between them. */
 extern const char comm_topology_names[];
-/* The topology the tools fall back on where a link was never used. */
+/*
+ * The built-in topology of the GPU a stream's header names (its gpu):
+ * "h100" for an H100, H200 or GH200, "a100" for an A100, "v100" for a
+ * V100, "mi300x" for an AMD Instinct MI300X or MI325X (comm.c has the
+ * list and what it leaves out); NULL for any other name, "" or NULL.
+ */
+const char *comm_topology_for_gpu(const char *gpu);
+/* The topology the tools fall back on where no GPU's matches. */
 #define COMM_TOPOLOGY_DEFAULT "h100"
+/*
+ * The built-in topology a tool takes for a link the job never used on
+ * that GPU: the GPU's own (comm_topology_for_gpu), else
+ * COMM_TOPOLOGY_DEFAULT, and why in why (when not NULL): "" for the
+ * GPU's own, else "the stream names no GPU" or "the GPU (NAME) matches
+ * no built-in topology", for the tool's message.
+ */
+const char *comm_topology_default(const char *gpu, char *why, size_t len);
 
 double comm_steps(int coll, int64_t n);
 double comm_factor(int coll, int64_t n);

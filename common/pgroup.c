@@ -227,18 +227,22 @@ pgroups_ranks_text(const int64_t *r, size_t n, char *buf, size_t len)
 }
 
 int
-pgroups_assume(const struct comm_model *m, const uint8_t *used, struct comm_given *given,
-    char assumed[COMM_NLINK], char msg[COMM_NLINK][192], char *note, size_t notelen)
+pgroups_assume(const struct comm_model *m, const uint8_t *used, const char *gpu,
+    struct comm_given *given, char assumed[COMM_NLINK], char msg[COMM_NLINK][PGROUPS_MSGLEN],
+    char *note, size_t notelen)
 {
 	static const char *const what[COMM_NLINK] = { "NVLink", "network" };
 	static const char *const over[COMM_NLINK] = { "NVLink", "the network" };
 	struct comm_given b;
+	const char *topo;
+	char why[192];
 	int l, c, n = 0, need, any;
 	size_t k;
 
 	note[0] = '\0';
 	memset(&b, 0, sizeof(b));
-	comm_topology_builtin(COMM_TOPOLOGY_DEFAULT, &b, 0);
+	topo = comm_topology_default(gpu, why, sizeof(why));
+	comm_topology_builtin(topo, &b, 0);
 	for (l = 0; l < COMM_NLINK; l++) {
 		assumed[l] = 0;
 		msg[l][0] = '\0';
@@ -254,12 +258,12 @@ pgroups_assume(const struct comm_model *m, const uint8_t *used, struct comm_give
 		given->gbps[l] = b.gbps[l];
 		given->us[l] = b.us[l];
 		assumed[l] = 1;
-		snprintf(msg[l], 192, "no collective over %s in the job: it is taken to be the "
-		    "built-in %s topology's (%g GB/s a GPU, NCCL's ring model; give it with --net "
-		    "or --topology)", over[l], COMM_TOPOLOGY_DEFAULT, b.gbps[l]);
+		snprintf(msg[l], PGROUPS_MSGLEN, "no collective over %s in the job: it is taken to be "
+		    "the built-in %s topology's (%g GB/s a GPU, NCCL's ring model; %s%sgive it with "
+		    "--net or --topology)", over[l], topo, b.gbps[l], why, why[0] ? "; " : "");
 		k = strlen(note);
 		snprintf(note + k, notelen - k, "%s%s: built-in %s (%g GB/s, NCCL's ring model)",
-		    k ? "; " : "assumed ", what[l], COMM_TOPOLOGY_DEFAULT, b.gbps[l]);
+		    k ? "; " : "assumed ", what[l], topo, b.gbps[l]);
 		n++;
 	}
 	return n;

@@ -90,19 +90,25 @@ int pgroups_ranks_text(const int64_t *r, size_t n, char *buf, size_t len);
 void pgroups_fit(const struct pgroups *s, const struct kg_task *const *c, const uint32_t *grp,
     size_t n, const struct comm_given *given, struct comm_model *m);
 
+/* The room for pgroups_assume's sentence (a GPU's name may be in it). */
+#define PGROUPS_MSGLEN 384
+
 /*
  * The links a prediction needs that the job never used and no one gave:
  * used[coll * COMM_NLINK + link] marks the classes the tool times. For
  * each link of m with no sample at all, needed by a used class, and not
- * set in given, given gets the built-in default topology's link
- * (COMM_TOPOLOGY_DEFAULT), assumed[link] is set, and msg[link] holds the
- * sentence to warn with. note gets the words for the section's tools
- * entry ("assumed network: built-in h100 (50 GB/s, 9.6 us a step)"),
- * "" when nothing was assumed. Returns how many links were assumed: the
- * caller then fits again with given.
+ * set in given, given gets the link of the built-in topology of gpu (the
+ * stream header's: comm_topology_default, h100 where none matches),
+ * assumed[link] is set, and msg[link] holds the sentence to warn with
+ * (naming the topology, and why h100 where the GPU's was not found).
+ * note gets the words for the section's tools entry ("assumed network:
+ * built-in h100 (50 GB/s, NCCL's ring model)"), "" when nothing was
+ * assumed. Returns how many links were assumed: the caller then fits
+ * again with given.
  */
-int pgroups_assume(const struct comm_model *m, const uint8_t *used, struct comm_given *given,
-    char assumed[COMM_NLINK], char msg[COMM_NLINK][192], char *note, size_t notelen);
+int pgroups_assume(const struct comm_model *m, const uint8_t *used, const char *gpu,
+    struct comm_given *given, char assumed[COMM_NLINK], char msg[COMM_NLINK][PGROUPS_MSGLEN],
+    char *note, size_t notelen);
 
 /*
  * Whether a collective of type coll on link is timed with a borrowed fit

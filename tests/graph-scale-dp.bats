@@ -130,7 +130,8 @@ durations() {
 	# [0, 2, 4, 6] on nodes 0 and 1
 	mkjob > job.kg
 	run -0 --separate-stderr graph-scale-dp --gpus-per-node 4 -o h100.kg 4 job.kg
-	[ "$stderr" = "graph-scale-dp: warning: job.kg: section 0: no collective over the network in the job: it is taken to be the built-in h100 topology's (50 GB/s a GPU, NCCL's ring model; give it with --net or --topology)" ]
+	# the header names no GPU (format 1.2): h100's, and the tool says why
+	[ "$stderr" = "graph-scale-dp: warning: job.kg: section 0: no collective over the network in the job: it is taken to be the built-in h100 topology's (50 GB/s a GPU, NCCL's ring model; the stream names no GPU; give it with --net or --topology)" ]
 	# DGX H100: a 400 Gb/s NIC a GPU (50 GB/s), timed as NCCL's ring
 	# over the network, the least of its protocols: 100000 B among 4
 	# (6 steps, 150000 B a link) take 3600 + 6 * 2700 + 150000 / 12.5 =
@@ -288,6 +289,44 @@ durations() {
 	[ "$stderr" = "graph-scale-dp: nosuch: No such file or directory" ]
 }
 
+@test "graph-scale-dp: the network assumed is the built-in topology of the GPU the header names, else h100's, said" {
+	mkjob > job.kg
+	# the topology each name takes, its network a GPU, and the time of a
+	# 100000 B all-reduce among 4 ranks across nodes (6 steps, 150000 B a
+	# link): the least of LL (3600 + 6 * 2700 ns, a quarter of the
+	# bandwidth) and Simple (8400 + 6 * 9600 ns, all of it)
+	while IFS='|' read -r gpu topo gbps want why; do
+		graphcat job.kg | jq -c --arg g "$gpu" 'if .r == "header" then .minor = 5 | .gpu = $g else . end' | mkstream > g.kg
+		run -0 --separate-stderr graph-scale-dp --gpus-per-node 4 -o out.kg 4 g.kg
+		[ "$stderr" = "graph-scale-dp: warning: g.kg: section 0: no collective over the network in the job: it is taken to be the built-in $topo topology's ($gbps GB/s a GPU, NCCL's ring model; ${why:+$why; }give it with --net or --topology)" ]
+		[ "$(durations out.kg | awk '$1 % 4 == 2 { print $2 }' | sort -u)" = "$want" ]
+	done <<-'EOF'
+	NVIDIA H100 80GB HBM3|h100|50|31800
+	NVIDIA H200|h100|50|31800
+	NVIDIA GH200 480GB|h100|50|31800
+	NVIDIA A100-SXM4-80GB|a100|25|43800
+	NVIDIA A100-PG509-200|a100|25|43800
+	Tesla V100-SXM2-16GB|v100|6.25|90000
+	AMD Instinct MI300X|mi300x|50|31800
+	AMD Instinct MI300X VF|mi300x|50|31800
+	AMD Instinct MI325X|mi300x|50|31800
+	AMD Radeon Graphics|h100|50|31800|the GPU (AMD Radeon Graphics) matches no built-in topology
+	AMD Instinct MI210|h100|50|31800|the GPU (AMD Instinct MI210) matches no built-in topology
+	AMD Instinct MI300A|h100|50|31800|the GPU (AMD Instinct MI300A) matches no built-in topology
+	NVIDIA H800|h100|50|31800|the GPU (NVIDIA H800) matches no built-in topology
+	NVIDIA GeForce RTX 2080 Ti|h100|50|31800|the GPU (NVIDIA GeForce RTX 2080 Ti) matches no built-in topology
+	Tesla V1000|h100|50|31800|the GPU (Tesla V1000) matches no built-in topology
+	|h100|50|31800|the stream names no GPU
+	EOF
+	# -v names the one taken in the model's lines
+	graphcat job.kg | jq -c 'if .r == "header" then .minor = 5 | .gpu = "Tesla V100-SXM2-16GB" else . end' | mkstream > g.kg
+	run -0 --separate-stderr graph-scale-dp -v --gpus-per-node 4 4 g.kg
+	[ "$(printf '%s\n' "${stderr_lines[@]}" | grep -c 'over the network: .* (given: built-in v100 topology, assumed)$')" = 1 ]
+	# the tools entry and graphstat say which
+	graph-scale-dp -q --gpus-per-node 4 -o out.kg 4 g.kg
+	graphsim out.kg | graphstat | grep -q "^  network assumed: graph-scale-dp: built-in v100 (6.25 GB/s, NCCL's ring model)$"
+}
+
 @test "graph-scale-dp: DLRM's 8 ranks without metadata: the group from the collectives matched across ranks, all-to-all and all-reduce re-timed" {
 	need_traces
 	kineto2graph -q "$TRACES"/param_dlrm_8rank_v100/kineto/*.json.gz | graph-deps --merge > dlrm.kg
@@ -297,7 +336,9 @@ durations() {
 	# trace: 5 c10d::alltoall_base_, 3 c10d::allreduce_ a rank)
 	[ "${stderr_lines[0]}" = "graph-scale-dp: dlrm.kg: section 0: group [0, 1, 2, 3, 4, 5, 6, 7] (8 ranks, NVLink; matched across the ranks): data-parallel; kernels: allreduce bwd 24, alltoall fwd 32, alltoall bwd 8" ]
 	[ "${stderr_lines[1]}" = "graph-scale-dp: dlrm.kg: section 0: data-parallel degree 8 -> 16, tensor-parallel 1, 8 GPUs a node" ]
-	[[ "${stderr_lines[2]}" == "graph-scale-dp: warning: dlrm.kg: section 0: no collective over the network in the job: it is taken to be the built-in h100 topology's"* ]]
+	# the job's GPU is a V100 (Tesla V100-SXM2-32GB): the DGX-1's network,
+	# 4 EDR InfiniBand NICs of 100 Gb/s for 8 GPUs
+	[ "${stderr_lines[2]}" = "graph-scale-dp: warning: dlrm.kg: section 0: no collective over the network in the job: it is taken to be the built-in v100 topology's (6.25 GB/s a GPU, NCCL's ring model; give it with --net or --topology)" ]
 	# 16 ranks span two nodes: every collective of the group takes longer
 	[ "$(graphcat dlrm.kg | jq -r 'select(.r == "task" and .k == "coll") | .id' | wc -l)" = 64 ]
 	[ "$(paste <(durations dlrm.kg) <(durations 16.kg) | awk '$2 < $4' | wc -l)" = 64 ]
@@ -307,9 +348,11 @@ durations() {
 	# the identity edit is exact
 	graph-scale-dp -q 8 dlrm.kg > 8.kg
 	diff <(durations dlrm.kg) <(durations 8.kg)
-	# the V100 node's own network, by name: no warning
+	# the V100 node's own network, by name: no warning, and the same
+	# times as the one the GPU's name chose
 	run -0 --separate-stderr graph-scale-dp --topology v100 -o v.kg 16 dlrm.kg
 	[ "$stderr" = "" ]
+	cmp <(durations 16.kg) <(durations v.kg)
 }
 
 @test "graph-scale-dp: DDP with NCCL metadata: the forward buffer broadcast does not make the group tensor-parallel" {

@@ -289,3 +289,23 @@ EOF
 	[ "$(dump wide.kg | head -1 | jq -r '.tools[1]')" = \
 		"graph-scale-hidden 0.1 hidden 8 -> 16, ffn 32 -> 64, heads 2 -> 4, by FLOPs and bytes" ]
 }
+
+@test "graph-scale-hidden: a collective the job has no fit for is re-timed by the built-in topology of the GPU the header names, else h100's, said" {
+	# the block and a gradient all-reduce of 4096 B between 2 ranks, of
+	# no process group: no sample fits its class
+	for g in "Test GPU" "AMD Instinct MI300X"; do
+		graphcat block.kg | jq -c --arg g "$g" 'if .r == "header" then .gpu = $g elif .r == "end" then .tasks += 1 else . end' |
+		    awk '/"r":"end"/ { print "{\"r\":\"task\",\"id\":26,\"p\":1,\"k\":\"coll\",\"n\":27,\"d\":10000,\"ts\":320000,\"it\":1,\"coll\":\"allreduce\",\"by\":4096,\"gs\":2,\"ph\":\"bwd\"}" } { print }' |
+		    "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > "$g.kg"
+	done
+	run -0 --separate-stderr graph-scale-hidden -o h.kg 16 "Test GPU.kg"
+	[ "${stderr_lines[1]}" = "graph-scale-hidden: warning: Test GPU.kg: section 0: 1 collectives re-timed by the built-in h100 topology (the job has none of their kind on that link; the GPU (Test GPU) matches no built-in topology)" ]
+	run -0 --separate-stderr graph-scale-hidden -o mi.kg 16 "AMD Instinct MI300X.kg"
+	[ "${stderr_lines[1]}" = "graph-scale-hidden: warning: AMD Instinct MI300X.kg: section 0: 1 collectives re-timed by the built-in mi300x topology (the job has none of their kind on that link)" ]
+	# its bytes follow the parameters (4096 -> 11991 B); 2 steps, factor
+	# 1, NCCL's LL the least (3600 + 2 * 470 ns, a quarter of the
+	# bandwidth), each time to the ns: h100 (112.5 GB/s) 4576 -> 4647,
+	# 10000 * 4647 / 4576 = 10155; mi300x (112 GB/s) 4577 -> 4647, 10153
+	[ "$(dump h.kg | jq -r 'select(.r == "task" and .k == "coll") | "\(.by) \(.d)"')" = "11991 10155" ]
+	[ "$(dump mi.kg | jq -r 'select(.r == "task" and .k == "coll") | "\(.by) \(.d)"')" = "11991 10153" ]
+}

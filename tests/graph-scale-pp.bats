@@ -182,6 +182,28 @@ steps() {
 	awk '{ e = ($2 - $1) / $1; if (e < 0) e = -e; if (e > 0.03) exit 1 }' cmp
 }
 
+@test "graph-scale-pp: the NVLink assumed is the built-in topology of the trace's GPU: an MI300X's Infinity Fabric, else h100's, said" {
+	# tracegen's H100 profile under another GPU's name (deviceProperties)
+	printf 'base h100\ngpu AMD Instinct MI300X\n' > mi.hw
+	tracegen --preset small --tp 1 --dp 1 --pp 1 --hw mi.hw -d mi
+	kineto2graph -q mi/rank-0.json.gz > mi.kg
+	[ "$(graphcat mi.kg | head -n 1 | jq -r .gpu)" = "AMD Instinct MI300X" ]
+	run -0 --separate-stderr graph-scale-pp -o mi2.kg 2 mi.kg
+	[ "$stderr" = "graph-scale-pp: warning: mi.kg: section 0: no collective over NVLink in the job: it is taken to be the built-in mi300x topology's (448 GB/s a GPU, NCCL's ring model; give it with --net or --topology)" ]
+	graphcat mi2.kg | head -n 1 | jq -e '.tools[-1] == "graph-scale-pp 0.1 assumed NVLink: built-in mi300x (448 GB/s, NCCL'"'"'s ring model)"'
+	# a stage's send, 8388608 B (the first layer's input), 1 step: the
+	# least of Simple's 8400 + 3400 + 8388608 / 448 = 30525 ns and LL's
+	# 3600 + 470 + 8388608 / (448 / 3) = 60244 (against h100's 30441)
+	[ "$(graphcat mi2.kg | jq -r 'select(.r == "task" and .coll == "send") | "\(.by) \(.d)"' | sort -u)" = "8388608 30525" ]
+	# a name no built-in matches: h100's, and why
+	printf 'base h100\ngpu AMD Radeon Graphics\n' > rg.hw
+	tracegen --preset small --tp 1 --dp 1 --pp 1 --hw rg.hw -d rg
+	kineto2graph -q rg/rank-0.json.gz > rg.kg
+	run -0 --separate-stderr graph-scale-pp -o rg2.kg 2 rg.kg
+	[ "$stderr" = "graph-scale-pp: warning: rg.kg: section 0: no collective over NVLink in the job: it is taken to be the built-in h100 topology's (450 GB/s a GPU, NCCL's ring model; the GPU (AMD Radeon Graphics) matches no built-in topology; give it with --net or --topology)" ]
+	[ "$(graphcat rg2.kg | jq -r 'select(.r == "task" and .coll == "send") | "\(.by) \(.d)"' | sort -u)" = "8388608 30441" ]
+}
+
 @test "graph-scale-pp: one stage of a pipeline, or too few layers, stops it" {
 	tracegen --preset tiny --ranks 0 -d part
 	kineto2graph -q part/rank-0.json.gz > part.kg

@@ -534,3 +534,25 @@ job_ms() { # the job rows' simulated iteration times
 	# the launch calls say their kernels' new shapes (the parameters are counted from them)
 	[ "$(dump two.kg | jq -c 'select(.r == "task" and .k == "rt" and .op == "aten::addmm" and .it == 2 and .ly == 0 and .mb == 0) | .sh' | sort -u | grep -c 7680)" -eq 0 ]
 }
+
+@test "graph-scale-tp: a group of another size is re-timed by the shape of the trace's GPU's built-in NVLink, else h100's, said" {
+	# tracegen's H100 profile under an MI300X's name (deviceProperties)
+	printf 'base h100\ngpu AMD Instinct MI300X\n' > mi.hw
+	tracegen --preset tiny --layers 2 --tp 2 --pp 1 --dp 1 --iterations 1 --hw mi.hw -d mi
+	kineto2graph -q mi/*.json.gz | graph-deps --merge > mi.kg
+	run -0 --separate-stderr graph-scale-tp -v -o mi4.kg 4 mi.kg
+	printf '%s\n' "${stderr_lines[@]}" | grep -q '; [1-9][0-9]* re-timed by the built-in mi300x link'"'"'s shape (a group of another size); '
+	# the same times as that topology given by name
+	graph-scale-tp -q --topology mi300x -o given.kg 4 mi.kg
+	diff <(graphcat mi4.kg | grep -v '"header"') <(graphcat given.kg | grep -v '"header"')
+	# and not h100's (450 GB/s against 448)
+	graph-scale-tp -q --topology h100 -o h100.kg 4 mi.kg
+	run -1 diff <(graphcat mi4.kg | grep '"task"') <(graphcat h100.kg | grep '"task"')
+	# a name no built-in matches: h100's, and why
+	printf 'base h100\ngpu AMD Instinct MI210\n' > m2.hw
+	tracegen --preset tiny --layers 2 --tp 2 --pp 1 --dp 1 --iterations 1 --hw m2.hw -d m2
+	kineto2graph -q m2/*.json.gz | graph-deps --merge > m2.kg
+	run -0 --separate-stderr graph-scale-tp -v -o m24.kg 4 m2.kg
+	printf '%s\n' "${stderr_lines[@]}" | grep -q '; [1-9][0-9]* re-timed by the built-in h100 link'"'"'s shape (a group of another size; the GPU (AMD Instinct MI210) matches no built-in topology); '
+	diff <(graphcat m24.kg | grep '"task"') <(graphcat h100.kg | grep '"task"')
+}

@@ -62,7 +62,8 @@ static const char help[] =
     "                           for collectives the job never ran across nodes\n"
     "      --topology NAME|FILE the links (nvlink, network) and gpus-per-node, for\n"
     "                           what the job does not show: a file, or built in:\n"
-    "                           h100 (the default), a100, v100\n"
+    "                           h100, a100, v100, mi300x (default: the GPU's,\n"
+    "                           else h100)\n"
     "  -q, --quiet              no warnings\n"
     "  -v, --verbose            print the groups and the link model used on stderr\n"
     "  -h, --help               this help\n"
@@ -281,7 +282,7 @@ print_groups(const struct section *s, const char *name, int index, int64_t d, in
 /* -v: the link model, each class used: fitted, given or borrowed. */
 static void
 print_model(const struct comm_model *m, const uint8_t *used, const char *name, int index,
-    const char *assumed)
+    const char *assumed, const char *topo)
 {
 	char text[512];
 	int c, l;
@@ -299,8 +300,9 @@ print_model(const struct comm_model *m, const uint8_t *used, const char *name, i
 				fprintf(stderr, " (the %s fit, borrowed)\n", kg_coll_name[cc->from]);
 			else if (cc->mape == 0 && cc->samples == 1 && (cc->nseg == 1 || cc->least) &&
 			    assumed && assumed[l])
-				fprintf(stderr, " (given: %s)\n", assumed[l] == 2 ? "built-in " 
-				    COMM_TOPOLOGY_DEFAULT " topology, assumed" : "--net/--topology");
+				fprintf(stderr, " (given: %s%s%s)\n", assumed[l] == 2 ? "built-in " :
+				    "--net/--topology", assumed[l] == 2 ? topo : "",
+				    assumed[l] == 2 ? " topology, assumed" : "");
 			else
 				fprintf(stderr, " (fitted on %zu transfers, error %.1f%%)\n",
 				    cc->samples, cc->mape);
@@ -322,7 +324,7 @@ retime(const struct opts *o, struct section *s, const char *name, int index, cha
 	struct comm_given given = o->given;
 	uint8_t seen[KG_NCOLL * COMM_NLINK] = { 0 }, used[KG_NCOLL * COMM_NLINK] = { 0 };
 	char assumed[COMM_NLINK] = { 0 };
-	char amsg[COMM_NLINK][192];
+	char amsg[COMM_NLINK][PGROUPS_MSGLEN];
 	char msg[160];
 	int64_t d, tp;
 	size_t i, k, nogroup = 0;
@@ -449,10 +451,10 @@ retime(const struct opts *o, struct section *s, const char *name, int index, cha
 			used[c->t.coll * COMM_NLINK + lnew[i]] = 1;
 		}
 	}
-	/* A link the job never used, nor given: the built-in topology's,
-	 * said on stderr and recorded in the section's tools entry. */
+	/* A link the job never used, nor given: the built-in topology's (the
+	 * GPU's), said on stderr and recorded in the section's tools entry. */
 	pgroups_fit(&s->pg, ct, grp, s->nc, &given, &m);
-	if (pgroups_assume(&m, used, &given, assumed, amsg, net, netlen) > 0) {
+	if (pgroups_assume(&m, used, s->h.gpu, &given, assumed, amsg, net, netlen) > 0) {
 		for (l = 0; l < COMM_NLINK; l++)
 			if (assumed[l])
 				warnmsg("%s: section %d: %s", name, index, amsg[l]);
@@ -469,7 +471,7 @@ retime(const struct opts *o, struct section *s, const char *name, int index, cha
 	free(grp);
 	ct = NULL, grp = NULL;
 	if (o->verbose)
-		print_model(&m, used, name, index, assumed);
+		print_model(&m, used, name, index, assumed, comm_topology_default(s->h.gpu, NULL, 0));
 	for (i = 0; i < s->nc; i++) {
 		struct ctask *c = &s->c[i];
 		int64_t n = nnew[i], told, tnew;

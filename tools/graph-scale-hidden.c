@@ -341,10 +341,15 @@ scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const ch
 	if (cn.unsized > 0)
 		warnmsg("%s: section %d: %lld GPU calls keep their times: no shapes size them",
 		    name, index, (long long)cn.unsized);
-	if (cn.collassumed > 0)
+	if (cn.collassumed > 0) {
+		/* the GPU's topology, as hid_retime_colls took it */
+		char why[192];
+		const char *topo = comm_topology_default(g->h.gpu, why, sizeof(why));
+
 		warnmsg("%s: section %d: %lld collectives re-timed by the built-in %s topology "
-		    "(the job has none of their kind on that link)", name, index,
-		    (long long)cn.collassumed, COMM_TOPOLOGY_DEFAULT);
+		    "(the job has none of their kind on that link%s%s)", name, index,
+		    (long long)cn.collassumed, topo, why[0] ? "; " : "", why);
+	}
 	snprintf(tool, sizeof(tool), "%s hidden %lld -> %lld, ffn %lld -> %lld, heads %lld -> %lld%s%s",
 	    PRODUCER, (long long)a.h, (long long)b.h, (long long)a.ffn, (long long)b.ffn,
 	    (long long)a.heads, (long long)b.heads, a.tp > 1 ? ", tensor-parallel shares" : "",

@@ -195,9 +195,10 @@ hid_retime(const struct opts *o, struct graph *g, const struct kg_reader *r, str
  * backward and optimizer phases) move the new parameter bytes,
  * activations (point to point, and the forward-phase reductions of a
  * tensor-parallel group) the new hidden size's; each re-timed by the
- * communication model fitted on the job's own collectives (the built-in
- * h100 topology for a link the job never used), as its traced time times
- * model(new bytes) / model(traced bytes).
+ * communication model fitted on the job's own collectives (for a link
+ * the job never used, the built-in topology of the GPU the header names,
+ * h100 where none matches: comm_topology_default), as its traced time
+ * times model(new bytes) / model(traced bytes).
  */
 void
 hid_retime_colls(struct graph *g, const struct kg_reader *r, double pratio, double aratio, struct counts *cn)
@@ -228,7 +229,7 @@ hid_retime_colls(struct graph *g, const struct kg_reader *r, double pratio, doub
 	}
 	pgroups_classify(&pg, ct, grp, nc);
 	memset(&given, 0, sizeof(given));
-	comm_topology_builtin(COMM_TOPOLOGY_DEFAULT, &given, 0);
+	comm_topology_builtin(comm_topology_default(g->h.gpu, NULL, 0), &given, 0);
 	pgroups_fit(&pg, ct, grp, nc, &given, &m);
 	for (i = 0; i < nc; i++) {
 		struct kg_task *t = (struct kg_task *)ct[i];
@@ -251,7 +252,9 @@ hid_retime_colls(struct graph *g, const struct kg_reader *r, double pratio, doub
 		if (n >= 2 && t->coll > KG_COLL_NONE && t->coll < KG_NCOLL) {
 			t0 = comm_time(&m, t->coll, n, t->bytes, link, &a0);
 			t1 = comm_time(&m, t->coll, n, nb, link, &a1);
-			cn->collassumed += m.c[t->coll][link].samples == 0;
+			/* a class the job had no sample of is the built-in's,
+			 * the least of NCCL's protocols (a fit's never is) */
+			cn->collassumed += m.c[t->coll][link].least;
 			if (t0 > 0 && t1 >= 0)
 				t->dur = llround((double)t->dur * (double)t1 / (double)t0);
 		}

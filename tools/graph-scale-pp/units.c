@@ -221,9 +221,10 @@ layout(struct job *J)
 	{
 		/* A link the job never used and the new layout needs (NVLink
 		 * always, the network once the new world passes a node): the
-		 * built-in topology's, said, and recorded with the tool */
+		 * built-in topology's (the GPU's), said, and recorded with the
+		 * tool */
 		uint8_t used[KG_NCOLL * COMM_NLINK] = { 0 };
-		char assumed[COMM_NLINK], amsg[COMM_NLINK][192];
+		char assumed[COMM_NLINK], amsg[COMM_NLINK][PGROUPS_MSGLEN];
 		struct comm_given given = J->o->given;
 		int c, l;
 
@@ -231,7 +232,7 @@ layout(struct job *J)
 			used[c * COMM_NLINK + COMM_INTRA] = 1;
 			used[c * COMM_NLINK + COMM_INTER] = J->tp * J->dp * J->o->n > J->o->gpn;
 		}
-		if (pgroups_assume(&J->m, used, &given, assumed, amsg, J->net,
+		if (pgroups_assume(&J->m, used, J->g->h.gpu, &given, assumed, amsg, J->net,
 		    sizeof(J->net)) > 0) {
 			for (l = 0; l < COMM_NLINK; l++)
 				if (assumed[l])

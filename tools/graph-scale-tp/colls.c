@@ -754,7 +754,7 @@ collectives(struct tp *c, char *net, size_t netlen)
 	struct comm_given given = c->o->given;
 	uint8_t used[KG_NCOLL * COMM_NLINK] = { 0 };
 	char assumed[COMM_NLINK] = { 0 };
-	char amsg[COMM_NLINK][192];
+	char amsg[COMM_NLINK][PGROUPS_MSGLEN];
 	int64_t n = c->o->n, T = c->T;
 	double rho = c->rho;
 	uint8_t *drop = NULL;
@@ -762,6 +762,8 @@ collectives(struct tp *c, char *net, size_t netlen)
 	uint32_t name[KG_NCOLL] = { 0 };
 	struct comm_model mb;
 	struct comm_given bg;
+	const char *topo;
+	char why[192];
 	struct tpm tm;
 	uint64_t cap = 0;
 	int bucket_link = COMM_INTRA;
@@ -818,7 +820,7 @@ collectives(struct tp *c, char *net, size_t netlen)
 		used[t->coll * COMM_NLINK + new_link(g->text, T, n, c->o->gpn)] = 1;
 	}
 	pgroups_fit(&k.pg, k.ct, k.grp, k.n, &given, &m);
-	if (pgroups_assume(&m, used, &given, assumed, amsg, net, netlen) > 0) {
+	if (pgroups_assume(&m, used, c->g->h.gpu, &given, assumed, amsg, net, netlen) > 0) {
 		for (l = 0; l < COMM_NLINK; l++)
 			if (assumed[l])
 				warnmsg("%s: section %d: %s", c->name, c->index, amsg[l]);
@@ -832,11 +834,12 @@ collectives(struct tp *c, char *net, size_t netlen)
 	/*
 	 * A class fitted on latency alone (its samples all of one size and
 	 * one group size: a tensor-parallel group's) cannot say how its
-	 * time grows with the group: the link given, or the built-in one,
-	 * says it, and the traced time is scaled by its ratio.
+	 * time grows with the group: the link given, or the built-in one
+	 * of the GPU, says it, and the traced time is scaled by its ratio.
 	 */
 	memset(&bg, 0, sizeof(bg));
-	comm_topology_builtin(COMM_TOPOLOGY_DEFAULT, &bg, 0);
+	topo = comm_topology_default(c->g->h.gpu, why, sizeof(why));
+	comm_topology_builtin(topo, &bg, 0);
 	if (c->o->given.set[COMM_INTRA]) {
 		bg.nccl[COMM_INTRA] = c->o->given.nccl[COMM_INTRA];
 		bg.gbps[COMM_INTRA] = c->o->given.gbps[COMM_INTRA];
@@ -1013,13 +1016,16 @@ collectives(struct tp *c, char *net, size_t netlen)
 		fprintf(stderr, "%s: %s: section %d: %zu GEMMs, %zu attention calls, %zu other "
 		    "kernels sharded, %zu optimizer tasks scaled (a rank's parameters x%.4f), %zu "
 		    "kernels with shapes kept; "
-		    "%zu collectives made; %zu re-timed by the %s link's shape (a group of another "
-		    "size); %zu gradient buckets merged into others, %zu made by "
+		    "%zu collectives made; %zu re-timed by the %s%s link's shape (a group of another "
+		    "size%s%s); %zu gradient buckets merged into others, %zu made by "
 		    "splitting; %zu launches on the host added or taken away (%.1f us each)\n",
 		    progname, c->name, c->index, c->ngemm, c->nattn, c->nelt, c->nopt, c->rho,
 		    c->nkept,
 		    made, nshape,
-		    c->o->given.set[COMM_INTRA] ? "given" : "built-in " COMM_TOPOLOGY_DEFAULT,
+		    c->o->given.set[COMM_INTRA] ? "given" : "built-in ",
+		    c->o->given.set[COMM_INTRA] ? "" : topo,
+		    !c->o->given.set[COMM_INTRA] && why[0] ? "; " : "",
+		    c->o->given.set[COMM_INTRA] ? "" : why,
 		    nmerged, nsplit, c->nhost, (double)c->hc / 1e3);
 	rc = 0;
 out:

@@ -293,33 +293,42 @@ w.write("| replay of a traced iteration | real: %d traces (%d of them AMD), %d i
         "| [replay](notes/accuracy-replay.md) |\n" % (len(by_trace), len(amd), len(base), mean, mx))
 w.write("| replay of a merged job | real: DLRM, 8 V100 ranks | %s | under 0.5%% "
         "| [jobs](notes/accuracy-jobs.md) |\n" % dlrm_line.rstrip("."))
+goal_real = {"gptB": "mean 1%, max 2%", "gpt": "mean 5%, max 10%"}
+goal_hidden = {"gptB": "mean 3%, max 5%", "gpt": "mean 6%"}
 for l in real_bold[:2]:
     m = re.match(r"\*\*(.*?):\*\* (\d+) predictions, mean absolute error ([\d.]+)%, max "
                  r"([\d.]+)% against the traced steps", l)
     if m:
-        w.write("| what-if layers and micro-batches, %s family | real: H100 GPT traces "
-                "| %s predictions, mean %s%%, max %s%% | GPU-bound mean 1%%, host-bound 5%% "
-                "| [real](notes/accuracy-real.md) |\n" % (m.group(1), m.group(2), m.group(3),
-                                                         m.group(4)))
+        w.write("| what-if layers and micro-batches, %s (%s) | real: H100 GPT traces "
+                "| %s predictions, mean %s%%, max %s%% | %s "
+                "| [real](notes/accuracy-real.md) |\n"
+                % (m.group(1), "GPU-bound" if m.group(1) == "gptB" else "host-bound",
+                   m.group(2), m.group(3), m.group(4), goal_real.get(m.group(1), "")))
 for l in real_bold[2:]:
     m = re.match(r"\*\*(.*?):\*\* (\d+) predictions, mean absolute error ([\d.]+)%, max "
                  r"([\d.]+)%", l)
     if m and "op model" in m.group(1):
         w.write("| what-if hidden size, %s | real: H100 GPT traces | %s predictions, mean "
-                "%s%%, max %s%% | mean 3%% | [real](notes/accuracy-real.md) |\n"
-                % m.groups())
+                "%s%%, max %s%% | %s | [real](notes/accuracy-real.md) |\n"
+                % (m.groups() + (goal_hidden.get(m.group(1).split(",")[0], ""),)))
 if len(gemm_cells) >= 8:
     w.write("| kernel times, op model (calls of 20 us or more) | real: H100 GPT traces "
             "| GEMM %s%% mean over %s calls; attention %s%% / %s%% | 5%% (the operator-level "
             "paper: 4.98%% on A100) | [op model](notes/accuracy-opmodel.md) |\n"
             % (gemm_cells[2], gemm_cells[1], gemm_cells[5], gemm_cells[7]))
-for l in hw_rows[2:3]:
-    c = [x.strip() for x in l.strip("|").split("|")]
-    w.write("| the same job on another GPU (H100 -> H200) | real: gptB_L8_H2560 | %s "
-            "| 3%% | [op model](notes/accuracy-opmodel.md) |\n" % " / ".join(c[-3:]))
-for h, l in mem_heads[:2]:
-    w.write("| memory peak, %s | real: H100 `_mem` traces | %s | 2%% "
-            "| [memory](notes/accuracy-memory.md) |\n" % (h.split(":")[0], l.rstrip(".")))
+hw_meas = [[x.strip() for x in l.strip("|").split("|")] for l in hw_rows
+           if "measured iterations" in l]
+hw_unp = [[x.strip() for x in l.strip("|").split("|")] for l in hw_rows if "unprofiled" in l]
+if hw_meas and len(hw_meas[0]) >= 4:
+    c = hw_meas[0]
+    w.write("| the same job on another GPU, H100 -> H200 (graph-retime) | real: gptB_L8_H2560 "
+            "| %s ms predicted, %s traced (%s)%s | 3%% | [op model](notes/accuracy-opmodel.md) |\n"
+            % (c[2], c[1], c[3], "; %s unprofiled (%s)" % (hw_unp[0][1], hw_unp[0][3])
+               if hw_unp and len(hw_unp[0]) >= 4 else ""))
+for h, l in mem_heads:
+    w.write("| memory peak, %s | real: H100 traces | %s | mean 3%%, max 6%% "
+            "| [memory](notes/accuracy-memory.md) |\n"
+            % (h.replace("`", "").replace("|", "/"), l.rstrip(".").replace("|error|", "abs. error")))
 w.write("| what-if dp, layers, pp | tracegen: small preset | mean %.2f%%, max %.2f%% over %d "
         "| mean 3%%, max 6%% | [tracegen](notes/accuracy-tracegen.md) |\n" % (wm, wx, len(werrs)))
 for h, m, x, n in tp_tables[:2]:

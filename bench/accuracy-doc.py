@@ -35,7 +35,7 @@ def read(name):
 
 
 def intro(name):
-    return open(os.path.join("bench", name)).read()
+    return open(os.path.join(os.path.dirname(os.path.abspath(__file__)), name)).read()
 
 
 def stats(errs):

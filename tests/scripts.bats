@@ -63,3 +63,34 @@ ops skipped:" ]
 	# nothing made when the arguments are refused
 	[ ! -e bad ]
 }
+
+@test "bench/accuracy-doc.py: writes the summary and the notes from a run's pieces, every figure from them" {
+	# A run's pieces, small and made by hand: two traces' replays, the
+	# ablations, coverage, and one line of each other section.
+	T=pieces
+	mkdir -p "$T" out
+	row() { echo "$1,0,1,1000000,$2,$3,0,0,0,0,0,0,0,0,50,50"; }
+	{ row a.json.gz 1001000 0.1; row b.json.gz 998000 -0.2; } > "$T/base.csv"
+	{ row a.json.gz 1100000 10; row b.json.gz 998000 -0.2; } > "$T/noevent.csv"
+	cp "$T/base.csv" "$T/nosync.csv"
+	cp "$T/base.csv" "$T/neither.csv"
+	echo '"a.json.gz",1,0,0,0,0,0,0' > "$T/cov.csv"
+	printf '### param_dlrm_8rank_v100: 8 ranks merged\n\nPer rank and iteration: mean absolute error 0.020%%, maximum 0.044%%.\n' > "$T/jobs.md"
+	printf '**gptB:** 16 predictions, mean absolute error 2.16%%, max 8.11%% against the traced steps; 2.21%%, max 9.42%% against the steps measured without the profiler.\n' > "$T/real.md"
+	printf '| dp 2 -> 4 | small | 10.0 | 10.5 | +5.00 |\n| dp 2 -> 2 | small | 10.0 | 10.0 | +0.00 |\n' > "$T/whatif.md"
+	printf '#### Table 1: tp\n\n| from | to | measured ms | predicted ms | error %% |\n|---|---|---:|---:|---:|\n| tp 1 | tp 2 | 10 | 10.1 | +1.00 |\n| tp 2 | tp 1 | 10 | 9.7 | -3.00 |\n' > "$T/tp.md"
+	: > "$T/tags.md" ; : > "$T/comm.md"; : > "$T/opmodel.md"; : > "$T/clocks.md"; : > "$T/memory.md"
+	run -0 python3 "$ROOT/bench/accuracy-doc.py" "$T" out/ACCURACY.md "commit x, a day, a machine"
+	[ "$output" = "out/ACCURACY.md: 2 iterations, mean 0.150%, max 0.200%" ]
+	grep -q '| replay of a traced iteration | real: 2 traces (0 of them AMD), 2 iterations | mean abs. error 0.150%, max 0.200% |' out/ACCURACY.md
+	grep -q '| replay of a merged job | real: DLRM, 8 V100 ranks | mean absolute error 0.020%, maximum 0.044% |' out/ACCURACY.md
+	grep -q '| what-if layers and micro-batches, gptB (GPU-bound) | real: H100 GPT traces | 16 predictions, mean 2.16%, max 8.11% |' out/ACCURACY.md
+	# the identity dp 2 -> 2 left out: one prediction, 5%
+	grep -q '| what-if dp, layers, pp | tracegen: small preset | mean 5.00%, max 5.00% over 1 |' out/ACCURACY.md
+	grep -q '| what-if tp, Table 1: tp | tracegen | mean 2.00%, max 3.00% over 2 |' out/ACCURACY.md
+	# without event edges a is 10% off: the mean of 10 and 0.2
+	grep -q '| without `event` edges | 5.100 | 10.000 | +4.900 |' out/ACCURACY.md
+	for n in replay jobs real tracegen opmodel clocks memory; do
+		grep -q 'commit x, a day, a machine' "out/notes/accuracy-$n.md"
+	done
+}

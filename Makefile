@@ -118,7 +118,7 @@ lint:
 	done; true
 	shellcheck -x scripts/deps.sh scripts/whatif-demo tests/run .ci/run bench/ingest bench/json-parsers/run bench/tracegen \
 	    bench/simulate bench/accuracy bench/job-scale bench/whatif-accuracy bench/whatif-speed bench/chrome-export pipelines/step pipelines/base pipelines/slurm \
-	    fuzz/run fuzz/seeds bench/opmodel-accuracy bench/opmodel-speed bench/tp-accuracy bench/io-speed tests/tools/minislurm
+	    fuzz/run fuzz/seeds bench/opmodel-accuracy bench/opmodel-speed bench/tp-accuracy bench/io-speed bench/step-memory tests/tools/minislurm
 	for m in $(MANS); do mandoc -Tlint -W warning $$m; done
 
 bench: all

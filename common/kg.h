@@ -198,7 +198,7 @@ struct kg_writer {
  * against 4.76, 1.02 s of CPU against 1.05), and -1 (zstd's --fast=1)
  * faster again both ways, at about the same size (the 15B job: writing
  * 6% and reading 7% less CPU; the 256-rank job's merge 1% smaller, its
- * simulation 4% larger; doc/PERFORMANCE.md).
+ * simulation 4% larger; measured when the level was chosen: git log).
  */
 #define KG_LEVEL -1
 

@@ -207,7 +207,7 @@ struct sim {
  * from 2 MiB on (fewer TLB misses); those written and read in order
  * (the names, the edges, which a task reads as a run) keep 4 KiB pages,
  * which are faulted in faster where a huge page costs its 512 small
- * ones and more (doc/PERFORMANCE.md).
+ * ones and more (measured when this was chosen: git log).
  */
 #define BIG_MIN ((size_t)64 << 10)
 #define BIG_HUGE ((size_t)2 << 20)

@@ -69,7 +69,7 @@ accum_init(struct build *B)
 	B->acc_bw = 0;
 	B->acc_detach = B->acc_detach2 = KG_NONE;
 	for (i = 0; i < g->nstr; i++) {
-		const char *s = kg_str(J->r, (uint32_t)i);
+		const char *s = kg_str(J->r, (uint32_t)i), *plain;
 
 		if (strcmp(s, "detach") == 0)
 			B->acc_detach = (uint32_t)i;
@@ -77,9 +77,8 @@ accum_init(struct build *B)
 			B->acc_detach2 = (uint32_t)i;
 		else if (strcmp(s, "aten::add_") == 0)
 			add = (uint32_t)i;
-		else if (rtapi_role(s) == RTAPI_LAUNCH && launch == KG_NONE &&
-		    rtapi_call(rtapi_runtime(s), RTAPI_LAUNCH) != NULL &&
-		    strcmp(s, rtapi_call(rtapi_runtime(s), RTAPI_LAUNCH)) == 0)
+		else if (launch == KG_NONE && (plain = rtapi_call(rtapi_runtime(s),
+		    RTAPI_LAUNCH)) != NULL && strcmp(s, plain) == 0)
 			launch = (uint32_t)i; /* cudaLaunchKernel, hipLaunchKernel */
 	}
 	if (B->acc_detach == KG_NONE && B->acc_detach2 == KG_NONE)

@@ -1671,9 +1671,10 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	}
 	if (find_steps(&g, err, errlen) < 0)
 		goto out;
-	for (i = 0; i < t->nev && !g.noops; i++)
-		g.noops = t->ev[i].cls == EV_OP;
-	g.noops = !g.noops;
+	g.noops = 1;
+	for (i = 0; i < t->nev && g.noops; i++)
+		if (t->ev[i].cls == EV_OP)
+			g.noops = 0;
 	if (g.nsteps == 0) {
 		/* No ProfilerStep: the main thread is the one whose first CPU
 		 * op comes first (Python's main thread starts the others);

@@ -65,6 +65,7 @@ kg_task_init(struct kg_task *t)
 	t->mpeak = t->mrpeak = -1;
 	t->mnet = 0;
 	t->mexc = -1;
+	t->prof = 0;
 }
 
 void
@@ -266,15 +267,16 @@ kg_write_header(struct kg_writer *w, const struct kg_header *h)
 {
 	msgpack_packer *pk = &w->pk;
 	size_t i;
-	int run, gpu;
+	int run, gpu, prof;
 
 	if (end_frame(w) < 0)
 		return -1;
 	w->ntasks = w->nedges = w->nprocs = w->nstrs = 0;
 	run = w->run_k < w->run_n;
 	gpu = h->gpu != NULL && h->gpu[0] != '\0';
+	prof = h->pcal != NULL && h->pcal[0] != '\0';
 	msgpack_pack_map(pk, 13 + (h->nranks > 0 ? 3 : 0) + (run ? 2 : 0) + gpu +
-	    (h->gpu_mem > 0) + (h->gpu_sms > 0));
+	    (h->gpu_mem > 0) + (h->gpu_sms > 0) + (prof ? 1 + (h->pcost >= 0) + (h->ustep > 0) : 0));
 	pk_kv_str(pk, "r", "header");
 	pk_kv_str(pk, "format", KG_FORMAT);
 	pk_kv_i64(pk, "major", KG_MAJOR);
@@ -315,6 +317,13 @@ kg_write_header(struct kg_writer *w, const struct kg_header *h)
 		pk_kv_i64(pk, "gpu_mem", h->gpu_mem);
 	if (h->gpu_sms > 0)
 		pk_kv_i64(pk, "gpu_sms", h->gpu_sms);
+	if (prof) {
+		pk_kv_str(pk, "pcal", h->pcal);
+		if (h->pcost >= 0)
+			pk_kv_i64(pk, "pcost", h->pcost);
+		if (h->ustep > 0)
+			pk_kv_i64(pk, "ustep", h->ustep);
+	}
 	if (run) {
 		pk_cstr(pk, "section");
 		msgpack_pack_uint64(pk, w->run_k);
@@ -539,6 +548,7 @@ kg_write_task(struct kg_writer *w, const struct kg_task *t)
 	n += t->mpeak >= 0 ? 2 : 0;
 	n += t->mrpeak >= 0;
 	n += t->mpeak >= 0 && t->mexc >= 0;
+	n += t->prof > 0;
 	p = sbuf_room(w, REC_MAX);
 	p = put_map(p, n);
 	KV_NAME("r", "task");
@@ -593,6 +603,8 @@ kg_write_task(struct kg_writer *w, const struct kg_task *t)
 	}
 	if (t->mrpeak >= 0)
 		KV_I64("mr", t->mrpeak);
+	if (t->prof > 0)
+		KV_I64("pc", t->prof);
 	if (pairs != n)
 		return count_error(w, "task", n, pairs);
 	w->sbuf.size = (size_t)((char *)p - w->sbuf.data);
@@ -700,12 +712,15 @@ sim_values(struct kg_writer *w, const int64_t *a, const int64_t *b, size_t n, in
 }
 
 int
-kg_write_sim(struct kg_writer *w, size_t n, const int64_t *ss, const int64_t *se)
+kg_write_sim(struct kg_writer *w, size_t n, const int64_t *ss, const int64_t *se,
+    const int64_t *uss, const int64_t *use)
 {
+	static const char *const key[4] = { "ssd", "sd", "ussd", "usd" };
+	const int64_t *a[4] = { ss, se, uss, use };
 	msgpack_packer *pk = &w->pk;
 	int64_t makespan = 0;
-	size_t i, body = 0, left;
-	int big;
+	size_t i, body = 0, left, head = n < 16 ? 1 : n < 65536 ? 3 : 5;
+	int big, k, na = uss != NULL && use != NULL ? 4 : 2;
 
 	if (w->failed)
 		return -1;
@@ -713,31 +728,35 @@ kg_write_sim(struct kg_writer *w, size_t n, const int64_t *ss, const int64_t *se
 		if (se[i] > makespan)
 			makespan = se[i];
 		body += i64_len(sim_at(ss, NULL, i)) + i64_len(sim_at(se, ss, i));
+		if (na == 4)
+			body += i64_len(sim_at(uss, NULL, i)) + i64_len(sim_at(use, uss, i));
 	}
-	msgpack_pack_map(pk, 5);
+	msgpack_pack_map(pk, 3 + (unsigned)na);
 	pk_kv_str(pk, "r", "sim");
 	pk_kv_i64(pk, "tasks", (int64_t)n);
 	pk_kv_i64(pk, "makespan", makespan);
 	pk_cstr(pk, "ssd");
 	msgpack_pack_array(pk, n);
-	/* the arrays, with the "sd" key and array head between them */
-	left = body + 3 + (n < 16 ? 1 : n < 65536 ? 3 : 5);
+	/* the arrays, with the other keys and array heads between them */
+	left = body;
+	for (k = 1; k < na; k++)
+		left += 1 + strlen(key[k]) + head;
 	big = w->framed + w->sbuf.size + left >= FRAME_MAX;
 	if (big && w->framed == 0) {
 		if (zq_pledge(w->zq, w->sbuf.size + left) < 0)
 			return zq_failed(w);
 	}
-	if (sim_values(w, ss, NULL, n, big, &left) < 0)
-		return -1;
-	{
-		size_t before = w->sbuf.size;
+	for (k = 0; k < na; k++) {
+		if (k > 0) {
+			size_t before = w->sbuf.size;
 
-		pk_cstr(pk, "sd");
-		msgpack_pack_array(pk, n);
-		left -= w->sbuf.size - before;
+			pk_cstr(pk, key[k]);
+			msgpack_pack_array(pk, n);
+			left -= w->sbuf.size - before;
+		}
+		if (sim_values(w, a[k], k % 2 ? a[k - 1] : NULL, n, big, &left) < 0)
+			return -1;
 	}
-	if (sim_values(w, se, ss, n, big, &left) < 0)
-		return -1;
 	return record_done(w);
 }
 
@@ -917,7 +936,8 @@ free_section(struct kg_reader *r)
 	free(r->producer);
 	free(r->source);
 	free(r->gpu);
-	r->producer = r->source = r->gpu = NULL;
+	free(r->pcal);
+	r->producer = r->source = r->gpu = r->pcal = NULL;
 }
 
 void
@@ -934,6 +954,8 @@ kg_reader_release(struct kg_reader *r)
 	free(r->buf);
 	free(r->ss);
 	free(r->se);
+	free(r->uss);
+	free(r->use);
 	free(r->z);
 	free(r->fr);
 	zin_free(r->zin);
@@ -1470,6 +1492,8 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 	h->source = "";
 	h->gpu = "";
 	h->gpu_mem = h->gpu_sms = -1;
+	h->pcal = "";
+	h->pcost = h->ustep = -1;
 	for (i = 0; i < npairs; i++) {
 		if (get_key(d, &k) < 0)
 			return -1;
@@ -1511,6 +1535,23 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 				return -1;
 			free(r->gpu);
 			r->gpu = xstrndup(s, len);
+		} else if (MP_IS(&k, "pcal")) {
+			if (get_str(d, "pcal", &s, &len) < 0)
+				return -1;
+			if (len > 0 && !(len == 10 && memcmp(s, "calibrated", 10) == 0) &&
+			    !(len == 9 && memcmp(s, "estimated", 9) == 0) &&
+			    !(len == 5 && memcmp(s, "given", 5) == 0))
+				return fielderr(d, "pcal", "\"calibrated\", \"estimated\" or \"given\"");
+			free(r->pcal);
+			r->pcal = xstrndup(s, len);
+		} else if (MP_IS(&k, "pcost") || MP_IS(&k, "ustep")) {
+			int64_t *f = k.s[0] == 'p' ? &h->pcost : &h->ustep;
+
+			if (get_i64(d, k.s[0] == 'p' ? "pcost" : "ustep", f) < 0)
+				return -1;
+			if (*f < 0 || *f > KG_TIME_MAX)
+				return fielderr(d, k.s[0] == 'p' ? "pcost" : "ustep",
+				    "a time of 0 to 2^53 ns");
 		} else if (MP_IS(&k, "gpu_mem")) {
 			if (get_i64(d, "gpu_mem", &h->gpu_mem) < 0)
 				return -1;
@@ -1607,6 +1648,8 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 		h->source = r->source;
 	if (r->gpu != NULL)
 		h->gpu = r->gpu;
+	if (r->pcal != NULL)
+		h->pcal = r->pcal;
 	h->iters = r->iters;
 	h->niters = r->niters;
 	h->tools = (const char *const *)r->tools;
@@ -1863,6 +1906,9 @@ task_pair(struct dec *d, struct kg_task *t, int *have)
 	case KC2('m', 'x'):
 		rc = get_i64(d, "mx", &t->mexc);
 		break;
+	case KC2('p', 'c'):
+		rc = get_i64(d, "pc", &t->prof);
+		break;
 	default:
 		rc = mp_skip(&d->c);
 	}
@@ -1953,6 +1999,9 @@ dec_task(struct dec *d, uint32_t npairs, struct kg_task *restrict t)
 			case KC3('s', 'e', 'q'):
 				q = fast_i64(q, &t->seq);
 				break;
+			case KC2('p', 'c'):
+				q = fast_i64(q, &t->prof);
+				break;
 			default:
 				q = NULL;
 			}
@@ -1984,6 +2033,11 @@ dec_task(struct dec *d, uint32_t npairs, struct kg_task *restrict t)
 	if (t->dur < 0) {
 		seterr(r->err, "record %llu: negative duration",
 		    (unsigned long long)r->nrec + 1);
+		return -1;
+	}
+	if (t->prof < 0 || t->prof > KG_TIME_MAX) {
+		seterr(r->err, "record %llu: task %u: field pc: %lld ns is out of range (0 to 2^53)",
+		    (unsigned long long)r->nrec + 1, t->id, (long long)t->prof);
 		return -1;
 	}
 	if (t->mb < -1 || t->mb > KG_TAG_MAX || t->layer < -1 || t->layer > KG_TAG_MAX ||
@@ -2189,13 +2243,16 @@ dec_cov(struct dec *d, uint32_t npairs, struct kg_cov *c)
 	return 0;
 }
 
-/* One array of the sim record into *a, n values. */
+/* One array of the sim record (which: 0 ss, 1 se, 2 uss, 3 use) into
+ * the reader's buffer for it, n values. */
 static int
-dec_sim_times(struct dec *d, const char *key, int64_t **a, size_t *n)
+dec_sim_times(struct dec *d, const char *key, int which, size_t *n)
 {
 	struct kg_reader *r = d->r;
+	int64_t **buf[4] = { &r->ss, &r->se, &r->uss, &r->use };
 	struct mp_val x;
 	uint32_t j;
+	int k;
 
 	if (mp_next(&d->c, &x) < 0)
 		return -1;
@@ -2216,15 +2273,28 @@ dec_sim_times(struct dec *d, const char *key, int64_t **a, size_t *n)
 			d->c.err = MP_ETRUNC;
 			return -1;
 		}
-		r->ss = xrealloc(r->ss, *n * sizeof(*r->ss));
-		r->se = xrealloc(r->se, *n * sizeof(*r->se));
+		for (k = 0; k < 4; k++)
+			*buf[k] = xrealloc(*buf[k], *n * sizeof(**buf[k]));
 		r->capsim = *n;
 	}
-	*a = key[1] == 's' ? r->ss : r->se;
 	for (j = 0; j < *n; j++)
-		if (get_i64(d, key, &(*a)[j]) < 0)
+		if (get_i64(d, key, &(*buf[which])[j]) < 0)
 			return -1;
 	return 0;
+}
+
+/* Steps to starts, lengths to ends (formats/graph-stream.md, `sim`). */
+static void
+sim_absolute(int64_t *ss, int64_t *se, size_t n)
+{
+	size_t j;
+
+	for (j = 0; j < n; j++) {
+		/* unsigned: a corrupt step wraps, it does not overflow */
+		if (j > 0)
+			ss[j] = (int64_t)((uint64_t)ss[j] + (uint64_t)ss[j - 1]);
+		se[j] = (int64_t)((uint64_t)se[j] + (uint64_t)ss[j]);
+	}
 }
 
 static int
@@ -2233,8 +2303,8 @@ dec_sim(struct dec *d, uint32_t npairs, struct kg_sim *s)
 	struct kg_reader *r = d->r;
 	struct mp_val k;
 	uint32_t i;
-	size_t nss = 0, nse = 0, j;
-	int64_t *ss = NULL, *se = NULL, v;
+	size_t nss = 0, nse = 0, nu[2] = { 0, 0 };
+	int64_t v;
 	int have = 0, steps = 0, lens = 0;
 
 	memset(s, 0, sizeof(*s));
@@ -2252,8 +2322,12 @@ dec_sim(struct dec *d, uint32_t npairs, struct kg_sim *s)
 			key = k.n == 2 ? "ss" : "ssd", bit = 4;
 		else if (MP_IS(&k, "se") || MP_IS(&k, "sd"))
 			key = k.s[1] == 'e' ? "se" : "sd", bit = 8;
-		/* A repeated key is refused: the arrays share the reader's
-		 * buffers, which a second array of another length moves. */
+		else if (MP_IS(&k, "ussd"))
+			key = "ussd", bit = 16;
+		else if (MP_IS(&k, "usd"))
+			key = "usd", bit = 32;
+		/* A repeated key is refused: a second array of another
+		 * length would replace the first's values. */
 		if (have & bit) {
 			seterr(r->err, "record %llu: field %s given twice",
 			    (unsigned long long)r->nrec + 1, key);
@@ -2265,50 +2339,51 @@ dec_sim(struct dec *d, uint32_t npairs, struct kg_sim *s)
 		else if (bit == 2)
 			rc = get_i64(d, "makespan", &s->makespan);
 		else if (bit == 4)
-			rc = dec_sim_times(d, key, &ss, &nss), steps = key[2] == 'd';
+			rc = dec_sim_times(d, key, 0, &nss), steps = key[2] == 'd';
 		else if (bit == 8)
-			rc = dec_sim_times(d, key, &se, &nse), lens = key[1] == 'd';
+			rc = dec_sim_times(d, key, 1, &nse), lens = key[1] == 'd';
+		else if (bit == 16 || bit == 32)
+			rc = dec_sim_times(d, key, bit == 16 ? 2 : 3, &nu[bit == 32]);
 		else
 			rc = mp_skip(&d->c);
 		if (rc < 0)
 			return -1;
 	}
-	/* the buffers as they are after the last array (one may have moved
-	 * them) */
-	if (have & 4)
-		ss = r->ss;
-	if (have & 8)
-		se = r->se;
 	if (!(have & 1))
 		return missing(d, "tasks");
 	if (!(have & 2))
 		return missing(d, "makespan");
-	if ((ss == NULL) != (se == NULL))
-		return missing(d, ss == NULL ? (lens ? "ssd" : "ss") : (steps ? "sd" : "se"));
-	if (ss != NULL && steps != lens) {
+	if (!(have & 4) != !(have & 8))
+		return missing(d, !(have & 4) ? (lens ? "ssd" : "ss") : (steps ? "sd" : "se"));
+	if (!(have & 16) != !(have & 32))
+		return missing(d, !(have & 16) ? "ussd" : "usd");
+	if ((have & 16) && !(have & 4))
+		return missing(d, "ssd");
+	if ((have & 4) && steps != lens) {
 		seterr(r->err, "record %llu: sim record with %s and %s (1.3 writes ssd and sd, "
 		    "earlier ss and se)", (unsigned long long)r->nrec + 1,
 		    steps ? "ssd" : "ss", lens ? "sd" : "se");
 		return -1;
 	}
-	if (ss != NULL && (nss != nse || nss != r->ntasks || s->tasks != r->ntasks)) {
+	if ((have & 4) && (nss != nse || nss != r->ntasks || s->tasks != r->ntasks)) {
 		seterr(r->err, "record %llu: sim record for %llu tasks (ss %zu, se %zu) in a section of %llu",
 		    (unsigned long long)r->nrec + 1, (unsigned long long)s->tasks,
 		    nss, nse, (unsigned long long)r->ntasks);
 		return -1;
 	}
-	if (ss != NULL && steps) {
-		/* steps to starts, lengths to ends */
-		for (j = 0; j < nss; j++) {
-			/* unsigned: a corrupt step wraps, it does not overflow */
-			if (j > 0)
-				ss[j] = (int64_t)((uint64_t)ss[j] + (uint64_t)ss[j - 1]);
-			se[j] = (int64_t)((uint64_t)se[j] + (uint64_t)ss[j]);
-		}
+	if (have & 4) {
+		if (steps)
+			sim_absolute(r->ss, r->se, nss);
+		s->ss = r->ss;
+		s->se = r->se;
+		s->n = nss;
 	}
-	s->ss = ss;
-	s->se = se;
-	s->n = ss != NULL ? nss : 0;
+	if (have & 16) {
+		/* the unprofiled run is written as steps and lengths only */
+		sim_absolute(r->uss, r->use, nss);
+		s->uss = r->uss;
+		s->use = r->use;
+	}
 	return 0;
 }
 
@@ -2499,8 +2574,8 @@ record_max(const struct kg_reader *r)
 		return KG_RECORD_MAX;
 	p = (const unsigned char *)r->buf + r->off;
 	if (r->in_section && (p[0] & 0xf0) == 0x80 && memcmp(p + 1, "\xa1r\xa3sim", 6) == 0 &&
-	    r->ntasks < (SIZE_MAX - KG_RECORD_MAX) / 20)
-		return KG_RECORD_MAX + 20 * (size_t)r->ntasks;
+	    r->ntasks < (SIZE_MAX - KG_RECORD_MAX) / 40)
+		return KG_RECORD_MAX + 40 * (size_t)r->ntasks;
 	return KG_RECORD_MAX;
 }
 

@@ -27,7 +27,7 @@
 
 #define KG_FORMAT "kgraph"
 #define KG_MAJOR 1
-#define KG_MINOR 7
+#define KG_MINOR 8
 #define KG_NONE UINT32_MAX /* absent string / proc / task reference */
 
 /*
@@ -46,6 +46,9 @@
  * no real job, and tools that add one to them would overflow. */
 #define KG_TAG_MAX ((int64_t)1 << 24)
 #define KG_ITER_MAX ((int64_t)1 << 53)
+/* A profiler cost or step time (1.8 `pc`, `pcost`, `ustep`): 0 to this, ns
+ * (104 days). */
+#define KG_TIME_MAX ((int64_t)1 << 53)
 #define KG_COV_MAX 4096u
 /*
  * A zstd frame's records are used only once the frame ended and its
@@ -108,6 +111,12 @@ struct kg_header {
 	 * them only when every rank's agree. */
 	const char *gpu;
 	int64_t gpu_mem, gpu_sms;
+	/* 1.8: the profiler's own cost in the host tasks (their `pc`): how
+	 * it was found ("calibrated" to a step time given, "estimated"; NULL
+	 * or "": none), the cost of one profiled host event, ns, and the
+	 * step time it was calibrated to, ns (-1 when not said) */
+	const char *pcal;
+	int64_t pcost, ustep;
 };
 
 struct kg_proc {
@@ -141,6 +150,9 @@ struct kg_task {
 	 * after one of them (mpeak less that level: the same wherever the
 	 * task is replayed, so it rides along with copies), -1 unknown */
 	int64_t mpeak, mrpeak, mnet, mexc;
+	/* 1.8: ns of the task's host time (its duration and the gap before
+	 * it on its thread) that is the profiler's own cost (`pc`), 0 */
+	int64_t prof;
 };
 
 struct kg_edge {
@@ -152,11 +164,14 @@ struct kg_edge {
 	int graph;            /* 1.7: a launch edge from a graph launch (gl) */
 };
 
-/* A `sim` record: simulated start and end of every task, by task id. */
+/* A `sim` record: simulated start and end of every task, by task id,
+ * and (1.8) the same without the profiler's cost, where the section has
+ * one. */
 struct kg_sim {
 	uint64_t tasks;
 	int64_t makespan;
 	const int64_t *ss, *se; /* NULL when the record has none (1.0) */
+	const int64_t *uss, *use; /* NULL when it has none */
 	size_t n;
 };
 
@@ -234,10 +249,12 @@ int kg_write_cov(struct kg_writer *w, const struct kg_cov *c);
 /*
  * The `sim` record graphsim adds to a section: the simulated start and
  * end of each of its n tasks (by id), written as steps and lengths
- * (`ssd`, `sd`), and the makespan. The reader gives them back as starts
- * and ends, whichever form it read.
+ * (`ssd`, `sd`), and the makespan; with uss and use (NULL: none) the
+ * same without the profiler's cost (`ussd`, `usd`). The reader gives
+ * them back as starts and ends, whichever form it read.
  */
-int kg_write_sim(struct kg_writer *w, size_t n, const int64_t *ss, const int64_t *se);
+int kg_write_sim(struct kg_writer *w, size_t n, const int64_t *ss, const int64_t *se,
+    const int64_t *uss, const int64_t *use);
 /* Close the section: the `end` record with the counts since the header. */
 int kg_write_end(struct kg_writer *w);
 /*
@@ -307,8 +324,8 @@ struct kg_reader {
 	size_t nranks, capranks, nclk, capclk, nt0, capt0;
 	char **tools;
 	size_t ntools, captools;
-	char *producer, *source, *gpu;
-	int64_t *ss, *se;  /* the last sim record's arrays */
+	char *producer, *source, *gpu, *pcal;
+	int64_t *ss, *se, *uss, *use; /* the last sim record's arrays */
 	size_t capsim;
 	/* With keep_frames: compressed bytes of the frames not yet taken, and
 	 * the decompressed bytes from `mark` on (see kg_reader_take_held). */

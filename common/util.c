@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void
+void
 oom(size_t n)
 {
 	/* The one place libcommon writes: there is no caller left to tell. */

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* "out of memory (n bytes)" on standard error, and abort. */
+void oom(size_t n);
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);

@@ -65,7 +65,7 @@ read_all(FILE *fp, unsigned long *count, struct kg_writer *w)
 				ok = !__builtin_sub_overflow(rec.sim.se[i], rec.sim.ss[i], &d) &&
 				    (i == 0 || !__builtin_sub_overflow(rec.sim.ss[i], rec.sim.ss[i - 1], &d));
 			if (ok)
-				kg_write_sim(w, rec.sim.n, rec.sim.ss, rec.sim.se);
+				kg_write_sim(w, rec.sim.n, rec.sim.ss, rec.sim.se, rec.sim.uss, rec.sim.use);
 			else
 				kg_write_bytes(w, rec.bytes, rec.nbytes, t);
 			break;

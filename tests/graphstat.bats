@@ -20,7 +20,7 @@ fixture() {
 	mkstream < "$FIX/stat/$1.jsonl" > "$1.kg"
 }
 
-CSV_HEADER=rank,iteration,measured_ns,simulated_ns,error_pct,exposed_compute_ns,overlapped_ns,exposed_comm_ns,other_ns,measured_exposed_compute_ns,measured_overlapped_ns,measured_exposed_comm_ns,measured_other_ns,measured_util,simulated_util,predicted,base_ns,change_pct,peak_allocated_bytes,peak_reserved_bytes,predicted_peak_bytes,device_memory_bytes,fits
+CSV_HEADER=rank,iteration,measured_ns,simulated_ns,error_pct,exposed_compute_ns,overlapped_ns,exposed_comm_ns,other_ns,measured_exposed_compute_ns,measured_overlapped_ns,measured_exposed_comm_ns,measured_other_ns,measured_util,simulated_util,predicted,base_ns,change_pct,peak_allocated_bytes,peak_reserved_bytes,predicted_peak_bytes,device_memory_bytes,fits,unprofiled_ns,profiler_cost
 USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE] [--colls FILE] [--comm FILE] [--gpus-per-node N] [--top N] [--device-memory BYTES] [FILE ...]"
 
 # --- the checklist -----------------------------------------------------------
@@ -176,7 +176,7 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	[ -z "$stderr" ]
 	[ "${#lines[@]}" -eq 2 ]
 	[ "${lines[0]}" = "$CSV_HEADER" ]
-	[ "${lines[1]}" = "0,5,120000,100000,-16.6667,30000,20000,30000,20000,50000,0,40000,30000,0.7500,0.8000,0,,,,,,," ]
+	[ "${lines[1]}" = "0,5,120000,100000,-16.6667,30000,20000,30000,20000,50000,0,40000,30000,0.7500,0.8000,0,,,,,,,,," ]
 }
 
 @test "graphstat: a kernel the communication table names counts as communication though the stream says kern" {
@@ -185,7 +185,7 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	# DeepEP): the same numbers as basic's, worked out above
 	fixture oldkern
 	run -0 --separate-stderr graphstat --csv oldkern.kg
-	[ "${lines[1]}" = "0,5,120000,100000,-16.6667,30000,20000,30000,20000,50000,0,40000,30000,0.7500,0.8000,0,,,,,,," ]
+	[ "${lines[1]}" = "0,5,120000,100000,-16.6667,30000,20000,30000,20000,50000,0,40000,30000,0.7500,0.8000,0,,,,,,,,," ]
 }
 
 @test "graphstat: --json gives one object a row with the same numbers" {
@@ -227,7 +227,7 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	fixture unsimulated
 	run -0 --separate-stderr graphstat --csv unsimulated.kg
 	[ -z "$stderr" ]
-	[ "${lines[1]}" = "0,5,120000,,,50000,0,40000,30000,50000,0,40000,30000,0.7500,,0,,,,,,," ]
+	[ "${lines[1]}" = "0,5,120000,,,50000,0,40000,30000,50000,0,40000,30000,0.7500,,0,,,,,,,,," ]
 	run -0 graphstat --json unsimulated.kg
 	jq -e '.measured_ns == 120000 and .simulated_ns == null and .error_pct == null and
 		.exposed_compute_ns == 50000 and .exposed_comm_ns == 40000 and
@@ -244,7 +244,7 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	# basic.jsonl with the kernel's ss/se taken out
 	sed '/"id":1,"p":1/s/,"ss":[0-9]*,"se":[0-9]*//' "$FIX/stat/basic.jsonl" | mkstream > part.kg
 	run -0 graphstat --csv part.kg
-	[ "${lines[1]}" = "0,5,120000,,,50000,0,40000,30000,50000,0,40000,30000,0.7500,,0,,,,,,," ]
+	[ "${lines[1]}" = "0,5,120000,,,50000,0,40000,30000,50000,0,40000,30000,0.7500,,0,,,,,,,,," ]
 }
 
 # two-iter.jsonl, rank 1. Iteration 1:
@@ -267,8 +267,8 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	run -0 --separate-stderr graphstat --csv two-iter.kg
 	[ -z "$stderr" ]
 	[ "${#lines[@]}" -eq 3 ]
-	[ "${lines[1]}" = "1,1,170000,150000,-11.7647,130000,0,0,20000,150000,0,0,20000,0.8824,0.8667,0,,,,,,," ]
-	[ "${lines[2]}" = "1,2,120000,100000,-16.6667,20000,0,50000,30000,20000,0,50000,50000,0.5833,0.7000,0,,,,,,," ]
+	[ "${lines[1]}" = "1,1,170000,150000,-11.7647,130000,0,0,20000,150000,0,0,20000,0.8824,0.8667,0,,,,,,,,," ]
+	[ "${lines[2]}" = "1,2,120000,100000,-16.6667,20000,0,50000,30000,20000,0,50000,50000,0.5833,0.7000,0,,,,,,,,," ]
 	run -0 graphstat --json two-iter.kg
 	[ "$(jq -c '[.iteration, .simulated_ns]' <<< "$output" | tr -d '\n')" = "[1,150000][2,100000]" ]
 }
@@ -317,7 +317,7 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	fixture nomain
 	run -0 --separate-stderr graphstat --csv nomain.kg
 	[ -z "$stderr" ]
-	[ "${lines[1]}" = "-,0,140000,,,130000,0,0,10000,130000,0,0,10000,0.9286,,0,,,,,,," ]
+	[ "${lines[1]}" = "-,0,140000,,,130000,0,0,10000,130000,0,0,10000,0.9286,,0,,,,,,,,," ]
 }
 
 # util.jsonl, rank 2, iteration 3; a 2.5 ms span, so windows of 1, 1 and
@@ -336,7 +336,7 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	fixture util
 	run -0 --separate-stderr graphstat --csv --util u.csv util.kg
 	[ -z "$stderr" ]
-	[ "${lines[1]}" = "2,3,2500000,2500000,0.0000,1650000,0,0,850000,1900000,0,0,600000,0.8000,0.6333,0,,,,,,," ]
+	[ "${lines[1]}" = "2,3,2500000,2500000,0.0000,1650000,0,0,850000,1900000,0,0,600000,0.8000,0.6333,0,,,,,,,,," ]
 	cat > want <<-'EOF'
 	rank,iteration,view,window_ms,busy
 	2,3,measured,0.000,0.6000
@@ -433,7 +433,7 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	[ "${lines[0]}" = "$CSV_HEADER" ]
 	[ "$(printf '%s\n' "${lines[@]:1}" | cut -d, -f1,2 | tr '\n' ' ')" = "0,5 1,1 1,2 -,0 " ]
 	# a section's main thread does not carry over into the next
-	[ "${lines[4]}" = "-,0,140000,,,130000,0,0,10000,130000,0,0,10000,0.9286,,0,,,,,,," ]
+	[ "${lines[4]}" = "-,0,140000,,,130000,0,0,10000,130000,0,0,10000,0.9286,,0,,,,,,,,," ]
 }
 
 # --- the shared traces -------------------------------------------------------

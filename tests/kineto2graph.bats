@@ -7,7 +7,7 @@
 
 load helpers
 
-USAGE='usage: kineto2graph [-qv] [-o FILE] [--iteration N|all] [--rank R] [--layer-ops REGEX] [--level N] [-j N] [FILE ...]'
+USAGE='usage: kineto2graph [-qv] [-o FILE] [--iteration N|all] [--rank R] [--layer-ops REGEX] [--step-time MS|R=MS,...] [--profiler-cost US] [--level N] [-j N] [FILE ...]'
 TRY="Try 'kineto2graph --help' for more information."
 
 # Fail unless $1 (actual) equals $2 (expected), showing both.

@@ -169,6 +169,7 @@ struct section {
 	int64_t rank;
 	int job;          /* a job section: report each rank and the job */
 	int sim;          /* every task has ss/se */
+	int usim;         /* and us/ue: simulated without the profiler's cost */
 	struct kg_cov cov;
 	/* scratch */
 	struct iv *a, *b, *u;
@@ -394,6 +395,27 @@ view(struct section *s, const struct stask *t, size_t n, int simv, struct view *
 #undef TS
 #undef TE
 	return 0;
+}
+
+/* The span of iteration tasks t[0..n) simulated without the profiler's
+ * cost (view's span); -1 when the section has no such run. */
+static int64_t
+unprofiled_span(const struct section *s, const struct stask *t, size_t n)
+{
+	int64_t start = INT64_MAX, end = INT64_MIN;
+	size_t i;
+
+	if (!s->usim)
+		return -1;
+	for (i = 0; i < n; i++) {
+		const struct stask *x = &t[i];
+
+		if (s->pmain[x->proc] && x->us < start)
+			start = x->us;
+		if ((s->pmain[x->proc] || s->pkind[x->proc] == KG_STREAM) && x->ue > end)
+			end = x->ue;
+	}
+	return start == INT64_MAX ? -1 : end - start;
 }
 
 struct rank_kernel {
@@ -631,6 +653,7 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 			continue; /* nothing on the main thread: not an iteration to report */
 		if (s->sim)
 			view(s, s->t + i, j - i, 1, &row.s, rexpo, util, row.rank, row.iter);
+		row.uspan = unprofiled_span(s, s->t + i, j - i);
 		print_row(o->fmt, o->wi, &row, header);
 		if (!s->job && o->fmt == F_TEXT)
 			VEC_PUSH(srows, nsrows, capsrows, row);
@@ -670,6 +693,8 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 				jobs[k].m = row.m;
 			if (row.sim && row.s.span > jobs[k].s.span)
 				jobs[k].s = row.s;
+			if (row.uspan > jobs[k].uspan)
+				jobs[k].uspan = row.uspan; /* the job's: its slowest rank's */
 		}
 	}
 	for (k = 0; k < nj; k++) {
@@ -761,7 +786,7 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 			whatif_header(o->wi, &in.rec.header);
 			crit_reset(&s.crit);
 			s.colls.gpus_per_node = o->gpus_per_node;
-			s.sim = 0;
+			s.sim = s.usim = 0;
 			kg_cov_release(&s.cov);
 			s.net[0] = '\0';
 			for (size_t k = 0; k < in.rec.header.ntools; k++) {
@@ -794,7 +819,7 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 
 			x.ts = in.rec.task.ts;
 			x.te = in.rec.task.ts + in.rec.task.odur;
-			x.ss = x.se = 0;
+			x.ss = x.se = x.us = x.ue = 0;
 			x.it = in.rec.task.iter;
 			x.rank = s.prank[in.rec.task.proc];
 			/* a stream from before a kernel family was known as
@@ -834,9 +859,12 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 		case KG_R_SIM:
 			/* simulated times by task id (a 1.0 sim record has none) */
 			s.sim = in.rec.sim.n > 0 && in.rec.sim.n == s.n;
+			s.usim = s.sim && in.rec.sim.uss != NULL;
 			for (size_t i = 0; s.sim && i < s.n; i++) {
 				s.t[i].ss = in.rec.sim.ss[i];
 				s.t[i].se = in.rec.sim.se[i];
+				s.t[i].us = s.usim ? in.rec.sim.uss[i] : 0;
+				s.t[i].ue = s.usim ? in.rec.sim.use[i] : 0;
 			}
 			break;
 		case KG_R_EDGE:
@@ -863,7 +891,7 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 					s.pmain[i] = 1;
 			}
 			if (s.n == 0)
-				s.sim = 0;
+				s.sim = s.usim = 0;
 			if (o->critical && !o->wi->collect) {
 				crit_report(&s.crit, s.t, s.n, s.sim, s.pmain, s.pkind, s.job, &in.r,
 				    o->fmt == F_JSON ? CRIT_JSON : o->fmt == F_CSV ? CRIT_CSV : CRIT_TEXT,

@@ -24,7 +24,7 @@
 
 static const char usage[] =
     "kineto2graph [-qv] [-o FILE] [--iteration N|all] [--rank R] [--layer-ops REGEX] "
-    "[--level N] [-j N] [FILE ...]";
+    "[--step-time MS|R=MS,...] [--profiler-cost US] [--level N] [-j N] [FILE ...]";
 
 static const char help[] =
     "Convert PyTorch profiler (Kineto) traces, plain or gzip, into a graph stream.\n"
@@ -33,6 +33,10 @@ static const char help[] =
     "      --iteration N|all  keep ProfilerStep#N only, or every iteration (default)\n"
     "      --rank R           the rank, for traces that do not record one\n"
     "      --layer-ops REGEX  find layers among the forward ops REGEX matches\n"
+    "      --step-time MS     the step time the job reports without the profiler\n"
+    "                         (R=MS,...: by rank): the profiler's cost is found from it\n"
+    "      --profiler-cost US the profiler's cost of one host event, microseconds\n"
+    "                         (default: estimated; 0: none)\n"
     "      --level N          zstd level, -5 to 19 but 0 (default -1)\n"
     "  -j, --jobs N           convert up to N files at once (default: the CPUs\n"
     "                         it may run on)\n"
@@ -43,8 +47,23 @@ static const char help[] =
     "\n"
     "With no FILE, or FILE -, read standard input. See kineto2graph(1).\n";
 
+/*
+ * The cost of a profiled host event where no step time is given: the
+ * median of those --step-time finds on the recordings of ../shared/gpu
+ * (PyTorch 2.11, an H100 host; kineto2graph(1), UNPROFILED STEP).
+ */
+#define PCOST_ESTIMATE 3200
+
+/* --step-time: one for every input (rank -1), or by rank. */
+struct steptime {
+	int64_t rank, ns;
+};
+
 struct opts {
 	const char *output;
+	struct steptime *st;
+	size_t nst;
+	int64_t pcost;  /* --profiler-cost, ns; -1: not given */
 	int verbose;
 	struct build_opts b;
 	int level;
@@ -80,11 +99,56 @@ warn_cov(const char *name, const struct kg_cov *c)
 		    (long long)kg_cov_get(c, "launch_unjoined"));
 }
 
+/*
+ * The profiler's cost for t's graph: calibrated by the step time given
+ * for its rank, else --profiler-cost, else the estimate. 0, or -1 with
+ * err set.
+ */
+static int
+profiler_cost(const struct opts *o, struct trace *t, struct build_opts *b, char *err,
+    size_t errlen)
+{
+	int64_t rank = t->rank >= 0 ? t->rank : o->b.rank, ustep = -1;
+	size_t i;
+
+	for (i = 0; i < o->nst; i++)
+		if (o->st[i].rank < 0 || o->st[i].rank == rank)
+			ustep = o->st[i].ns;
+	if (o->nst > 0 && ustep < 0) {
+		if (rank < 0)
+			snprintf(err, errlen, "--step-time gives step times by rank, and the trace "
+			    "records none (--rank R names it)");
+		else
+			snprintf(err, errlen, "--step-time gives no step time for rank %lld",
+			    (long long)rank);
+		return -1;
+	}
+	if (ustep > 0) {
+		struct build_opts e = o->b;
+
+		e.pcost = PCOST_ESTIMATE; /* where the step allows a range: nearest it */
+		if (calibrate(t, &e, ustep, &b->pcost, err, errlen) < 0)
+			return -1;
+		b->pcal = "calibrated";
+		b->ustep = ustep;
+	} else if (o->pcost >= 0) {
+		b->pcost = o->pcost;
+		b->pcal = o->pcost > 0 ? "given" : NULL;
+		b->ustep = -1;
+	} else {
+		b->pcost = PCOST_ESTIMATE;
+		b->pcal = "estimated";
+		b->ustep = -1;
+	}
+	return 0;
+}
+
 /* One input file: read, build, write one section. 0, or 1 on failure. */
 static int
 convert(const struct opts *o, const char *path, struct gout *g)
 {
 	const char *name = input_name(path);
+	struct build_opts b;
 	struct trace t;
 	struct kg_cov cov;
 	char err[256];
@@ -104,7 +168,13 @@ convert(const struct opts *o, const char *path, struct gout *g)
 		rc = 1;
 		goto out;
 	}
-	rc = graph_build(&t, &o->b, &g->w, &cov, err, sizeof(err));
+	b = o->b;
+	if (profiler_cost(o, &t, &b, err, sizeof(err)) < 0) {
+		errmsg("%s: %s", name, err);
+		rc = 1;
+		goto out;
+	}
+	rc = graph_build(&t, &b, &g->w, &cov, err, sizeof(err));
 	if (rc == -1) {
 		errmsg("%s: %s", name, err);
 		rc = 1;
@@ -313,6 +383,65 @@ run(struct opts *o, int argc, char **argv)
 	return gout_close(&g, rc, o->b.producer);
 }
 
+/*
+ * A time as a decimal number of units of unit ns (1000000: ms), into
+ * *ns: at least 0, at most max ns. 0, or -1.
+ */
+static int
+parse_time(const char *s, double unit, int64_t max, int64_t *ns)
+{
+	char *end;
+	double v;
+
+	if (*s == '\0' || strchr("0123456789.", *s) == NULL)
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || *end != '\0' || !(v >= 0) || v * unit > (double)max)
+		return -1;
+	*ns = (int64_t)(v * unit + 0.5);
+	return 0;
+}
+
+/* --step-time MS, or R=MS,R=MS...: 0, or -1 after the message. */
+static int
+parse_steps(struct opts *o, const char *arg)
+{
+	char *copy = xstrndup(arg, strlen(arg)), *p = copy, *tok;
+	size_t cap = 0, i;
+
+	free(o->st);
+	o->st = NULL;
+	o->nst = 0;
+	while ((tok = strsep(&p, ",")) != NULL) {
+		struct steptime st = { -1, 0 };
+		char *eq = strchr(tok, '=');
+
+		if (eq != NULL) {
+			*eq = '\0';
+			if (parse_i64(tok, 0, INT32_MAX, &st.rank) < 0)
+				goto bad;
+			tok = eq + 1;
+		}
+		/* a step of 1 us to a day */
+		if (parse_time(tok, 1e6, (int64_t)86400 * 1000000000, &st.ns) < 0 || st.ns < 1000)
+			goto bad;
+		if (st.rank < 0 && (o->nst > 0 || p != NULL))
+			goto bad; /* MS alone, or every one with its rank */
+		for (i = 0; i < o->nst; i++)
+			if (o->st[i].rank == st.rank)
+				goto bad;
+		VEC_PUSH(o->st, o->nst, cap, st);
+	}
+	free(copy);
+	return 0;
+bad:
+	errmsg("invalid --step-time '%s' (milliseconds: MS, or R=MS,... by rank, each rank once)",
+	    arg);
+	free(copy);
+	return -1;
+}
+
 /* The CPUs this process may run on (a Slurm step's, a taskset's), 1 to 64. */
 static int
 cpus(void)
@@ -337,6 +466,8 @@ main(int argc, char **argv)
 		{ "iteration", required_argument, NULL, 'I' },
 		{ "rank", required_argument, NULL, 'R' },
 		{ "layer-ops", required_argument, NULL, 'Y' },
+		{ "step-time", required_argument, NULL, 'S' },
+		{ "profiler-cost", required_argument, NULL, 'P' },
 		{ "level", required_argument, NULL, 'L' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -357,6 +488,8 @@ main(int argc, char **argv)
 	o.b.producer = "kineto2graph " KG_VERSION;
 	o.level = KG_LEVEL;
 	o.jobs = cpus();
+	o.pcost = -1;
+	o.b.pcost = -1;
 	while ((c = getopt_long(argc, argv, "o:j:vqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
@@ -384,6 +517,17 @@ main(int argc, char **argv)
 				usage_exit(usage);
 			}
 			o.b.layer_ops = &re;
+			break;
+		case 'S':
+			if (parse_steps(&o, optarg) < 0)
+				usage_exit(usage);
+			break;
+		case 'P':
+			if (parse_time(optarg, 1000, 1000000000, &v) < 0) {
+				errmsg("invalid --profiler-cost '%s' (microseconds, 0 to 1000000)", optarg);
+				usage_exit(usage);
+			}
+			o.pcost = v;
 			break;
 		case 'R':
 			if (parse_i64(optarg, 0, INT32_MAX, &v) < 0) {
@@ -427,7 +571,12 @@ main(int argc, char **argv)
 		errmsg("--rank names the rank of one trace, not of %d", argc);
 		usage_exit(usage);
 	}
+	if (o.nst > 0 && o.pcost >= 0) {
+		errmsg("--step-time and --profiler-cost exclude each other");
+		usage_exit(usage);
+	}
 	rc = run(&o, argc, argv);
+	free(o.st);
 	if (o.b.layer_ops != NULL)
 		regfree(&re);
 	return rc;

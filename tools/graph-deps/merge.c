@@ -66,6 +66,9 @@ struct rank {
 	int64_t rank, world, tbase, clk;
 	char *gpu;               /* the header's (1.5), owned; "" if unknown */
 	int64_t gpu_mem, gpu_sms;
+	int pcal;                /* the profiler's cost (1.8): 0 none, 1 given,
+	                            2 estimated, 3 calibrated */
+	int64_t pcost, ustep;
 	int64_t tsmin;           /* its tasks' first ts, INT64_MAX if none */
 	size_t ntask, proc0, nproc, nedge, col0, ncol;
 	size_t newtask0, newproc0;
@@ -275,6 +278,10 @@ read_one(struct input *in, ZSTD_CCtx **cctx)
 			rk->tbase = h->tbase;
 			rk->gpu_mem = h->gpu_mem;
 			rk->gpu_sms = h->gpu_sms;
+			rk->pcal = h->pcal == NULL || h->pcal[0] == '\0' ? 0 :
+			    strcmp(h->pcal, "given") == 0 ? 1 : strcmp(h->pcal, "estimated") == 0 ? 2 : 3;
+			rk->pcost = h->pcost;
+			rk->ustep = h->ustep;
 			rk->tsmin = INT64_MAX;
 			rk->file = isstdin ? "-" : in->path;
 			rk->section = (int)in->nsec - 1;
@@ -1014,6 +1021,29 @@ write_job(struct job *j, struct gout *g)
 			h.gpu_mem = -1;
 		if (ord[i]->gpu_sms != h.gpu_sms)
 			h.gpu_sms = -1;
+	}
+	/* The profiler's cost: the ranks' own ride on their tasks; the job
+	 * says how it was found where every rank says the same (else the
+	 * least sure of them: estimated over given over calibrated), the
+	 * cost where they agree, and the step its slowest rank was
+	 * calibrated to. */
+	{
+		static const char *const pname[] = { NULL, "given", "estimated", "calibrated" };
+		int pc = ord[0]->pcal;
+
+		h.pcost = ord[0]->pcost;
+		h.ustep = ord[0]->ustep;
+		for (i = 1; i < j->nrk; i++) {
+			if (ord[i]->pcal != pc)
+				pc = pc == 0 || ord[i]->pcal == 0 ? 0 : 2;
+			if (ord[i]->pcost != h.pcost)
+				h.pcost = -1;
+			if (ord[i]->ustep > h.ustep)
+				h.ustep = ord[i]->ustep;
+		}
+		h.pcal = pname[pc];
+		if (pc != 3)
+			h.ustep = -1;
 	}
 	h.nranks = j->nrk;
 	/* This thread decodes all along as the writers' threads compress the

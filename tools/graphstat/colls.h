@@ -16,6 +16,7 @@
 /* One task as graphstat holds it. */
 struct stask {
 	int64_t ts, te, ss, se; /* measured and simulated interval */
+	int64_t us, ue;         /* simulated without the profiler's cost */
 	int64_t rank, it;
 	uint32_t proc, name;
 	uint8_t kind;

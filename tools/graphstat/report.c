@@ -32,6 +32,9 @@ whatif_header(struct whatif *w, const struct kg_header *h)
 	size_t i, len = 1;
 
 	config_header(&w->cfg, h);
+	snprintf(w->pcal, sizeof(w->pcal), "%s", h->pcal != NULL ? h->pcal : "");
+	w->pcost = h->pcost;
+	w->ustep = h->ustep;
 	w->edited = w->cfg.edited;
 	w->cfg.groups = w->edited; /* the degrees only for a prediction */
 	w->shown = 0;
@@ -165,7 +168,8 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 	int pred = w->edited;
 
 	if (w->collect) {
-		struct brow x = { r->rank, r->iter, r->sim ? r->s.span : r->m.span, r->sim };
+		struct brow x = { r->rank, r->iter, r->sim ? r->s.span : r->m.span, r->sim,
+			r->uspan };
 
 		VEC_PUSH(w->b, w->nb, w->capb, x);
 		w->base_ranks = w->nranks;
@@ -180,7 +184,7 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 			    "measured_exposed_comm_ns,measured_other_ns,"
 			    "measured_util,simulated_util,predicted,base_ns,change_pct,"
 			    "peak_allocated_bytes,peak_reserved_bytes,predicted_peak_bytes,"
-			    "device_memory_bytes,fits\n");
+			    "device_memory_bytes,fits,unprofiled_ns,profiler_cost\n");
 			*header = 1;
 		}
 		if (r->rank == JOB)
@@ -226,6 +230,11 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 		printf(",");
 		if (r->devmem > 0 && r->pred.peak >= 0)
 			printf("%d", r->pred.peak <= r->devmem);
+		printf(",");
+		if (r->uspan >= 0)
+			printf("%lld,%s", (long long)r->uspan, w->pcal);
+		else
+			printf(",");
 		printf("\n");
 	} else if (fmt == F_JSON) {
 		printf("{\"rank\":");
@@ -292,22 +301,35 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 			printf(",\"fits\":%s", r->pred.peak <= r->devmem ? "true" : "false");
 		else
 			printf(",\"fits\":null");
+		if (r->uspan >= 0)
+			printf(",\"unprofiled_ns\":%lld,\"profiler_cost\":\"%s\"", (long long)r->uspan,
+			    w->pcal);
+		else
+			printf(",\"unprofiled_ns\":null,\"profiler_cost\":null");
 		printf("}\n");
 	} else {
 		int layout = pred || w->base != NULL ? 2 : 1;
 
+		int un = r->uspan >= 0;
+
+		if (un)
+			layout += 2;
 		if (!*header || w->layout != layout) {
-			if (layout == 2)
-				printf("%-5s %-9s %10s %10s %8s | %9s %9s %9s %9s | %5s\n", "rank", "iter",
+			if (layout % 2 == 0)
+				printf("%-5s %-9s %10s %10s %8s | %9s %9s %9s %9s | %5s", "rank", "iter",
 				    "base ms", pred ? "pred ms" : "sim ms", "change %", "exp.comp",
 				    "overlap", "exp.comm", "other", "util");
 			else
-				printf("%-5s %-9s %10s %10s %7s | %9s %9s %9s %9s | %5s\n", "rank", "iter",
+				printf("%-5s %-9s %10s %10s %7s | %9s %9s %9s %9s | %5s", "rank", "iter",
 				    "meas ms", "sim ms", "err %", "exp.comp", "overlap", "exp.comm",
 				    "other", "util");
+			if (un)
+				printf(" | %10s", "unprof ms");
+			putchar('\n');
 			*header = 1;
 			w->layout = layout;
 		}
+		layout = layout > 2 ? layout - 2 : layout;
 		put_key(r->rank, "-", 5, r->rank == JOB);
 		putchar(' ');
 		put_key(r->iter, "-", 9, 0);
@@ -333,9 +355,12 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 			else
 				printf("%10s %7s", "-", "-");
 		}
-		printf(" | %9.3f %9.3f %9.3f %9.3f | %4.0f%%\n", (double)v->comp / 1e6,
+		printf(" | %9.3f %9.3f %9.3f %9.3f | %4.0f%%", (double)v->comp / 1e6,
 		    (double)v->over / 1e6, (double)v->comm / 1e6, (double)v->other / 1e6,
 		    100 * (r->sim ? r->s.util : r->m.util));
+		if (un)
+			printf(" | %10.3f", (double)r->uspan / 1e6);
+		putchar('\n');
 		if (r->sim && layout == 1)
 			printf("%-5s %-9s %10s %10s %7s | %+9.2f %+9.2f %+9.2f %+9.2f | (err, %% of span)\n",
 			    "", "", "", "", "", pct(r->s.comp, r->m.comp, r->m.span),
@@ -353,15 +378,51 @@ median(int64_t *v, size_t n)
 	return n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2;
 }
 
+/*
+ * The median line's second half: the step without the profiler's cost
+ * (uv, n of them), how the cost was found, and the base's (ubv, NULL:
+ * none) with the change.
+ */
+static void
+unprofiled_text(const struct whatif *w, int64_t *uv, size_t n, int64_t *ubv)
+{
+	double med = median(uv, n), bmed;
+
+	printf("  without the profiler: %s %.3f ms (%.3f to %.3f)", w->edited ? "predicted" :
+	    "simulated", med / 1e6, (double)uv[0] / 1e6, (double)uv[n - 1] / 1e6);
+	if (strcmp(w->pcal, "calibrated") == 0 && w->ustep > 0)
+		printf(", its cost calibrated to a step of %.3f ms (%.3f us a host event)",
+		    (double)w->ustep / 1e6, (double)w->pcost / 1e3);
+	else if (strcmp(w->pcal, "estimated") == 0 && w->pcost >= 0)
+		printf(", its cost estimated (%.3f us a host event: kineto2graph --step-time "
+		    "calibrates it)", (double)w->pcost / 1e3);
+	else if (w->pcost >= 0)
+		printf(", its cost %s (%.3f us a host event)", w->pcal[0] ? w->pcal : "given",
+		    (double)w->pcost / 1e3);
+	if (ubv != NULL) {
+		bmed = median(ubv, n);
+		printf("; base %.3f ms (change %+.2f%%)", bmed / 1e6,
+		    bmed > 0 ? 100 * (med - bmed) / bmed : 0);
+	}
+	putchar('\n');
+}
+
 void
 print_median(const struct whatif *w, const struct row *rows, size_t n)
 {
-	int64_t *v, *sv = NULL, *bv = NULL;
+	int64_t *v, *sv = NULL, *bv = NULL, *uv = NULL, *ubv = NULL;
 	const struct brow *b;
-	size_t i, nb = 0;
+	size_t i, nb = 0, nu = 0, nub = 0;
 	double med, smed, bmed;
 	int pred = w->edited, sim = n > 0 && rows[0].sim;
 
+	if (n == 1 && !w->collect && rows[0].uspan >= 0) {
+		int64_t u = rows[0].uspan, ub = -1;
+
+		if (w->base != NULL && (b = base_of(w, &rows[0])) != NULL)
+			ub = b->uns;
+		unprofiled_text(w, &u, 1, ub >= 0 ? &ub : NULL);
+	}
 	if (n < 2 || w->collect || (pred && !sim))
 		return;
 	v = xmalloc(n * sizeof(*v));
@@ -369,12 +430,19 @@ print_median(const struct whatif *w, const struct row *rows, size_t n)
 		sv = xmalloc(n * sizeof(*sv));
 	if (w->base != NULL)
 		bv = xmalloc(n * sizeof(*bv));
+	uv = xmalloc(n * sizeof(*uv));
+	ubv = xmalloc(n * sizeof(*ubv));
 	for (i = 0; i < n; i++) {
 		v[i] = pred ? rows[i].s.span : rows[i].m.span;
 		if (sv != NULL)
 			sv[i] = rows[i].s.span;
-		if (bv != NULL && (b = base_of(w, &rows[i])) != NULL)
+		if (rows[i].uspan >= 0)
+			uv[nu++] = rows[i].uspan;
+		if (bv != NULL && (b = base_of(w, &rows[i])) != NULL) {
 			bv[nb++] = b->ns;
+			if (b->uns >= 0)
+				ubv[nub++] = b->uns;
+		}
 	}
 	med = median(v, n);
 	printf("  median of %zu iterations: %s %.3f ms (%.3f to %.3f, %+.1f%% to %+.1f%%)",
@@ -392,7 +460,11 @@ print_median(const struct whatif *w, const struct row *rows, size_t n)
 		    bmed > 0 ? 100 * (med - bmed) / bmed : 0);
 	}
 	putchar('\n');
+	if (nu == n)
+		unprofiled_text(w, uv, n, nub == n ? ubv : NULL);
 	free(v);
 	free(sv);
 	free(bv);
+	free(uv);
+	free(ubv);
 }

@@ -40,6 +40,7 @@ struct row {
 	int64_t rank, iter;
 	int sim;
 	struct view m, s;
+	int64_t uspan;            /* the simulated step without the profiler's cost; -1 none */
 	struct mempeak mem;       /* measured (the trace's allocator events) */
 	struct mempred pred;      /* predicted (memest.h) */
 	int64_t devmem;           /* the GPU's memory, bytes; -1 unknown */
@@ -52,6 +53,7 @@ enum fmt { F_TEXT, F_JSON, F_CSV };
 struct brow {
 	int64_t rank, iter, ns;
 	int sim;
+	int64_t uns;             /* its step without the profiler's cost, -1 */
 };
 
 struct whatif {
@@ -60,6 +62,8 @@ struct whatif {
 	char *made;              /* the header's tools, joined */
 	int64_t nranks;
 	struct config cfg;       /* what the graph tells of its configuration */
+	char pcal[16];           /* how the profiler's cost was found ("": none) */
+	int64_t pcost, ustep;    /* its cost an event, the step it was calibrated to */
 	int shown;               /* the table's layout printed for this section */
 	int layout;              /* the text layout last printed: 0 none, 1 measured, 2 predicted */
 	/* --base */

@@ -144,6 +144,7 @@ struct gb {
 	uint32_t *launch;  /* GPU: its launch call (ev index) */
 	uint32_t *nextgpu; /* RT: chain of the GPU events it launched */
 	uint32_t *nextleaf;/* selected leaf: next selected leaf on its thread */
+	uint32_t *pev;     /* leaf: the profiled host events it accounts for */
 	uint32_t *task;    /* per event: task id */
 	struct umap newdur; /* event -> index in durv: calls whose wait is cut off */
 	int64_t *durv;
@@ -480,6 +481,63 @@ flatten(struct gb *g, uint32_t *cpu, size_t ncpu, uint8_t *leaf)
 		}
 	}
 	free(stack);
+}
+
+/*
+ * The profiler's own cost lives where it recorded something: each CPU op
+ * and runtime call it recorded costs it time on the thread, at the op's
+ * entry (its inputs' shapes, its event) and exit, and so does each
+ * allocator event (profile_memory). Each leaf accounts for itself, for
+ * the ops that began on its thread since the leaf before it (those
+ * around it that it is the first leaf of) and for the allocator events
+ * its thread made since then: every event once.
+ */
+struct pmem {
+	uint32_t proc;
+	int64_t ts;
+};
+
+static int
+cmp_pmem(const void *a, const void *b)
+{
+	const struct pmem *x = a, *y = b;
+
+	if (x->proc != y->proc)
+		return x->proc < y->proc ? -1 : 1;
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static void
+profiled_events(struct gb *g, const uint32_t *cpu, size_t ncpu, const uint8_t *leaf)
+{
+	const struct trace *t = g->t;
+	uint32_t proc = KG_NONE, n = 0;
+	struct pmem *pm = xmalloc((t->nmem + 1) * sizeof(*pm));
+	size_t i, j = 0;
+
+	for (i = 0; i < t->nmem; i++)
+		pm[i].proc = t->mem[i].proc, pm[i].ts = t->mem[i].ts;
+	if (t->nmem > 1)
+		qsort(pm, t->nmem, sizeof(*pm), cmp_pmem);
+	for (i = 0; i < ncpu; i++) {
+		uint32_t x = cpu[i];
+		const struct ev *e = &t->ev[x];
+
+		if (e->proc != proc) {
+			proc = e->proc;
+			n = 0;
+		}
+		for (; j < t->nmem && (pm[j].proc < proc || (pm[j].proc == proc && pm[j].ts <= e->ts));
+		    j++)
+			n += pm[j].proc == proc && n < UINT32_MAX;
+		if (n < UINT32_MAX)
+			n++;
+		if (leaf[x]) {
+			g->pev[x] = n;
+			n = 0;
+		}
+	}
+	free(pm);
 }
 
 struct collname {
@@ -1407,6 +1465,9 @@ make_task(const struct gb *g, uint32_t x, int64_t tbase, struct kg_task *k)
 	k->iter = g->iter[x] == INT32_MIN ? -1 : g->iter[x];
 	if (e->cls != EV_OP)
 		k->corr = e->corr == NO_CORR ? -1 : (int64_t)e->corr;
+	if ((e->cls == EV_OP || e->cls == EV_RT) && g->o->pcost > 0)
+		k->prof = g->o->pcost > KG_TIME_MAX / (int64_t)(g->pev[x] + 1) ? KG_TIME_MAX :
+		    g->o->pcost * (int64_t)g->pev[x];
 	switch (e->cls) {
 	case EV_OP:
 		k->kind = KG_CPU;
@@ -1714,6 +1775,8 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	if (ngpu > 1)
 		psort(gpu, ngpu, sizeof(*gpu), cmp_cpu);
 	flatten(&g, cpu, ncpu, leaf);
+	g.pev = xcalloc(t->nev, sizeof(*g.pev));
+	profiled_events(&g, cpu, ncpu, leaf);
 
 	/* Iterations and launches. */
 	umap_init(&corr, ncpu / 2 + 16);
@@ -1873,6 +1936,12 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	h.iters = iters;
 	h.niters = niters;
 	set_gpu(t, gpu, ngpu, &h);
+	h.pcost = h.ustep = -1;
+	if (o->pcost >= 0 && o->pcal != NULL && ncpu > 0) {
+		h.pcal = o->pcal;
+		h.pcost = o->pcost;
+		h.ustep = o->ustep;
+	}
 	tools[0] = o->producer;
 	h.tools = tools;
 	h.ntools = 1;
@@ -2070,6 +2139,7 @@ out_free:
 	free(g.launch);
 	free(g.nextgpu);
 	free(g.nextleaf);
+	free(g.pev);
 	free(g.task);
 	umap_release(&g.newdur);
 	umap_release(&g.evmap);

@@ -161,6 +161,12 @@ struct build_opts {
 	int64_t rank;    /* --rank, used when the trace has none; -1 */
 	const regex_t *layer_ops; /* --layer-ops: the ops layers are found among */
 	const char *producer;
+	/* The profiler's own cost: each host task's `pc` is pcost ns times
+	 * the profiled host events it accounts for (itself, and the ops
+	 * around it that begin since the last task on its thread); pcost
+	 * -1: none. pcal and ustep go to the header as they are. */
+	int64_t pcost, ustep;
+	const char *pcal;
 };
 
 /*
@@ -170,6 +176,15 @@ struct build_opts {
  */
 int graph_build(struct trace *t, const struct build_opts *o,
     struct kg_writer *w, struct kg_cov *cov, char *err, size_t errlen);
+
+/*
+ * The cost of one profiled host event (ns, into *pcost) that makes the
+ * median step of t's graph, simulated without it, ustep ns (calib.c).
+ * 0, or -1 with err set when no cost can (a step longer than every
+ * traced one, or shorter than the trace's GPU work allows).
+ */
+int calibrate(struct trace *t, const struct build_opts *o, int64_t ustep, int64_t *pcost,
+    char *err, size_t errlen);
 
 /*
  * Rule 7, structure tags (tags.c): the phase, micro-batch and layer of a

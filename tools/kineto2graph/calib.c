@@ -257,18 +257,18 @@ calibrate(struct trace *t, const struct build_opts *o, int64_t ustep, int64_t *p
 		goto out;
 	}
 	/*
-	 * The costs whose median step is the one given, within TOL: from
-	 * the least that makes it no longer than the step and TOL, to the
-	 * least that makes it shorter than the step less TOL. A host-bound
-	 * step pins the cost to a narrow range; a GPU-bound one hardly
-	 * moves with it, and the range is wide: the one nearest the
-	 * estimate is taken.
+	 * The least cost that makes the median step no longer than the one
+	 * given; but where the estimate gives that step too, within TOL,
+	 * the estimate: a host-bound step pins the cost, a GPU-bound one
+	 * hardly moves with it, and any cost of a wide range would do.
 	 */
 	a = least_cost(&c, ustep + ustep / TOL);
 	z = least_cost(&c, ustep - ustep / TOL - 1);
-	if (a < 0 || z < 0)
+	*pcost = least_cost(&c, ustep);
+	if (a < 0 || z < 0 || *pcost < 0)
 		goto out;
-	*pcost = o->pcost < a ? a : o->pcost > z ? z : o->pcost;
+	if (o->pcost >= a && o->pcost <= z)
+		*pcost = o->pcost;
 	rc = 0;
 out:
 	kg_cov_release(&cov);

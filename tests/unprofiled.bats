@@ -1,0 +1,122 @@
+#!/usr/bin/env bats
+# The step without the profiler (kineto2graph(1), UNPROFILED STEP):
+# the profiler's cost each host task carries (pc), calibrated by the
+# step time given or estimated, simulated away by graphsim and reported
+# by graphstat.
+
+load helpers
+
+HB="$FIX/prof/hostbound.json"
+
+# hostbound.json: a launch (20 us, its kernel 500 us) then nine ops of
+# 20 us every 100 us, the fifth an op around another (two events), all
+# on one thread: traced 920 us. At 30 us an event each task loses 30
+# (the nested one 60), taken off the gap before it (80 or 85 us), the
+# launch, which has no gap, its 20: 920 - 20 - 8 * 30 - 60 = 600 us.
+
+csv_col() { # the named column of graphstat --csv's first row
+	graphsim "$1" | graphstat --csv | awk -F, -v c="$2" '
+		NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
+		NR == 2 { print $k }'
+}
+
+@test "unprofiled: --step-time finds the cost worked out by hand, and graphstat gives both steps" {
+	kineto2graph --step-time 0.6 "$HB" > c.kg
+	[ "$(dump c.kg | jq -c 'select(.r == "header") | [.pcal, .pcost, .ustep]')" = '["calibrated",30000,600000]' ]
+	[ "$(dump c.kg | jq -r 'select(.r == "task" and .pc) | "\(.n) \(.pc)"' | sort | uniq -c | sed 's/^ *//')" = \
+		"1 aten::inner 60000
+8 aten::x 30000
+1 cudaLaunchKernel 30000" ]
+	[ "$(csv_col c.kg simulated_ns)" = 920000 ]
+	[ "$(csv_col c.kg unprofiled_ns)" = 600000 ]
+	[ "$(csv_col c.kg profiler_cost)" = calibrated ]
+	graphsim c.kg | graphstat --json | jq -e '.unprofiled_ns == 600000 and .simulated_ns == 920000'
+	graphsim c.kg | graphstat > text
+	grep -q 'without the profiler: simulated 0.600 ms (0.600 to 0.600), its cost calibrated to a step of 0.600 ms (30.000 us a host event)' text
+}
+
+@test "unprofiled: a cost given is the calibrated one's; 0 records none; none given is the estimate" {
+	kineto2graph --profiler-cost 30 "$HB" > g.kg
+	[ "$(csv_col g.kg unprofiled_ns)" = 600000 ]
+	[ "$(csv_col g.kg profiler_cost)" = given ]
+	kineto2graph --profiler-cost 0 "$HB" > z.kg
+	[ "$(dump z.kg | jq -c 'select(.r == "header") | [.pcal, .pcost]')" = '[null,null]' ]
+	[ "$(dump z.kg | jq -s '[.[] | select(.r == "task" and .pc)] | length')" = 0 ]
+	[ "$(csv_col z.kg unprofiled_ns)" = "" ]
+	graphsim z.kg | graphcat | grep '"r":"sim"' > sim
+	! grep -q ussd sim
+	kineto2graph "$HB" > e.kg
+	[ "$(dump e.kg | jq -c 'select(.r == "header") | [.pcal, .pcost]')" = '["estimated",3200]' ]
+	# 920 - 3.2 * (10 + 1) = 884.8 us: every cost below a gap
+	[ "$(csv_col e.kg unprofiled_ns)" = 884800 ]
+	graphsim e.kg | graphstat | grep -q 'its cost estimated (3.200 us a host event: kineto2graph --step-time calibrates it)'
+}
+
+@test "unprofiled: a step time no cost can give is refused with the numbers" {
+	run -1 --separate-stderr kineto2graph --step-time 0.95 "$HB"
+	[ "$stderr" = "kineto2graph: $HB: --step-time 0.950 ms is longer than every traced step (0.920 to 0.920 ms, median 0.920): the profiler cannot have made the step shorter" ]
+	run -1 --separate-stderr kineto2graph --step-time 0.45 "$HB"
+	[[ "$stderr" == "kineto2graph: $HB: --step-time 0.450 ms is shorter than the trace can run without any host time the profiler recorded (0.505 ms"* ]]
+	# within 1% of that floor: the floor
+	kineto2graph --step-time 0.5 "$HB" > f.kg
+	[ "$(csv_col f.kg unprofiled_ns)" = 505000 ]
+}
+
+@test "unprofiled: step times by rank, and the usage errors" {
+	kineto2graph --rank 3 --step-time 3=0.6 "$HB" > r.kg
+	[ "$(dump r.kg | jq -c 'select(.r == "header") | .pcost')" = 30000 ]
+	run -1 --separate-stderr kineto2graph --rank 3 --step-time 1=0.6,2=0.7 "$HB"
+	[ "$stderr" = "kineto2graph: $HB: --step-time gives no step time for rank 3" ]
+	run -1 --separate-stderr kineto2graph --step-time 0=0.6 "$HB"
+	[[ "$stderr" == *"--step-time gives step times by rank, and the trace records none (--rank R names it)" ]]
+	for bad in abc 0.6,1=0.7 1=0.6,1=0.7 -1 0 1=; do
+		run -2 kineto2graph --step-time "$bad" "$HB"
+		[[ "${lines[0]}" == "kineto2graph: invalid --step-time '$bad'"* ]]
+	done
+	run -2 kineto2graph --profiler-cost x "$HB"
+	[[ "${lines[0]}" == "kineto2graph: invalid --profiler-cost 'x'"* ]]
+	run -2 kineto2graph --profiler-cost 3 --step-time 0.6 "$HB"
+	[ "${lines[0]}" = "kineto2graph: --step-time and --profiler-cost exclude each other" ]
+}
+
+@test "unprofiled: every what-if tool keeps each task's cost, copies carry it, and the job simulates both ways" {
+	tracegen --preset tiny --jobs 1 -d job
+	kineto2graph -q --profiler-cost 5 job/*.json.gz | graph-deps --merge > job.kg
+	dump job.kg | jq -r 'select(.r == "header") | .pcal' | grep -qx given
+	n0=$(dump job.kg | jq -s '[.[] | select(.r == "task" and .pc)] | length')
+	[ "$n0" -gt 1000 ]
+	for t in "graph-scale-dp 4" "graph-scale-layers 8" "graph-scale-pp 4" "graph-scale-tp 4" \
+	    "graph-scale-hidden 512" "graph-retime --speedup gemm=2" "graph-scale-pp 1 --microbatches 8"; do
+		$t -q job.kg > w.kg
+		n=$(dump w.kg | jq -s '[.[] | select(.r == "task" and .pc)] | length')
+		[ "$n" -ge "$n0" ] || { echo "$t: $n tasks with a cost, $n0 before"; return 1; }
+		graphsim w.kg | graphstat --csv | awk -F, -v t="$t" '
+			NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+			$1 == "job" { rows++; if ($c["unprofiled_ns"] == "" || $c["unprofiled_ns"] + 0 >= $c["simulated_ns"] + 0 ||
+			    $c["profiler_cost"] != "given") { print t ": " $0; bad = 1 } }
+			END { exit bad || !rows }'
+	done
+	# a layer's copies carry their cost: twice the layers, about twice the layers' costs
+	graph-scale-layers -q 8 job.kg > l8.kg
+	sum() { dump "$1" | jq -s '[.[] | select(.r == "task" and .pc and .ly >= 0) | .pc] | add'; }
+	a=$(sum job.kg) b=$(sum l8.kg)
+	[ "$((b * 10 / a))" -ge 19 ] && [ "$((b * 10 / a))" -le 21 ]
+}
+
+@test "unprofiled: a job's header says how the ranks' costs were found" {
+	kineto2graph --rank 0 --step-time 0.6 "$HB" > r0.kg
+	kineto2graph --rank 1 --step-time 0.6 "$HB" > r1.kg
+	graph-deps --merge r0.kg r1.kg | graphcat | head -1 | jq -e '.pcal == "calibrated" and .pcost == 30000 and .ustep == 600000'
+	kineto2graph --rank 1 "$HB" > e1.kg
+	graph-deps --merge r0.kg e1.kg | graphcat | head -1 | jq -e '.pcal == "estimated" and (has("pcost") | not) and (has("ustep") | not)'
+}
+
+@test "unprofiled: the reader refuses a negative cost and an unknown way of finding it" {
+	kineto2graph --step-time 0.6 "$HB" | graphcat > c.jsonl
+	sed 's/"pcal":"calibrated"/"pcal":"guessed"/' c.jsonl | "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > bad.kg
+	run -1 graphcat bad.kg
+	[[ "$output" == *"field pcal"* ]]
+	sed 's/"pc":60000/"pc":-1/' c.jsonl | "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > neg.kg
+	run -1 graphsim neg.kg
+	[[ "$output" == *"field pc: -1 ns is out of range"* ]]
+}

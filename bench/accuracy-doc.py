@@ -261,6 +261,12 @@ for l in mem.splitlines():
     elif re.match(r"^\d+ predictions: mean \|error\|", l):
         mem_heads.append((heading, l))
 real_bold = bold_lines(real)
+unprof = read("unprofiled.md")
+unprof_bold = bold_lines(unprof)
+open(os.path.join(notes_dir, "accuracy-unprofiled.md"), "w").write(
+    "# Accuracy: the step without the profiler\n\n"
+    "Written by `bench/accuracy` (`bench/unprofiled-accuracy`; do not edit by hand); %s.\n\n"
+    % runline + unprof.split("\n", 1)[1].lstrip("\n"))
 
 
 def pct(s):
@@ -311,6 +317,17 @@ for l in real_bold[2:]:
         w.write("| what-if hidden size, %s | real: H100 GPT traces | %s predictions, mean "
                 "%s%%, max %s%% | %s | [real](notes/accuracy-real.md) |\n"
                 % (m.groups() + (goal_hidden.get(m.group(1).split(",")[0], ""),)))
+goal_unprof = {"gptB": "mean 1.5%, max 3%", "gpt": "mean 5%, max 10%"}
+for l in unprof_bold:
+    m = re.match(r"\*\*(.*?), (calibrated|estimated):\*\* (\d+) predictions, mean absolute "
+                 r"error ([\d.]+)%, max ([\d.]+)%", l)
+    if m:
+        w.write("| the step without the profiler, %s (%s), %s | real: H100 GPT traces "
+                "| %s what-ifs, mean %s%%, max %s%% | %s | [unprofiled](notes/accuracy-unprofiled.md) |\n"
+                % (m.group(1), "GPU-bound" if m.group(1) == "gptB" else "host-bound",
+                   "calibrated by --step-time" if m.group(2) == "calibrated" else "estimated",
+                   m.group(3), m.group(4), m.group(5),
+                   goal_unprof.get(m.group(1), "") if m.group(2) == "calibrated" else "stated"))
 if len(gemm_cells) >= 8:
     w.write("| kernel times, op model (calls of 20 us or more) | real: H100 GPT traces "
             "| GEMM %s%% mean over %s calls; attention %s%% / %s%% | 5%% (the operator-level "
@@ -371,6 +388,16 @@ for l in real_bold:
     w.write("- " + l + "\n")
 w.write("\nEvery prediction, the noise of each trace, and what is not modelled:\n"
         "[notes/accuracy-real.md](notes/accuracy-real.md).\n\n")
+w.write("## Without the profiler\n\n"
+        "`bench/unprofiled-accuracy`: the same what-ifs (and hidden sizes by FLOPs\n"
+        "and bytes), predicting the step the job runs without the profiler\n"
+        "(kineto2graph(1), UNPROFILED STEP) against the target's median step\n"
+        "measured without it: the base calibrated by `--step-time` its own\n"
+        "unprofiled median, and estimated without it.\n\n")
+for l in unprof_bold:
+    w.write("- " + l + "\n")
+w.write("\nEvery prediction, each trace's cost and the spread of the measured steps:\n"
+        "[notes/accuracy-unprofiled.md](notes/accuracy-unprofiled.md).\n\n")
 w.write("## Op model\n\n"
         "`bench/opmodel-accuracy`: XGBoost trees fitted on each GPU's kernel\n"
         "sweeps (`opmodel fit`), against every kernel of 20 us or more in the\n"

@@ -72,6 +72,9 @@ job_rows() { # PREFIX
 	} > expected.csv
 	[ "$(head -1 sweep.csv)" = "dp,pp,layers,$(graphsim base.kg | graphstat --csv | sed -n 1p)" ]
 	cmp sweep.csv expected.csv
+	# each point's step without the profiler (its cost estimated)
+	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+		$c["unprofiled_ns"] == "" || $c["profiler_cost"] != "estimated" { bad = 1 } END { exit bad }' sweep.csv
 	# The base merged once for the three points, dp 2 no step of its own.
 	[ "$(ran | tr '\n' ' ')" = "base base-dp1 base-dp4 base-layers dp1-pp2-l4 dp2-pp2-l4 dp4-pp2-l4 traces " ]
 }

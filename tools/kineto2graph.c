@@ -48,9 +48,11 @@ static const char help[] =
     "With no FILE, or FILE -, read standard input. See kineto2graph(1).\n";
 
 /*
- * The cost of a profiled host event where no step time is given: the
- * median of those --step-time finds on the recordings of ../shared/gpu
- * (PyTorch 2.11, an H100 host; kineto2graph(1), UNPROFILED STEP).
+ * The cost of a profiled host event where no step time is given, and
+ * the one --step-time starts from: about the median of those it finds
+ * on the host-bound recordings of ../shared/gpu (PyTorch 2.11, an H100
+ * host; bench/unprofiled-accuracy prints them; kineto2graph(1),
+ * UNPROFILED STEP).
  */
 #define PCOST_ESTIMATE 3200
 

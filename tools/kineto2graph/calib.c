@@ -3,16 +3,17 @@
  * (--step-time): the cost of one profiled host event such that the
  * section, simulated with each host task shorter by that cost times the
  * events it accounts for (graph.c, profiled_events), has the median
- * step given. The section is built once with a cost of 1 ns an event
- * (each task's `pc` its count), read back into the simulator
- * (common/sim.h), and run again for each cost tried: the step falls as
- * the cost grows, so a bisection finds it.
+ * step given, as near as the step's noise allows, and otherwise stays
+ * near the estimate (fit). The section is built once with a cost of 1 ns
+ * an event (each task's `pc` its count), read back into the simulator
+ * (common/sim.h), and run again for each cost tried.
  *
  * A step's span is graphstat's: from the first start of the
  * iteration's tasks on the main thread to the latest end of its tasks
  * on the main thread and on GPU streams.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,14 @@
 #include "util.h"
 
 #define COST_MAX 10000000 /* ns an event: beyond, every host task is gone */
-#define TOL 200 /* a step within 1/TOL (0.5%) of the one given is that step */
+/*
+ * The cost kept is the one that best fits both what is known: the step
+ * given, which a step time a job logs knows to about NOISE (1%), and
+ * the estimate, which a host's cost is within a factor of SPREAD (2)
+ * of (kineto2graph(1), UNPROFILED STEP).
+ */
+#define NOISE 0.01
+#define SPREAD 2.0
 
 struct ctask {
 	int64_t it;
@@ -112,28 +120,65 @@ median_step(struct cal *c, int64_t cost, int64_t *lo, int64_t *hi)
 	return med;
 }
 
-/* The least cost whose median step is at most step (COST_MAX if none
- * is); -1 when the section cannot be simulated. */
-static int64_t
-least_cost(struct cal *c, int64_t step)
+/* How badly cost fits: the step's miss in NOISEs and the cost's distance
+ * from the estimate in factors of SPREAD, squared and added; HUGE_VAL
+ * when the section cannot be simulated. */
+static double
+misfit(struct cal *c, int64_t cost, int64_t step, int64_t est)
 {
-	int64_t a = 0, z = COST_MAX, m;
+	int64_t m = median_step(c, cost, NULL, NULL);
+	double a, b;
 
-	if ((m = median_step(c, 0, NULL, NULL)) < 0)
-		return -1;
-	if (m <= step)
-		return 0;
-	while (z - a > 1) {
-		int64_t mid = a + (z - a) / 2;
+	if (m < 0)
+		return HUGE_VAL;
+	a = ((double)m - (double)step) / (NOISE * (double)step);
+	b = log((double)cost / (double)est) / log(SPREAD);
+	return a * a + b * b;
+}
 
-		if ((m = median_step(c, mid, NULL, NULL)) < 0)
-			return -1;
-		if (m <= step)
-			z = mid;
-		else
-			a = mid;
+/*
+ * The cost of least misfit: on a grid of half powers of two around the
+ * estimate (2^-12 to 2^20 of it), then by golden section between the
+ * best point's neighbours. -1 when the section cannot be simulated.
+ */
+static int64_t
+fit(struct cal *c, int64_t step, int64_t est)
+{
+	const double g = (sqrt(5.0) - 1) / 2;
+	double best = HUGE_VAL, lo, hi, x1, x2, f1, f2;
+	int k, kb = 0;
+
+	if (est < 1)
+		est = 1;
+	for (k = -24; k <= 40; k++) {
+		double cost = (double)est * pow(2, k / 2.0), f;
+
+		if (cost < 1 || cost > COST_MAX)
+			continue;
+		f = misfit(c, (int64_t)cost, step, est);
+		if (f < best)
+			best = f, kb = k;
 	}
-	return z;
+	if (best == HUGE_VAL)
+		return -1;
+	lo = (double)est * pow(2, (kb - 1) / 2.0);
+	hi = (double)est * pow(2, (kb + 1) / 2.0);
+	lo = lo < 1 ? 1 : lo;
+	hi = hi > COST_MAX ? COST_MAX : hi;
+	x1 = hi - g * (hi - lo), x2 = lo + g * (hi - lo);
+	f1 = misfit(c, (int64_t)x1, step, est), f2 = misfit(c, (int64_t)x2, step, est);
+	while (hi - lo > 2 && hi - lo > lo * 1e-4) {
+		if (f1 <= f2) {
+			hi = x2, x2 = x1, f2 = f1;
+			x1 = hi - g * (hi - lo);
+			f1 = misfit(c, (int64_t)x1, step, est);
+		} else {
+			lo = x1, x1 = x2, f1 = f2;
+			x2 = lo + g * (hi - lo);
+			f2 = misfit(c, (int64_t)x2, step, est);
+		}
+	}
+	return (int64_t)((lo + hi) / 2 + 0.5);
 }
 
 /* The section written at 1 ns an event, read back. 0, or -1 (err). */
@@ -208,7 +253,7 @@ calibrate(struct trace *t, const struct build_opts *o, int64_t ustep, int64_t *p
 	struct kg_cov cov;
 	struct cal c;
 	FILE *fp = tmpfile();
-	int64_t lo, hi, m0, mmax, floor, a, z;
+	int64_t lo, hi, m0, mmax, floor;
 	int rc = -1;
 
 	memset(&c, 0, sizeof(c));
@@ -256,19 +301,9 @@ calibrate(struct trace *t, const struct build_opts *o, int64_t ustep, int64_t *p
 		    "what waits for it; traced median %.3f ms)", ustep / 1e6, floor / 1e6, m0 / 1e6);
 		goto out;
 	}
-	/*
-	 * The least cost that makes the median step no longer than the one
-	 * given; but where the estimate gives that step too, within TOL,
-	 * the estimate: a host-bound step pins the cost, a GPU-bound one
-	 * hardly moves with it, and any cost of a wide range would do.
-	 */
-	a = least_cost(&c, ustep + ustep / TOL);
-	z = least_cost(&c, ustep - ustep / TOL - 1);
-	*pcost = least_cost(&c, ustep);
-	if (a < 0 || z < 0 || *pcost < 0)
+	*pcost = fit(&c, ustep, o->pcost);
+	if (*pcost < 0)
 		goto out;
-	if (o->pcost >= a && o->pcost <= z)
-		*pcost = o->pcost;
 	rc = 0;
 out:
 	kg_cov_release(&cov);

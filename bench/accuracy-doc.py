@@ -261,7 +261,7 @@ for l in mem.splitlines():
     elif re.match(r"^\d+ predictions: mean \|error\|", l):
         mem_heads.append((heading, l))
 real_bold = bold_lines(real)
-unprof = read("unprofiled.md")
+unprof = read("unprofiled.md") or "## Without the profiler\n\nNot measured.\n"
 unprof_bold = bold_lines(unprof)
 open(os.path.join(notes_dir, "accuracy-unprofiled.md"), "w").write(
     "# Accuracy: the step without the profiler\n\n"

@@ -123,3 +123,20 @@ csv_col() { # the named column of graphstat --csv's first row
 	run -1 graphsim neg.kg
 	[[ "$output" == *"field pc: -1 ns is out of range"* ]]
 }
+
+@test "unprofiled: a trace without host tasks keeps its figures and says the step time does not apply" {
+	run -0 --separate-stderr kineto2graph --step-time 0.2 "$FIX/prof/gpuonly.json"
+	[[ "$stderr" == *"kineto2graph: warning: $FIX/prof/gpuonly.json: no host task: --step-time does not apply (the profiler's cost is on host tasks); the trace's figures are kept"* ]]
+	kineto2graph -q --step-time 0.2 "$FIX/prof/gpuonly.json" > g.kg
+	[ "$(dump g.kg | jq -c 'select(.r == "header") | [.pcal, .pcost, .ustep]')" = '[null,null,null]' ]
+}
+
+@test "unprofiled: a what-if against its base compares the steps without the profiler too" {
+	kineto2graph --step-time 0.6 "$HB" | graphsim > base.kg
+	# the kernel twice as slow: traced 920 -> 1025 us (its launch's 25
+	# and its 1000); unprofiled 600.55 -> 1005 (the launch at 0, its 5 us
+	# gap, then the kernel), GPU-bound now: +67.35%
+	graph-retime -q --speedup 'kern_long=0.5' base.kg | graphsim | graphstat --base base.kg > text
+	grep -q '^-     1              0.920      1.025   +11.41 | .* |      1.005$' text
+	grep -q 'without the profiler: predicted 1.005 ms (1.005 to 1.005), its cost calibrated to a step of 0.600 ms (29.945 us a host event); base 0.601 ms (change +67.35%)' text
+}

@@ -125,6 +125,17 @@ profiler_cost(const struct opts *o, struct trace *t, struct build_opts *b, char 
 			    (long long)rank);
 		return -1;
 	}
+	for (i = 0; i < t->nev && ustep > 0; i++)
+		if (t->ev[i].cls == EV_OP || t->ev[i].cls == EV_RT)
+			break;
+	if (ustep > 0 && i == t->nev) {
+		warnmsg("%s: no host task: --step-time does not apply (the profiler's cost is "
+		    "on host tasks); the trace's figures are kept", t->file);
+		b->pcost = -1;
+		b->pcal = NULL;
+		b->ustep = -1;
+		return 0;
+	}
 	if (ustep > 0) {
 		struct build_opts e = o->b;
 

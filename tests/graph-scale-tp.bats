@@ -267,7 +267,7 @@ job_ms() { # the job rows' simulated iteration times
 	# without sequence parallelism does)
 	[ "$(graphcat -r off.kg | jq -r 'select(.r == "task" and .coll == "allgather") | "\(.gs // 1) \(.pgr // "-")"' | sort -u)" = "1 -" ]
 	graphstat off.kg | grep -q 'rank 0, iteration 10: '
-	! graphstat off.kg | grep -q 'FSDP'
+	if graphstat off.kg | grep -q 'FSDP'; then return 1; fi
 	tracegen --preset tiny --layers 2 --tp 2 --pp 1 --dp 2 --microbatches 2 \
 	    --iterations 1 --jobs 2 -d plain
 	kineto2graph -q plain/*.json.gz | graph-deps --merge > plain.kg

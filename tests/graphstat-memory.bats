@@ -224,7 +224,7 @@ pred_csv() {
 	run -0 graphstat --json memory_bf16.kg
 	jq -e '.predicted_memory.parameters == 288 and .predicted_memory.optimizer == 1728' <<< "$output"
 	run -0 graphstat memory_bf16.kg
-	! grep -q 'parameters of 4 bytes' <<< "$output"
+	if grep -q 'parameters of 4 bytes' <<< "$output"; then return 1; fi
 	grep -qx '    rank 0: half-precision parameters: a float master copy and float Adam states assumed (mixed precision, 12 bytes a parameter)' <<< "$output"
 	# --device-memory overrides the header
 	run -0 pred_csv --device-memory 2719 memory_bf16.kg

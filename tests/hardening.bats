@@ -181,7 +181,7 @@ killed_leaves_nothing() {
 	exec {w}>&-
 	rm in.fifo
 	[ "$st" -eq $((128 + $(kill -l "$sig"))) ]
-	! compgen -G 'out.kg.tmp*'
+	if compgen -G 'out.kg.tmp*'; then return 1; fi
 	[ ! -e out.kg ]
 }
 
@@ -252,8 +252,8 @@ workers_gone() {
 		pgrep -f 'kineto2graph -j 2 -o out.kg a.fifo' > /dev/null || break
 		sleep 0.05
 	done
-	! pgrep -f 'kineto2graph -j 2 -o out.kg a.fifo'
-	! compgen -G 'out.kg.tmp*'
+	if pgrep -f 'kineto2graph -j 2 -o out.kg a.fifo'; then return 1; fi
+	if compgen -G 'out.kg.tmp*'; then return 1; fi
 	[ ! -e out.kg ]
 }
 
@@ -281,13 +281,13 @@ workers_gone() {
 	mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SANITIZE -u CC -u LDFLAGS make -j2 CFLAGS=-O0 "$@" bin/graphcat; }
 	mk > /dev/null 2>&1
 	run -0 nm bin/graphcat
-	! grep -q __ubsan <<< "$output"
+	if grep -q __ubsan <<< "$output"; then return 1; fi
 	mk SANITIZE=undefined > /dev/null 2>&1
 	run -0 nm bin/graphcat
 	grep -q __ubsan <<< "$output"
 	mk > /dev/null 2>&1
 	run -0 nm bin/graphcat
-	! grep -q __ubsan <<< "$output"
+	if grep -q __ubsan <<< "$output"; then return 1; fi
 	run -0 mk
 	[ "$output" = "make: 'bin/graphcat' is up to date." ]
 	run -0 mk LDFLAGS=-Wl,-O1

@@ -873,7 +873,7 @@ open("crc.json.gz", "wb").write(gz)'
 	[ "$(kineto2graph -q "$FIX/opmodel/mm.json" | graphcat | head -1 | jq -c '[.gpu, .gpu_mem, .gpu_sms]')" = '["Test GPU",null,100]' ]
 	# a trace without deviceProperties says nothing
 	f=$(echo "$TRACES"/hta_sampled_128rank_2ranks/sampled_rank-0.json.gz)
-	! zcat "$f" | grep -q deviceProperties
+	if zcat "$f" | grep -q deviceProperties; then return 1; fi
 	[ "$(kineto2graph -q "$f" | graphcat | head -1 | jq -c '[.gpu, .gpu_mem, .gpu_sms]')" = '[null,null,null]' ]
 }
 

@@ -251,7 +251,7 @@ print(sum(e["dur"] for e in ev if e.get("cat") == "kernel" and "gemm" in e["name
 	local r
 	for r in 0 1 2 3 4 5 6 7; do
 		cmp a/rank-$r.json.gz b/rank-$r.json.gz
-		! cmp -s a/rank-$r.json.gz c/rank-$r.json.gz
+		if cmp -s a/rank-$r.json.gz c/rank-$r.json.gz; then return 1; fi
 	done
 }
 
@@ -488,10 +488,10 @@ full_coverage() {
 		full_coverage < cov
 		# Waits are explicit with cuda_sync records, inferred without.
 		if [[ $opt == *--no-sync-records* ]]; then
-			! grep -q 'wait_explicit=' cov
+			if grep -q 'wait_explicit=' cov; then return 1; fi
 			same "$(grep -c 'wait_inferred=' cov)" 8
 		else
-			! grep -q 'wait_inferred=' cov
+			if grep -q 'wait_inferred=' cov; then return 1; fi
 			same "$(grep -c 'wait_explicit=' cov)" 8
 		fi
 	done

@@ -47,7 +47,7 @@ csv_col() { # the named column of graphstat --csv's first row
 	[ "$(dump z.kg | jq -s '[.[] | select(.r == "task" and .pc)] | length')" = 0 ]
 	[ "$(csv_col z.kg unprofiled_ns)" = "" ]
 	graphsim z.kg | graphcat | grep '"r":"sim"' > sim
-	! grep -q ussd sim
+	if grep -q ussd sim; then return 1; fi
 	kineto2graph "$HB" > e.kg
 	[ "$(dump e.kg | jq -c 'select(.r == "header") | [.pcal, .pcost]')" = '["estimated",3200]' ]
 	# 920 - 3.2 * (10 + 1) = 884.8 us: every cost below a gap

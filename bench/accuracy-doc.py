@@ -328,6 +328,14 @@ for l in unprof_bold:
                    "calibrated by --step-time" if m.group(2) == "calibrated" else "estimated",
                    m.group(3), m.group(4), m.group(5),
                    goal_unprof.get(m.group(1), "") if m.group(2) == "calibrated" else "stated"))
+for l in unprof.splitlines():
+    m = re.match(r"- (gptB?), calibrated, (.*): (\d+) predictions, mean absolute error ([\d.]+)%, "
+                 r"max ([\d.]+)%", l)
+    if m:
+        w.write("| the step without the profiler, %s, calibrated, %s | real: H100 GPT traces "
+                "| %s what-ifs, mean %s%%, max %s%% | %s | [unprofiled](notes/accuracy-unprofiled.md) |\n"
+                % (m.group(1), m.group(2), m.group(3), m.group(4), m.group(5),
+                   goal_unprof.get(m.group(1), "")))
 if len(gemm_cells) >= 8:
     w.write("| kernel times, op model (calls of 20 us or more) | real: H100 GPT traces "
             "| GEMM %s%% mean over %s calls; attention %s%% / %s%% | 5%% (the operator-level "
@@ -396,6 +404,9 @@ w.write("## Without the profiler\n\n"
         "unprofiled median, and estimated without it.\n\n")
 for l in unprof_bold:
     w.write("- " + l + "\n")
+for l in unprof.splitlines():
+    if re.match(r"- gptB?, calibrated, ", l):
+        w.write("  " + l + "\n")
 w.write("\nEvery prediction, each trace's cost and the spread of the measured steps:\n"
         "[notes/accuracy-unprofiled.md](notes/accuracy-unprofiled.md).\n\n")
 w.write("## Op model\n\n"

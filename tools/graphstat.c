@@ -759,6 +759,10 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 		}
 		print_top(r, s->expo, o->top, scope);
 	}
+	if (s->job)
+		perf_missing(o->wi, jobs, nj);
+	else
+		perf_missing(o->wi, srows, nsrows);
 out:
 	free(srows);
 	free(prows);

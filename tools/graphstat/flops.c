@@ -508,10 +508,8 @@ perf_text(const struct whatif *w, const struct row *rows, size_t n)
 	if (n == 0 || w->collect)
 		return;
 	p = &rows[n / 2].perf;
-	if (!p->have) {
-		printf("  FLOPs, tokens/s and MFU: no operator shapes in the graph (record_shapes)\n");
-		return;
-	}
+	if (!p->have)
+		return; /* perf_missing says so */
 	v = xmalloc(n * sizeof(*v));
 #define MED(out, expr) do { \
 	for (i = 0; i < n; i++) \
@@ -565,4 +563,11 @@ perf_text(const struct whatif *w, const struct row *rows, size_t n)
 		printf("  GPU peak: not known for %s: no MFU (--peak-tflops TFLOPS)\n", w->cfg.gpu);
 	else
 		printf("  GPU peak: the graph names no GPU: no MFU (--peak-tflops TFLOPS)\n");
+}
+
+void
+perf_missing(const struct whatif *w, const struct row *rows, size_t n)
+{
+	if (n > 0 && !w->collect && !rows[n / 2].perf.have)
+		printf("  FLOPs, tokens/s and MFU: no operator shapes in the graph (record_shapes)\n");
 }

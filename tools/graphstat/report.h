@@ -103,5 +103,7 @@ int64_t row_span(const struct whatif *w, const struct row *r);
  * per GPU and MFU, the FLOPs a step behind them, and the base's (flops.c).
  */
 void perf_text(const struct whatif *w, const struct row *rows, size_t n);
+/* At a section's end (text): that its rows have no shapes to count FLOPs from. */
+void perf_missing(const struct whatif *w, const struct row *rows, size_t n);
 
 #endif

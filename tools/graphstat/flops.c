@@ -478,16 +478,34 @@ dmedian(double *v, size_t n)
 	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
 }
 
+/* FLOPs with an SI prefix, four figures: "72.99 T". */
+static const char *
+si(double v, char *b, size_t len)
+{
+	static const char pre[] = " kMGTPE";
+	int k = 0;
+
+	while (v >= 1000 && k < 6)
+		v /= 1000, k++;
+	if (k == 0)
+		snprintf(b, len, "%.4g", v);
+	else
+		snprintf(b, len, "%.4g %c", v, pre[k]);
+	return b;
+}
+
 /* tokens/s (per GPU), TFLOP/s per GPU and MFU, each where known. */
 static void
 rates_text(double tps, int64_t gpus, double tfl, double mfu)
 {
 	const char *sep = "";
 
-	if (tps >= 0) {
-		printf("%.0f tokens/s (%.0f per GPU)", tps, gpus > 0 ? tps / (double)gpus : tps);
+	if (tps >= 0 && gpus > 0)
+		printf("%.0f tokens/s (%.0f per GPU)", tps, tps / (double)gpus);
+	else if (tps >= 0)
+		printf("%.0f tokens/s", tps);
+	if (tps >= 0)
 		sep = ", ";
-	}
 	if (tfl >= 0) {
 		printf("%s%.1f TFLOP/s per GPU", sep, tfl);
 		sep = ", ";
@@ -500,6 +518,7 @@ void
 perf_text(const struct whatif *w, const struct row *rows, size_t n)
 {
 	double *v, tps, tfl, mfu, btps = -1, btfl = -1, bmfu = -1;
+	char b1[32];
 	const struct perf *p;
 	const struct brow *b;
 	size_t i, nb = 0;
@@ -540,16 +559,20 @@ perf_text(const struct whatif *w, const struct row *rows, size_t n)
 		}
 		putchar('\n');
 	}
-	printf("  FLOPs a step per GPU: hardware %.2f T (GEMMs %.2f, attention %.2f%s",
-	    p->hw / 1e12, p->gemm / 1e12, p->attn / 1e12, p->causal ? ", its mask taken as causal" : "");
+	printf("  FLOPs a step per GPU: hardware %s", si(p->hw, b1, sizeof(b1)));
+	printf(" (GEMMs %s", si(p->gemm, b1, sizeof(b1)));
+	printf(", attention %s%s", si(p->attn, b1, sizeof(b1)),
+	    p->causal ? ", its mask taken as causal" : "");
 	if (p->recomp > 0)
 		printf(", %lld attention forwards recomputed in the backward", (long long)p->recomp);
 	printf(")");
-	if (p->model >= 0)
-		printf(", model %.2f T (6 N T: %lld parameters, %lld tokens a GPU's replica;"
-		    " attention %.2f T)", p->model / 1e12, (long long)p->params,
-		    (long long)(p->tokens / (p->dp > 0 ? p->dp : 1)), p->attn_model / 1e12);
-	printf("; other ops %.2f T apart (an element each)\n", p->other / 1e12);
+	if (p->model >= 0) {
+		printf(", model %s (6 N T: %lld parameters, %lld tokens a data-parallel replica",
+		    si(p->model, b1, sizeof(b1)), (long long)p->params,
+		    (long long)(p->tokens / (p->dp > 0 ? p->dp : 1)));
+		printf("; attention %s)", si(p->attn_model, b1, sizeof(b1)));
+	}
+	printf("; other ops %s apart (an element each)\n", si(p->other, b1, sizeof(b1)));
 	if (p->tokens >= 0)
 		printf("  tokens a step: %lld (data-parallel degree %lld, %lld GPU%s)\n",
 		    (long long)p->tokens, (long long)p->dp, (long long)p->gpus,

@@ -261,6 +261,12 @@ for l in mem.splitlines():
     elif re.match(r"^\d+ predictions: mean \|error\|", l):
         mem_heads.append((heading, l))
 real_bold = bold_lines(real)
+flops = read("flops.md") or "## FLOPs and MFU\n\nNot measured.\n"
+flops_bold = bold_lines(flops)
+open(os.path.join(notes_dir, "accuracy-flops.md"), "w").write(
+    "# FLOPs, tokens/s and MFU of the real traces and their what-ifs\n\n"
+    "Written by `bench/accuracy` (`bench/flops-accuracy`; do not edit by hand); %s.\n\n"
+    % runline + re.sub(r"^## FLOPs and MFU\n", "", flops).lstrip("\n"))
 unprof = read("unprofiled.md") or "## Without the profiler\n\nNot measured.\n"
 unprof_bold = bold_lines(unprof)
 open(os.path.join(notes_dir, "accuracy-unprofiled.md"), "w").write(
@@ -396,6 +402,15 @@ for l in real_bold:
     w.write("- " + l + "\n")
 w.write("\nEvery prediction, the noise of each trace, and what is not modelled:\n"
         "[notes/accuracy-real.md](notes/accuracy-real.md).\n\n")
+w.write("## FLOPs and MFU\n\n"
+        "`bench/flops-accuracy`: graphstat's model FLOPs a step (6 N T plus causal\n"
+        "attention, from the operators' shapes) against the same figure from each\n"
+        "trace's meta file; the MFU of every measured trace against the GPU's dense\n"
+        "bf16 peak; and the MFU each real what-if predicts against the target's.\n\n")
+for l in flops_bold:
+    w.write("- " + l + "\n")
+w.write("\nEvery trace's FLOPs, tokens/s and MFU, traced and without the profiler,\n"
+        "and each what-if's: [notes/accuracy-flops.md](notes/accuracy-flops.md).\n\n")
 w.write("## Without the profiler\n\n"
         "`bench/unprofiled-accuracy`: the same what-ifs (and hidden sizes by FLOPs\n"
         "and bytes), predicting the step the job runs without the profiler\n"

@@ -6,7 +6,7 @@
 
 load helpers
 
-USAGE="usage: graphplot [--all] [--title TEXT] [-o FILE] [FILE]"
+USAGE="usage: graphplot [--all] [--against COLUMN] [--title TEXT] [-o FILE] [FILE]"
 STAT_HEADER=rank,iteration,measured_ns,simulated_ns,error_pct,exposed_compute_ns,overlapped_ns,exposed_comm_ns,other_ns,measured_exposed_compute_ns,measured_overlapped_ns,measured_exposed_comm_ns,measured_other_ns,measured_util,simulated_util,predicted,base_ns,change_pct
 
 # Two ranks and the job, iteration 1: rank 0 is 10 ms (4 compute, 1
@@ -18,6 +18,11 @@ mkstat() {
 	1,1,5000000,5000000,0,5000000,0,0,0,,,,,,,0,,
 	job,1,10000000,10000000,0,4000000,1000000,3000000,2000000,,,,,,,0,,
 	EOF
+}
+
+render_out() { # $output as an SVG -> PNG; prints "WIDTH HEIGHT COLOURS"
+	printf '%s\n' "$output" > out.svg
+	render out.svg
 }
 
 render() { # SVG -> PNG; prints "WIDTH HEIGHT COLOURS"
@@ -137,7 +142,79 @@ render() { # SVG -> PNG; prints "WIDTH HEIGHT COLOURS"
 @test "graphplot: a pipelines sweep is a bar per point, labelled by its values" {
 	{ echo "dp,pp,layers,$STAT_HEADER"; echo "2,4,24,job,10,,100,,50,10,30,10,,,,,,1.0,1,,"; } > sw.csv
 	run -0 graphplot sw.csv
-	grep -q '>dp 2, pp 4, layers 24, iter 10</text>' <<< "$output"
+	grep -q '>dp 2, pp 4, layers 24</text>' <<< "$output"
+}
+
+# A sweep over dp (1, 2, 4; given out of order), three iterations a
+# point: dp D's job steps are 100/D + 1, + 2, + 3 ms (compute 100/D ms,
+# other 1 to 3 ms), MFU 0.30 + D/100 and + 0.01, + 0.02; a rank row that
+# is not the job's, left out; the base (dp 1) measured 102 ms.
+mksweep() {
+	H="$STAT_HEADER,peak_allocated_bytes,peak_reserved_bytes,predicted_peak_bytes,device_memory_bytes,fits,unprofiled_ns,profiler_cost,tokens_per_s,tflops_per_gpu,mfu"
+	echo "dp,pp,$H"
+	for d in 4 1 2; do
+		for i in 3 1 2; do
+			c=$((100000000 / d)) o=$((i * 1000000)) meas=
+			[ "$d" = 1 ] && meas=$((c + 2000000))
+			echo "$d,2,job,$i,$meas,$((c + o)),,$c,0,0,$o,,,,,,,1,,,,,,,,,,1000.0,100.000,0.$((30 + d + i - 1))00"
+		done
+		echo "$d,2,0,1,,999000000,,999000000,0,0,0,,,,,,,1,,,,,,,,,,,,"
+	done
+}
+
+@test "graphplot: a sweep's bar is its point's median iteration, with the iterations' range" {
+	mksweep > sw.csv
+	run -0 --separate-stderr graphplot sw.csv
+	[ -z "$stderr" ]
+	# three bars, not nine, nor the ranks' rows
+	[ "$(grep -c '>dp [124], pp 2</text>' <<< "$output")" -eq 3 ]
+	# dp 4: compute 25 ms, the median iteration's other 2 ms; range 26 to 28
+	grep -q '<title>exposed compute: 25.000 ms</title>' <<< "$output"
+	grep -q '<title>3 iterations: 26.000 to 28.000 ms</title>' <<< "$output"
+	grep -q '<title>3 iterations: 101.000 to 103.000 ms</title>' <<< "$output"
+	[ "$(grep -c '<title>other: 2.000 ms</title>' <<< "$output")" -eq 3 ]
+}
+
+@test "graphplot: --against draws a sweep's median step and MFU against a column, a point per configuration" {
+	mksweep > sw.csv
+	run -0 --separate-stderr graphplot --against dp sw.csv
+	[ -z "$stderr" ]
+	# a point a configuration in each panel: 3 steps, 3 MFU
+	[ "$(grep -c '<circle' <<< "$output")" -eq 6 ]
+	# medians and ranges: dp 1 102 ms (101 to 103), MFU 32 % (31 to 33)
+	grep -q '<title>dp 1, pp 2: 102.000 ms (3 iterations, 101.000 to 103.000)</title>' <<< "$output"
+	grep -q '<title>dp 4, pp 2: 35.000 % (3 iterations, 34.000 to 36.000)</title>' <<< "$output"
+	# the measured base, hollow: 102 ms
+	grep -q '<title>measured: 102.000 ms</title>' <<< "$output"
+	# x in ascending order: 1, 2, 4 left to right
+	[ "$(grep -o '<text x="[0-9.]*" y="[0-9]*" text-anchor="middle">[124]</text>' <<< "$output" |
+		sed 's/.*">//; s/<.*//' | tr -d '\n')" = 124 ]
+	grep -q '>MFU, %</text>' <<< "$output"
+	read -r w h colours < <(render_out)
+	[ "$w" -ge 640 ] && [ "$colours" -gt 20 ]
+}
+
+@test "graphplot: --against names a sweep's column, else it is an error" {
+	mksweep > sw.csv
+	run -1 --separate-stderr graphplot --against layers sw.csv
+	[ -z "$output" ]
+	[ "$stderr" = "graphplot: sw.csv: --against layers: not a column of a pipelines sweep" ]
+	mkstat > s.csv
+	run -1 --separate-stderr graphplot --against dp s.csv
+	[ "$stderr" = "graphplot: s.csv: --against dp: not a column of a pipelines sweep" ]
+}
+
+@test "graphplot: a long label widens the labels' column and the picture, never cut off" {
+	{ echo "dp,hidden_size_of_the_model,pipeline_schedule_name,$STAT_HEADER"
+	  echo "8,16384,interleaved-1f1b-with-a-long-name,job,1,,100,,50,10,30,10,,,,,,,1,,"; } > long.csv
+	run -0 graphplot long.csv
+	# N characters at 7.6 px, right-aligned at the column's edge less 6:
+	# the column starts 12 px in; the plot keeps its 490 px to the right
+	label="dp 8, hidden_size_of_the_model 16384, pipeline_schedule_name interleaved-1f1b-with-a-long-name"
+	n=${#label}
+	left=$(( 12 + (n * 76 + 9) / 10 ))
+	grep -q "<text x=\"$((left - 6))\" y=\"[0-9]*\" text-anchor=\"end\">$label</text>" <<< "$output"
+	grep -q "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"$((left + 490))\"" <<< "$output"
 }
 
 @test "graphplot: every picture of the DLRM job renders to PNG" {

@@ -58,7 +58,7 @@ setup() {
 	run -0 graphstat --csv --base base.kg edited.kg
 	# measured_ns, error_pct and the measured breakdown are empty: the
 	# trace is of another configuration
-	[ "${lines[1]}" = "0,1,,150000,,150000,0,0,0,,,,,,1.0000,1,100000,50.0000,,,,,,," ]
+	[ "${lines[1]}" = "0,1,,150000,,150000,0,0,0,,,,,,1.0000,1,100000,50.0000,,,,,,,,,," ]
 	run -0 graphstat --json --base base.kg edited.kg
 	jq -e '.predicted == true and .measured_ns == null and .error_pct == null and
 		.measured == null and .simulated_ns == 150000 and .base_ns == 100000 and
@@ -69,7 +69,7 @@ setup() {
 	run -0 graphstat --csv --base edited.kg base.kg
 	# (100000 - 150000) / 150000 = -33.3333 %; the measurement stays;
 	# the kernel busy half the span: util 0.5
-	[ "${lines[1]}" = "0,1,100000,100000,0.0000,50000,0,0,50000,50000,0,0,50000,0.5000,0.5000,0,150000,-33.3333,,,,,,," ]
+	[ "${lines[1]}" = "0,1,100000,100000,0.0000,50000,0,0,50000,50000,0,0,50000,0.5000,0.5000,0,150000,-33.3333,,,,,,,,,," ]
 }
 
 @test "graphstat: a --base that cannot be read is an error before any output" {

@@ -20,8 +20,8 @@ fixture() {
 	mkstream < "$FIX/stat/$1.jsonl" > "$1.kg"
 }
 
-CSV_HEADER=rank,iteration,measured_ns,simulated_ns,error_pct,exposed_compute_ns,overlapped_ns,exposed_comm_ns,other_ns,measured_exposed_compute_ns,measured_overlapped_ns,measured_exposed_comm_ns,measured_other_ns,measured_util,simulated_util,predicted,base_ns,change_pct,peak_allocated_bytes,peak_reserved_bytes,predicted_peak_bytes,device_memory_bytes,fits,unprofiled_ns,profiler_cost
-USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE] [--colls FILE] [--comm FILE] [--gpus-per-node N] [--top N] [--device-memory BYTES] [FILE ...]"
+CSV_HEADER=rank,iteration,measured_ns,simulated_ns,error_pct,exposed_compute_ns,overlapped_ns,exposed_comm_ns,other_ns,measured_exposed_compute_ns,measured_overlapped_ns,measured_exposed_comm_ns,measured_other_ns,measured_util,simulated_util,predicted,base_ns,change_pct,peak_allocated_bytes,peak_reserved_bytes,predicted_peak_bytes,device_memory_bytes,fits,unprofiled_ns,profiler_cost,tokens_per_s,tflops_per_gpu,mfu
+USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE] [--colls FILE] [--comm FILE] [--gpus-per-node N] [--top N] [--device-memory BYTES] [--peak-tflops TFLOPS] [FILE ...]"
 
 # --- the checklist -----------------------------------------------------------
 
@@ -176,7 +176,7 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	[ -z "$stderr" ]
 	[ "${#lines[@]}" -eq 2 ]
 	[ "${lines[0]}" = "$CSV_HEADER" ]
-	[ "${lines[1]}" = "0,5,120000,100000,-16.6667,30000,20000,30000,20000,50000,0,40000,30000,0.7500,0.8000,0,,,,,,,,," ]
+	[ "${lines[1]}" = "0,5,120000,100000,-16.6667,30000,20000,30000,20000,50000,0,40000,30000,0.7500,0.8000,0,,,,,,,,,,,," ]
 }
 
 @test "graphstat: a kernel the communication table names counts as communication though the stream says kern" {
@@ -185,7 +185,7 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	# DeepEP): the same numbers as basic's, worked out above
 	fixture oldkern
 	run -0 --separate-stderr graphstat --csv oldkern.kg
-	[ "${lines[1]}" = "0,5,120000,100000,-16.6667,30000,20000,30000,20000,50000,0,40000,30000,0.7500,0.8000,0,,,,,,,,," ]
+	[ "${lines[1]}" = "0,5,120000,100000,-16.6667,30000,20000,30000,20000,50000,0,40000,30000,0.7500,0.8000,0,,,,,,,,,,,," ]
 }
 
 @test "graphstat: --json gives one object a row with the same numbers" {
@@ -219,7 +219,9 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	[ "${lines[3]}" = "  most exposed kernels (simulated; rank 0, iteration 5):" ]
 	[ "${lines[4]}" = "       0.030 ms  gemm" ]
 	[ "${lines[5]}" = "       0.030 ms  ncclAllReduce" ]
-	[ "${#lines[@]}" -eq 6 ]
+	# no shapes in the fixture: no FLOPs, said last
+	[ "${lines[6]}" = "  FLOPs, tokens/s and MFU: no operator shapes in the graph (record_shapes)" ]
+	[ "${#lines[@]}" -eq 7 ]
 }
 
 @test "graphstat: an unsimulated stream is reported measured only" {
@@ -227,7 +229,7 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	fixture unsimulated
 	run -0 --separate-stderr graphstat --csv unsimulated.kg
 	[ -z "$stderr" ]
-	[ "${lines[1]}" = "0,5,120000,,,50000,0,40000,30000,50000,0,40000,30000,0.7500,,0,,,,,,,,," ]
+	[ "${lines[1]}" = "0,5,120000,,,50000,0,40000,30000,50000,0,40000,30000,0.7500,,0,,,,,,,,,,,," ]
 	run -0 graphstat --json unsimulated.kg
 	jq -e '.measured_ns == 120000 and .simulated_ns == null and .error_pct == null and
 		.exposed_compute_ns == 50000 and .exposed_comm_ns == 40000 and
@@ -244,7 +246,7 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	# basic.jsonl with the kernel's ss/se taken out
 	sed '/"id":1,"p":1/s/,"ss":[0-9]*,"se":[0-9]*//' "$FIX/stat/basic.jsonl" | mkstream > part.kg
 	run -0 graphstat --csv part.kg
-	[ "${lines[1]}" = "0,5,120000,,,50000,0,40000,30000,50000,0,40000,30000,0.7500,,0,,,,,,,,," ]
+	[ "${lines[1]}" = "0,5,120000,,,50000,0,40000,30000,50000,0,40000,30000,0.7500,,0,,,,,,,,,,,," ]
 }
 
 # two-iter.jsonl, rank 1. Iteration 1:
@@ -267,8 +269,8 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	run -0 --separate-stderr graphstat --csv two-iter.kg
 	[ -z "$stderr" ]
 	[ "${#lines[@]}" -eq 3 ]
-	[ "${lines[1]}" = "1,1,170000,150000,-11.7647,130000,0,0,20000,150000,0,0,20000,0.8824,0.8667,0,,,,,,,,," ]
-	[ "${lines[2]}" = "1,2,120000,100000,-16.6667,20000,0,50000,30000,20000,0,50000,50000,0.5833,0.7000,0,,,,,,,,," ]
+	[ "${lines[1]}" = "1,1,170000,150000,-11.7647,130000,0,0,20000,150000,0,0,20000,0.8824,0.8667,0,,,,,,,,,,,," ]
+	[ "${lines[2]}" = "1,2,120000,100000,-16.6667,20000,0,50000,30000,20000,0,50000,50000,0.5833,0.7000,0,,,,,,,,,,,," ]
 	run -0 graphstat --json two-iter.kg
 	[ "$(jq -c '[.iteration, .simulated_ns]' <<< "$output" | tr -d '\n')" = "[1,150000][2,100000]" ]
 }
@@ -283,7 +285,9 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	[ "${lines[7]}" = "       0.065 ms  gemm" ]
 	[ "${lines[8]}" = "       0.025 ms  ncclAllReduce" ]
 	[ "${lines[9]}" = "       0.010 ms  relu" ]
-	[ "${#lines[@]}" -eq 10 ]
+	# no shapes in the fixture: no FLOPs, said last
+	[ "${lines[10]}" = "  FLOPs, tokens/s and MFU: no operator shapes in the graph (record_shapes)" ]
+	[ "${#lines[@]}" -eq 11 ]
 }
 
 # two-iter's medians: measured (120 + 170) / 2 = 145 us, the range
@@ -317,7 +321,7 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	fixture nomain
 	run -0 --separate-stderr graphstat --csv nomain.kg
 	[ -z "$stderr" ]
-	[ "${lines[1]}" = "-,0,140000,,,130000,0,0,10000,130000,0,0,10000,0.9286,,0,,,,,,,,," ]
+	[ "${lines[1]}" = "-,0,140000,,,130000,0,0,10000,130000,0,0,10000,0.9286,,0,,,,,,,,,,,," ]
 }
 
 # util.jsonl, rank 2, iteration 3; a 2.5 ms span, so windows of 1, 1 and
@@ -336,7 +340,7 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	fixture util
 	run -0 --separate-stderr graphstat --csv --util u.csv util.kg
 	[ -z "$stderr" ]
-	[ "${lines[1]}" = "2,3,2500000,2500000,0.0000,1650000,0,0,850000,1900000,0,0,600000,0.8000,0.6333,0,,,,,,,,," ]
+	[ "${lines[1]}" = "2,3,2500000,2500000,0.0000,1650000,0,0,850000,1900000,0,0,600000,0.8000,0.6333,0,,,,,,,,,,,," ]
 	cat > want <<-'EOF'
 	rank,iteration,view,window_ms,busy
 	2,3,measured,0.000,0.6000
@@ -390,11 +394,13 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	[ "${lines[7]}" = "  most exposed kernels (simulated; rank 0, per iteration: the mean of 2):" ]
 	[ "${lines[8]}" = "       0.020 ms  a" ]
 	[ "${lines[9]}" = "       0.015 ms  c" ]
-	[ "${#lines[@]}" -eq 10 ]
+	# no shapes in the fixture: no FLOPs, said last
+	[ "${lines[10]}" = "  FLOPs, tokens/s and MFU: no operator shapes in the graph (record_shapes)" ]
+	[ "${#lines[@]}" -eq 11 ]
 	run -0 graphstat top.kg
-	[ "$(printf '%s\n' "${lines[@]:8}" | awk '{ print $3 }' | tr '\n' ' ')" = "a c nccl b " ]
+	[ "$(printf '%s\n' "${lines[@]:8:4}" | awk '{ print $3 }' | tr '\n' ' ')" = "a c nccl b " ]
 	run -0 graphstat --top 0 top.kg
-	[ "${#lines[@]}" -eq 7 ]
+	[ "${#lines[@]}" -eq 8 ] # the FLOPs line too
 	[[ $output != *"most exposed"* ]]
 }
 
@@ -410,7 +416,9 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	[ "${lines[7]}" = "       0.015 ms  b" ]
 	[ "${lines[8]}" = "       0.015 ms  c" ]
 	[ "${lines[9]}" = "       0.003 ms  a" ]
-	[ "${#lines[@]}" -eq 10 ]
+	# no shapes in the fixture: no FLOPs, said last
+	[ "${lines[10]}" = "  FLOPs, tokens/s and MFU: no operator shapes in the graph (record_shapes)" ]
+	[ "${#lines[@]}" -eq 11 ]
 }
 
 @test "graphstat: --csv and --json carry no coverage or kernel list" {
@@ -433,7 +441,7 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	[ "${lines[0]}" = "$CSV_HEADER" ]
 	[ "$(printf '%s\n' "${lines[@]:1}" | cut -d, -f1,2 | tr '\n' ' ')" = "0,5 1,1 1,2 -,0 " ]
 	# a section's main thread does not carry over into the next
-	[ "${lines[4]}" = "-,0,140000,,,130000,0,0,10000,130000,0,0,10000,0.9286,,0,,,,,,,,," ]
+	[ "${lines[4]}" = "-,0,140000,,,130000,0,0,10000,130000,0,0,10000,0.9286,,0,,,,,,,,,,,," ]
 }
 
 # --- the shared traces -------------------------------------------------------

@@ -68,7 +68,7 @@ no_sanitizer() {
 	hostile far-task
 	run -0 --separate-stderr timeout 20 graphstat --csv far-task.kg
 	[ "$stderr" = "" ]
-	[ "${lines[1]}" = "-,0,4600000000000000005,4600000000000000005,0.0000,10,0,0,4599999999999999995,10,0,0,4599999999999999995,0.0000,0.0000,0,,,,,,,,," ]
+	[ "${lines[1]}" = "-,0,4600000000000000005,4600000000000000005,0.0000,10,0,0,4599999999999999995,10,0,0,4599999999999999995,0.0000,0.0000,0,,,,,,,,,,,," ]
 }
 
 @test "hardening: graphstat --util refuses to write a series of an absurd span, with a warning" {

@@ -48,3 +48,41 @@ tracks() {
 	[ "$output" = "$n both.json - speedscope" ]
 	[ $((n % 2)) -eq 0 ] && [ "$n" -ge 4 ]
 }
+
+# graphplot's pictures opened in Chromium: every text element (labels,
+# ticks, legend, titles), laid out by the browser with its fonts, lies
+# inside the picture (tests/viewer/svgfit.js).
+@test "viewer: every kind of graphplot picture keeps all its text inside, long labels and titles too" {
+	need_viewer
+	kineto2graph -q "$ROOT/examples/ddp-step.json" | graphsim > g.kg
+	graphstat --csv --util u.csv g.kg > s.csv
+	graphstat --critical --csv g.kg > c.csv
+	# a sweep with long column names and values, three iterations a point
+	h=$(head -1 s.csv)
+	{
+		echo "dp,pipeline_schedule_name,hidden_size_of_the_model,$h"
+		for d in 1 2 4 8; do
+			for i in 1 2 3; do
+				tail -1 s.csv | awk -F, -v OFS=, -v d=$d -v i=$i \
+					'{ $1 = "job"; $2 = i; $4 = int($4 / d) + i * 1000; $6 = int($6 / d); print }' |
+					sed "s/^/$d,interleaved-1f1b-with-a-long-name,16384,/"
+			done
+		done
+	} > sw.csv
+	graphplot -o b.svg s.csv
+	graphplot -o u.svg u.csv
+	graphplot -o c.svg c.csv
+	graphplot -o sw.svg sw.csv
+	graphplot --against dp -o sa.svg sw.csv
+	graphplot --title "$(printf 'a title %.0s' {1..20})" -o t.svg sw.csv
+	run -0 --separate-stderr node "$VIEWER/svgfit.js" b.svg u.svg c.svg sw.svg sa.svg t.svg
+	[ -z "$stderr" ]
+	[ "${#lines[@]}" -eq 6 ]
+	for l in "${lines[@]}"; do
+		[[ $l == *" texts inside "* ]]
+	done
+	# the check can fail: a text left of the picture
+	printf '<svg xmlns="http://www.w3.org/2000/svg" width="100" height="50"><text x="-40" y="20">cut off</text></svg>\n' > cut.svg
+	run -1 node "$VIEWER/svgfit.js" cut.svg
+	[[ $output == "cut.svg: outside: cut off ("* ]]
+}

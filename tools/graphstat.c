@@ -30,6 +30,7 @@
 #include "commkern.h"
 #include "colls.h"
 #include "critical.h"
+#include "flops.h"
 #include "report.h"
 #include "kg.h"
 #include "psort.h"
@@ -37,7 +38,7 @@
 
 static const char usage[] =
     "graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE] [--colls FILE] [--comm FILE] "
-    "[--gpus-per-node N] [--top N] [--device-memory BYTES] [FILE ...]";
+    "[--gpus-per-node N] [--top N] [--device-memory BYTES] [--peak-tflops TFLOPS] [FILE ...]";
 
 static const char help[] =
     "Report iteration time, breakdown and utilization of graph streams,\n"
@@ -55,6 +56,8 @@ static const char help[] =
     "      --top N       list the N kernels with the most exposed time (default 10)\n"
     "      --device-memory BYTES  the GPU's memory, for whether the predicted\n"
     "                    peak fits (default: the graph's header, where it says)\n"
+    "      --peak-tflops TFLOPS  the GPU's dense bf16/fp16 peak, for MFU (default:\n"
+    "                    the table's, by the graph's GPU)\n"
     "  -h, --help        this help\n"
     "      --version     the version\n"
     "\n"
@@ -71,6 +74,7 @@ struct opts {
 	int top;
 	int64_t gpus_per_node;
 	int64_t devmem;    /* --device-memory, bytes; 0: the header's */
+	double peak;       /* --peak-tflops; 0: the table's */
 };
 
 struct iv {
@@ -184,6 +188,7 @@ struct section {
 	size_t nmem, capmem;
 	struct memest me;    /* the predicted peak (memest.h) */
 	int64_t devmem;      /* the GPU's memory: --device-memory or the header's */
+	struct flops fl;     /* each step's work (flops.h) */
 };
 
 /* A task that made allocator events: its rank and iteration, and what it kept. */
@@ -646,6 +651,7 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 		row.mem = mem_peak(s, &km, row.rank, row.iter);
 		row.pred = memest_predict(&s->me, row.rank, row.iter);
 		row.devmem = s->devmem > 0 ? s->devmem : -1;
+		flops_perf(&s->fl, row.rank, row.iter, &row.perf);
 		if (rexpo != NULL)
 			memset(rexpo, 0, (nstr + 1) * sizeof(*rexpo));
 		if (view(s, s->t + i, j - i, 0, &row.m, s->sim ? NULL : rexpo, util, row.rank,
@@ -674,6 +680,7 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 				grow(&jobs, &capj, nj + 1, sizeof(*jobs));
 				jobs[nj++] = row;
 				jobs[k].rank = JOB;
+				flops_perf(&s->fl, JOB, row.iter, &jobs[k].perf);
 				if (rexpo != NULL) {
 					jexpo = xrealloc(jexpo, nj * (nstr + 1) * sizeof(*jexpo));
 					jrank = xrealloc(jrank, nj * sizeof(*jrank));
@@ -710,6 +717,10 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 		print_median(o->wi, jobs, nj);
 	else
 		print_median(o->wi, srows, nsrows);
+	if (s->job)
+		perf_text(o->wi, jobs, nj);
+	else
+		perf_text(o->wi, srows, nsrows);
 	if (nmrows > 0 && !o->wi->edited)
 		mem_text(r, mrows, nmrows, s->job);
 	pred_text(r, prows, nprows, s->job);
@@ -748,6 +759,10 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 		}
 		print_top(r, s->expo, o->top, scope);
 	}
+	if (s->job)
+		perf_missing(o->wi, jobs, nj);
+	else
+		perf_missing(o->wi, srows, nsrows);
 out:
 	free(srows);
 	free(prows);
@@ -770,6 +785,8 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 		return 1;
 	memset(&s, 0, sizeof(s));
 	kg_cov_init(&s.cov);
+	flops_init(&s.fl);
+	s.fl.peak_opt = o->peak;
 	while ((t = gin_read(&in)) > 0) {
 		switch (t) {
 		case KG_R_HEADER:
@@ -784,6 +801,7 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 			s.job = in.rec.header.nranks > 0;
 			colls_reset(&s.colls);
 			whatif_header(o->wi, &in.rec.header);
+			flops_header(&s.fl, &in.rec.header);
 			crit_reset(&s.crit);
 			s.colls.gpus_per_node = o->gpus_per_node;
 			s.sim = s.usim = 0;
@@ -837,6 +855,7 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 			if (o->critical)
 				crit_task(&s.crit, in.rec.task.dur);
 			whatif_task(o->wi, &in.rec.task);
+			flops_task(&s.fl, &in.r, &in.rec.task, x.rank);
 			memest_task(&s.me, &in.r, &in.rec.task, x.rank,
 			    in.rec.task.proc < s.np && s.pkind[in.rec.task.proc] == KG_THREAD);
 			if (in.rec.task.mpeak >= 0) {
@@ -899,6 +918,7 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 				break;
 			}
 			colls_build(&s.colls, s.t, s.n, s.sim);
+			flops_finish(&s.fl, &in.r);
 			{
 				/* the allocator events replayed in the tasks' order:
 				 * simulated where the section has it */
@@ -932,6 +952,7 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 	free(s.prank);
 	free(s.mem);
 	memest_release(&s.me);
+	flops_release(&s.fl);
 	colls_release(&s.colls);
 	crit_release(&s.crit);
 	free(s.a);
@@ -982,6 +1003,7 @@ main(int argc, char **argv)
 		{ "gpus-per-node", required_argument, NULL, 'G' },
 		{ "top", required_argument, NULL, 'T' },
 		{ "device-memory", required_argument, NULL, 'D' },
+		{ "peak-tflops", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -1044,6 +1066,18 @@ main(int argc, char **argv)
 			}
 			o.devmem = v;
 			break;
+		case 'F': {
+			char *end;
+
+			errno = 0;
+			o.peak = strtod(optarg, &end);
+			if (errno != 0 || end == optarg || *end != '\0' || !(o.peak > 0) ||
+			    o.peak > 1e6) {
+				errmsg("invalid --peak-tflops '%s'", optarg);
+				usage_exit(usage);
+			}
+			break;
+		}
 		case 'h':
 			printf("usage: %s\n\n%s", usage, help);
 			return close_stdout();

@@ -145,6 +145,30 @@ base_of(const struct whatif *w, const struct row *r)
 	return best;
 }
 
+const struct brow *
+whatif_base_of(const struct whatif *w, const struct row *r)
+{
+	return w->base != NULL ? base_of(w, r) : NULL;
+}
+
+int64_t
+row_span(const struct whatif *w, const struct row *r)
+{
+	if (w->edited)
+		return r->sim ? r->s.span : -1;
+	return r->m.span;
+}
+
+/* A rate, or JSON's null (CSV's empty) when it is unknown. */
+static void
+put_rate(double v, const char *fmt, const char *none)
+{
+	if (v >= 0)
+		printf(fmt, v);
+	else
+		printf("%s", none);
+}
+
 /* rank and iteration: "job", a number, or none ("-"; JSON null). */
 static void
 put_key(int64_t v, const char *none, int width, int job)
@@ -166,10 +190,13 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 	const struct view *v = r->sim ? &r->s : &r->m;
 	const struct brow *b;
 	int pred = w->edited;
+	int64_t sp;
 
 	if (w->collect) {
-		struct brow x = { r->rank, r->iter, r->sim ? r->s.span : r->m.span, r->sim,
-			r->uspan };
+		int64_t bsp = r->sim ? r->s.span : r->m.span;
+		struct brow x = { r->rank, r->iter, bsp, r->sim, r->uspan,
+			perf_tokens_per_s(&r->perf, bsp), perf_tflops(&r->perf, bsp),
+			perf_mfu(&r->perf, bsp) };
 
 		VEC_PUSH(w->b, w->nb, w->capb, x);
 		w->base_ranks = w->nranks;
@@ -184,7 +211,8 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 			    "measured_exposed_comm_ns,measured_other_ns,"
 			    "measured_util,simulated_util,predicted,base_ns,change_pct,"
 			    "peak_allocated_bytes,peak_reserved_bytes,predicted_peak_bytes,"
-			    "device_memory_bytes,fits,unprofiled_ns,profiler_cost\n");
+			    "device_memory_bytes,fits,unprofiled_ns,profiler_cost,"
+			    "tokens_per_s,tflops_per_gpu,mfu\n");
 			*header = 1;
 		}
 		if (r->rank == JOB)
@@ -235,6 +263,10 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 			printf("%lld,%s", (long long)r->uspan, w->pcal);
 		else
 			printf(",");
+		sp = row_span(w, r);
+		put_rate(perf_tokens_per_s(&r->perf, sp), ",%.1f", ",");
+		put_rate(perf_tflops(&r->perf, sp), ",%.3f", ",");
+		put_rate(perf_mfu(&r->perf, sp), ",%.4f", ",");
 		printf("\n");
 	} else if (fmt == F_JSON) {
 		printf("{\"rank\":");
@@ -306,6 +338,22 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 			    w->pcal);
 		else
 			printf(",\"unprofiled_ns\":null,\"profiler_cost\":null");
+		sp = row_span(w, r);
+		put_rate(perf_tokens_per_s(&r->perf, sp), ",\"tokens_per_s\":%.1f",
+		    ",\"tokens_per_s\":null");
+		put_rate(perf_tflops(&r->perf, sp), ",\"tflops_per_gpu\":%.3f",
+		    ",\"tflops_per_gpu\":null");
+		put_rate(perf_mfu(&r->perf, sp), ",\"mfu\":%.4f", ",\"mfu\":null");
+		perf_json(&r->perf);
+		if (b != NULL) {
+			put_rate(b->tps, ",\"base_tokens_per_s\":%.1f", ",\"base_tokens_per_s\":null");
+			put_rate(b->tfl, ",\"base_tflops_per_gpu\":%.3f",
+			    ",\"base_tflops_per_gpu\":null");
+			put_rate(b->mfu, ",\"base_mfu\":%.4f", ",\"base_mfu\":null");
+		} else {
+			printf(",\"base_tokens_per_s\":null,\"base_tflops_per_gpu\":null,"
+			    "\"base_mfu\":null");
+		}
 		printf("}\n");
 	} else {
 		int layout = pred || w->base != NULL ? 2 : 1;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "flops.h"
 #include "kg.h"
 #include "memest.h"
 
@@ -44,6 +45,7 @@ struct row {
 	struct mempeak mem;       /* measured (the trace's allocator events) */
 	struct mempred pred;      /* predicted (memest.h) */
 	int64_t devmem;           /* the GPU's memory, bytes; -1 unknown */
+	struct perf perf;         /* its work and its GPUs (flops.h) */
 };
 
 /* Output forms. */
@@ -54,6 +56,7 @@ struct brow {
 	int64_t rank, iter, ns;
 	int sim;
 	int64_t uns;             /* its step without the profiler's cost, -1 */
+	double tps, tfl, mfu;    /* tokens/s, TFLOP/s per GPU, MFU; -1 unknown */
 };
 
 struct whatif {
@@ -91,5 +94,16 @@ void print_row(int fmt, struct whatif *w, const struct row *r, int *header);
  * for fewer than two.
  */
 void print_median(const struct whatif *w, const struct row *rows, size_t n);
+/* The base row r compares with (--base), or NULL. */
+const struct brow *whatif_base_of(const struct whatif *w, const struct row *r);
+/* A row's reported span: the predicted one of a prediction, else the measured. */
+int64_t row_span(const struct whatif *w, const struct row *r);
+/*
+ * After a section's rows (text): the median of their tokens/s, TFLOP/s
+ * per GPU and MFU, the FLOPs a step behind them, and the base's (flops.c).
+ */
+void perf_text(const struct whatif *w, const struct row *rows, size_t n);
+/* At a section's end (text): that its rows have no shapes to count FLOPs from. */
+void perf_missing(const struct whatif *w, const struct row *rows, size_t n);
 
 #endif

@@ -262,6 +262,21 @@ kg_writer_follow(struct kg_writer *w, const struct kg_header *h)
 		kg_writer_run(w, h->sections);
 }
 
+/*
+ * A writer writes nothing the reader refuses: a time out of the
+ * format's range (KG_TIME_MAX) fails it, naming the record and field.
+ */
+static int
+wtime(struct kg_writer *w, const char *rec, uint64_t id, const char *key, int64_t v, int64_t lo)
+{
+	if (KG_TIME_OK(v) && v >= lo)
+		return 0;
+	seterr(w->err, "%s %llu: field %s: %lld ns is out of range", rec, (unsigned long long)id,
+	    key, (long long)v);
+	w->failed = 1;
+	return -1;
+}
+
 int
 kg_write_header(struct kg_writer *w, const struct kg_header *h)
 {
@@ -271,6 +286,17 @@ kg_write_header(struct kg_writer *w, const struct kg_header *h)
 
 	if (end_frame(w) < 0)
 		return -1;
+	if (h->tbase <= -KG_TBASE_MAX || h->tbase >= KG_TBASE_MAX) {
+		seterr(w->err, "header: field tbase: %lld ns is out of range", (long long)h->tbase);
+		w->failed = 1;
+		return -1;
+	}
+	for (i = 0; i < h->nranks; i++)
+		if ((h->clk != NULL && wtime(w, "header, rank", (uint64_t)h->ranks[i], "clk",
+		    h->clk[i], -KG_TIME_MAX) < 0) ||
+		    (h->t0 != NULL && wtime(w, "header, rank", (uint64_t)h->ranks[i], "t0",
+		    h->t0[i], -KG_TIME_MAX) < 0))
+			return -1;
 	w->ntasks = w->nedges = w->nprocs = w->nstrs = 0;
 	run = w->run_k < w->run_n;
 	gpu = h->gpu != NULL && h->gpu[0] != '\0';
@@ -528,6 +554,10 @@ kg_write_task(struct kg_writer *w, const struct kg_task *t)
 
 	if (w->failed)
 		return -1;
+	if (wtime(w, "task", t->id, "d", t->dur, 0) < 0 ||
+	    wtime(w, "task", t->id, "ts", t->ts, -KG_TIME_MAX) < 0 ||
+	    (t->odur >= 0 && wtime(w, "task", t->id, "od", t->odur, 0) < 0))
+		return -1;
 	n += t->odur >= 0 && t->odur != t->dur;
 	n += t->corr >= 0;
 	n += t->op != KG_NONE;
@@ -619,6 +649,8 @@ kg_write_edge(struct kg_writer *w, const struct kg_edge *e)
 	unsigned n = 4, pairs = 0;
 
 	if (w->failed)
+		return -1;
+	if (wtime(w, "edge", w->nedges, "dl", e->delay, 0) < 0)
 		return -1;
 	n += e->delay != 0;
 	n += e->how != KG_HOW_TRACE;
@@ -725,6 +757,12 @@ kg_write_sim(struct kg_writer *w, size_t n, const int64_t *ss, const int64_t *se
 	if (w->failed)
 		return -1;
 	for (i = 0; i < n; i++) {
+		if (wtime(w, "simulated start of task", i, "ssd", ss[i], -KG_TIME_MAX) < 0 ||
+		    wtime(w, "simulated end of task", i, "sd", se[i], ss[i]) < 0 ||
+		    (na == 4 && (wtime(w, "unprofiled simulated start of task", i, "ussd", uss[i],
+		    -KG_TIME_MAX) < 0 || wtime(w, "unprofiled simulated end of task", i, "usd",
+		    use[i], uss[i]) < 0)))
+			return -1;
 		if (se[i] > makespan)
 			makespan = se[i];
 		body += i64_len(sim_at(ss, NULL, i)) + i64_len(sim_at(se, ss, i));
@@ -948,6 +986,7 @@ kg_reader_release(struct kg_reader *r)
 	free(r->tools);
 	free(r->iters);
 	free(r->ranks);
+	free(r->rseen);
 	free(r->clk);
 	free(r->t0);
 	free(r->in);
@@ -1475,18 +1514,65 @@ missing(struct dec *d, const char *key)
 	return -1;
 }
 
+/* A time or duration in the format's range (KG_TIME_MAX), or an error naming the field. */
+static int
+check_time(struct dec *d, const char *key, int64_t v)
+{
+	if (KG_TIME_OK(v))
+		return 0;
+	seterr(d->r->err, "record %llu: field %s: %lld ns is out of range",
+	    (unsigned long long)d->r->nrec + 1, key, (long long)v);
+	return -1;
+}
+
+/*
+ * A job section's ranks: at least 0, ascending without repeats, below
+ * the world size when the header says one; their clock offsets and
+ * starts in the range of times.
+ */
+static int
+check_ranks(struct dec *d, const struct kg_header *h)
+{
+	struct kg_reader *r = d->r;
+	unsigned long long rec = (unsigned long long)r->nrec + 1;
+	size_t i;
+
+	for (i = 0; i < r->nranks; i++) {
+		int64_t v = r->ranks[i];
+
+		if (v < 0 || (h->world >= 0 && v >= h->world)) {
+			seterr(r->err, "record %llu: field ranks: %lld is not a rank of a world of %lld",
+			    rec, (long long)v, (long long)h->world);
+			return -1;
+		}
+		if (i > 0 && v <= r->ranks[i - 1]) {
+			seterr(r->err, "record %llu: field ranks: %s (%lld after %lld)", rec,
+			    v == r->ranks[i - 1] ? "a rank given twice" : "not ascending",
+			    (long long)v, (long long)r->ranks[i - 1]);
+			return -1;
+		}
+		if ((r->nclk > 0 && check_time(d, "clk", r->clk[i]) < 0) ||
+		    (r->nt0 > 0 && check_time(d, "t0", r->t0[i]) < 0))
+			return -1;
+	}
+	grow(&r->rseen, &r->caprseen, r->nranks, 1);
+	memset(r->rseen, 0, r->nranks);
+	return 0;
+}
+
 static int
 dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 {
 	struct kg_reader *r = d->r;
 	struct mp_val k, x;
 	uint32_t i, j;
-	int have_format = 0, have_major = 0;
+	int have_format = 0, have_major = 0, have_unit = 0;
 	int64_t v;
 	const char *s;
 	size_t len;
 
 	free_section(r);
+	r->hrec = r->nrec + 1;
 	memset(h, 0, sizeof(*h));
 	h->rank = h->world = -1;
 	h->source = "";
@@ -1567,6 +1653,20 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 		} else if (MP_IS(&k, "tbase")) {
 			if (get_i64(d, "tbase", &h->tbase) < 0)
 				return -1;
+			if (h->tbase <= -KG_TBASE_MAX || h->tbase >= KG_TBASE_MAX) {
+				seterr(r->err, "record %llu: field tbase: %lld ns is out of range",
+				    (unsigned long long)r->nrec + 1, (long long)h->tbase);
+				return -1;
+			}
+		} else if (MP_IS(&k, "unit")) {
+			if (get_str(d, "unit", &s, &len) < 0)
+				return -1;
+			if (len != 2 || memcmp(s, "ns", 2) != 0) {
+				seterr(r->err, "record %llu: field unit: '%.*s', not 'ns'",
+				    (unsigned long long)r->nrec + 1, (int)(len > 40 ? 40 : len), s);
+				return -1;
+			}
+			have_unit = 1;
 		} else if (MP_IS(&k, "section") || MP_IS(&k, "sections")) {
 			if (mp_next(&d->c, &x) < 0)
 				return -1;
@@ -1643,6 +1743,8 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 		return missing(d, "major");
 	if (r->producer == NULL)
 		return missing(d, "producer");
+	if (!have_unit)
+		return missing(d, "unit");
 	h->producer = r->producer;
 	if (r->source != NULL)
 		h->source = r->source;
@@ -1660,6 +1762,8 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 			    (unsigned long long)r->nrec + 1, r->nranks, r->nclk, r->nt0);
 			return -1;
 		}
+		if (check_ranks(d, h) < 0)
+			return -1;
 		h->ranks = r->ranks;
 		h->clk = r->nclk > 0 ? r->clk : NULL;
 		h->t0 = r->nt0 > 0 ? r->t0 : NULL;
@@ -1757,6 +1861,25 @@ dec_proc(struct dec *d, uint32_t npairs, struct kg_proc *p)
 		seterr(r->err, "record %llu: proc id %u out of order (expected %llu)",
 		    (unsigned long long)r->nrec + 1, p->id, (unsigned long long)r->nprocs);
 		return -1;
+	}
+	if (r->nranks > 0) {
+		/* a job section's proc is on one of its ranks (ascending) */
+		size_t lo = 0, hi = r->nranks;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (r->ranks[mid] < p->rank)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == r->nranks || r->ranks[lo] != p->rank) {
+			seterr(r->err, "record %llu: field rank: %lld is not one of the job's ranks",
+			    (unsigned long long)r->nrec + 1, (long long)p->rank);
+			return -1;
+		}
+		r->rseen[lo] = 1;
 	}
 	return check_str_ref(d, "n", p->name);
 }
@@ -2040,6 +2163,9 @@ dec_task(struct dec *d, uint32_t npairs, struct kg_task *restrict t)
 		    (unsigned long long)r->nrec + 1, t->id, (long long)t->prof);
 		return -1;
 	}
+	if (check_time(d, "d", t->dur) < 0 || check_time(d, "ts", t->ts) < 0 ||
+	    check_time(d, "od", t->odur) < 0)
+		return -1;
 	if (t->mb < -1 || t->mb > KG_TAG_MAX || t->layer < -1 || t->layer > KG_TAG_MAX ||
 	    t->stage < -1 || t->stage > KG_TAG_MAX || t->gsize < -1 || t->gsize > KG_TAG_MAX ||
 	    t->iter < -1 || t->iter > KG_ITER_MAX) {
@@ -2048,12 +2174,6 @@ dec_task(struct dec *d, uint32_t npairs, struct kg_task *restrict t)
 		    t->mb < -1 || t->mb > KG_TAG_MAX ? "mb" : t->layer < -1 || t->layer > KG_TAG_MAX ?
 		    "ly" : t->stage < -1 || t->stage > KG_TAG_MAX ? "st" :
 		    t->gsize < -1 || t->gsize > KG_TAG_MAX ? "gs" : "it");
-		return -1;
-	}
-	/* a task must end on the clock: start plus duration an int64 */
-	if (t->ts > INT64_MAX - (t->odur > t->dur ? t->odur : t->dur)) {
-		seterr(r->err, "record %llu: task %u: start plus duration out of range",
-		    (unsigned long long)r->nrec + 1, t->id);
 		return -1;
 	}
 	if (t->id != r->ntasks) {
@@ -2180,6 +2300,8 @@ dec_edge(struct dec *d, uint32_t npairs, struct kg_edge *restrict e)
 		    (unsigned long long)d->r->nrec + 1);
 		return -1;
 	}
+	if (check_time(d, "dl", e->delay) < 0)
+		return -1;
 	if (e->graph && e->kind != KG_E_LAUNCH) {
 		seterr(d->r->err, "record %llu: gl on a %s edge", (unsigned long long)d->r->nrec + 1,
 		    kg_edge_kind_name[e->kind]);
@@ -2297,6 +2419,25 @@ sim_absolute(int64_t *ss, int64_t *se, size_t n)
 	}
 }
 
+/* Simulated starts and ends in the format's range, no end before its start. */
+static int
+sim_check(struct dec *d, const int64_t *ss, const int64_t *se, size_t n, const char *run)
+{
+	size_t j;
+
+	for (j = 0; j < n; j++)
+		if (!KG_TIME_OK(ss[j]) || !KG_TIME_OK(se[j]) || se[j] < ss[j]) {
+			seterr(d->r->err, "record %llu: task %zu: %ssimulated %s %lld ns%s",
+			    (unsigned long long)d->r->nrec + 1, j, run,
+			    !KG_TIME_OK(ss[j]) ? "start" : "end",
+			    (long long)(!KG_TIME_OK(ss[j]) ? ss[j] : se[j]),
+			    KG_TIME_OK(se[j]) && KG_TIME_OK(ss[j]) ? " before its start" :
+			    " is out of range");
+			return -1;
+		}
+	return 0;
+}
+
 static int
 dec_sim(struct dec *d, uint32_t npairs, struct kg_sim *s)
 {
@@ -2337,7 +2478,8 @@ dec_sim(struct dec *d, uint32_t npairs, struct kg_sim *s)
 		if (bit == 1)
 			rc = get_i64(d, "tasks", &v), s->tasks = (uint64_t)v;
 		else if (bit == 2)
-			rc = get_i64(d, "makespan", &s->makespan);
+			rc = get_i64(d, "makespan", &s->makespan) < 0 ||
+			    check_time(d, "makespan", s->makespan) < 0 ? -1 : 0;
 		else if (bit == 4)
 			rc = dec_sim_times(d, key, 0, &nss), steps = key[2] == 'd';
 		else if (bit == 8)
@@ -2374,6 +2516,8 @@ dec_sim(struct dec *d, uint32_t npairs, struct kg_sim *s)
 	if (have & 4) {
 		if (steps)
 			sim_absolute(r->ss, r->se, nss);
+		if (sim_check(d, r->ss, r->se, nss, "") < 0)
+			return -1;
 		s->ss = r->ss;
 		s->se = r->se;
 		s->n = nss;
@@ -2381,6 +2525,8 @@ dec_sim(struct dec *d, uint32_t npairs, struct kg_sim *s)
 	if (have & 16) {
 		/* the unprofiled run is written as steps and lengths only */
 		sim_absolute(r->uss, r->use, nss);
+		if (sim_check(d, r->uss, r->use, nss, "unprofiled ") < 0)
+			return -1;
 		s->uss = r->uss;
 		s->use = r->use;
 	}
@@ -2422,6 +2568,13 @@ dec_end(struct dec *d, uint32_t npairs)
 	for (j = 0; j < 4; j++)
 		if (!(have & (1 << j)))
 			return missing(d, keys[j]);
+	/* every rank a job section claims is there: a thread or stream of it */
+	for (i = 0; i < r->nranks; i++)
+		if (!r->rseen[i]) {
+			seterr(r->err, "record %llu: field ranks: rank %lld has no thread or stream in "
+			    "the section", (unsigned long long)r->hrec, (long long)r->ranks[i]);
+			return -1;
+		}
 	return 0;
 }
 

@@ -46,9 +46,25 @@
  * no real job, and tools that add one to them would overflow. */
 #define KG_TAG_MAX ((int64_t)1 << 24)
 #define KG_ITER_MAX ((int64_t)1 << 53)
-/* A profiler cost or step time (1.8 `pc`, `pcost`, `ustep`): 0 to this, ns
- * (104 days). */
+/*
+ * Every time and duration of a stream (a task's d, ts and od, an edge's
+ * dl, the header's clk and t0, a sim record's makespan, starts and ends)
+ * lies strictly between -KG_TIME_MAX and KG_TIME_MAX ns (2^53, about 104
+ * days): the reader refuses others, the writer will not write them. The
+ * sum or difference of two such times fits an int64 with room to spare;
+ * a tool that adds more (a simulated chain of tasks, a clock offset and
+ * a base) checks that its result is still in range. A profiler cost or
+ * step time (1.8 `pc`, `pcost`, `ustep`) is 0 to KG_TIME_MAX.
+ */
 #define KG_TIME_MAX ((int64_t)1 << 53)
+/* t in the format's range of times (above). */
+#define KG_TIME_OK(t) ((t) > -KG_TIME_MAX && (t) < KG_TIME_MAX)
+/*
+ * A header's tbase (an epoch: a trace's time origin, ns since 1970) lies
+ * strictly between -KG_TBASE_MAX and KG_TBASE_MAX (2^62, the year 2116):
+ * a time plus its base fits an int64, and two bases' difference too.
+ */
+#define KG_TBASE_MAX ((int64_t)1 << 62)
 #define KG_COV_MAX 4096u
 /*
  * A zstd frame's records are used only once the frame ended and its
@@ -325,6 +341,9 @@ struct kg_reader {
 	char **tools;
 	size_t ntools, captools;
 	char *producer, *source, *gpu, *pcal;
+	uint64_t hrec;     /* the current section's header: its record number */
+	unsigned char *rseen; /* a job section: its ranks that have a proc */
+	size_t caprseen;
 	int64_t *ss, *se, *uss, *use; /* the last sim record's arrays */
 	size_t capsim;
 	/* With keep_frames: compressed bytes of the frames not yet taken, and

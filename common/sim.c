@@ -161,6 +161,7 @@ struct sim {
 	struct wnode *hn;
 	size_t nhn, caphn;
 	struct prefault *pf;      /* NULL: none */
+	int over;                 /* a simulated end reached KG_TIME_MAX */
 	size_t ngrp;              /* rendezvous groups */
 	/* sim_keep: what a re-run starts from again (malloc'd at the first
 	 * run): the durations, delays, counts, flags and binding points as
@@ -945,11 +946,28 @@ restore(struct sim *s, const int64_t *cut)
 }
 
 /* Simulate the section; 0, or -1 if some tasks can never start. */
+/*
+ * A simulated end, at most the format's range (KG_TIME_MAX): one past it
+ * is held there and the run fails (simulate returns -2). Every time the
+ * simulation adds is then a sum of two in range (an end and a delay, a
+ * start and a duration), so none overflows however long its chains.
+ */
+static inline int64_t
+bounded(struct sim *s, int64_t end)
+{
+	if (end < KG_TIME_MAX)
+		return end;
+	s->over = 1;
+	return KG_TIME_MAX;
+}
+
 static int
 simulate(struct sim *s)
 {
 	size_t n = s->n, i, done = 0;
 	uint32_t k;
+
+	s->over = 0;
 
 	for (i = 0; i < n; i++)
 		if (s->cnt[i] == 0)
@@ -993,7 +1011,7 @@ simulate(struct sim *s)
 		s->rs[x] = t;
 		g = s->state[x] & F_GRP ? s->grpl[block_find(s->grpl, s->grpix, x)].val : KG_NONE;
 		if (g == KG_NONE) {
-			s->dend[x] += t;
+			s->dend[x] = bounded(s, s->dend[x] + t);
 			s->busy[p] = s->dend[x];
 			finish(s, x);
 			done++;
@@ -1010,7 +1028,7 @@ simulate(struct sim *s)
 		for (k = s->goff[g]; k < s->goff[g + 1]; k++) {
 			uint32_t m = s->gmem[k], q = s->proc[m], w;
 
-			s->dend[m] += s->gmax[g];
+			s->dend[m] = bounded(s, s->dend[m] + s->gmax[g]);
 			s->busy[q] = s->dend[m];
 			for (w = s->held[q]; w != KG_NONE; w = s->hn[w].next)
 				heap_push(s, s->dend[m], s->hn[w].task);
@@ -1021,7 +1039,9 @@ simulate(struct sim *s)
 			done++;
 		}
 	}
-	return done == n ? 0 : -1;
+	if (done != n)
+		return -1;
+	return s->over ? -2 : 0;
 }
 
 struct sim *

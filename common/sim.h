@@ -43,8 +43,10 @@ void sim_edge(struct sim *s, const struct kg_edge *e);
  * need (the durations and delays as read). */
 void sim_keep(struct sim *s);
 /*
- * Simulate the section: 0, or -1 when some tasks can never start (a
- * cycle, or a wait on a task that never runs). With cut (sim_keep
+ * Simulate the section: 0, -1 when some tasks can never start (a
+ * cycle, or a wait on a task that never runs), or -2 when a simulated
+ * time would leave the format's range (KG_TIME_MAX: a chain of long
+ * tasks and delays, each in range). With cut (sim_keep
  * given; NULL: none), task x runs cut[x] ns shorter: taken off the
  * delay of the thread edges into it first (the host time before it on
  * its thread), what is left off its duration, never below 0. Each run

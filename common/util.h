@@ -31,6 +31,22 @@ void grow(void *pp, size_t *capp, size_t need, size_t size);
 	} while (0)
 
 /*
+ * a + b, held at INT64_MAX (or INT64_MIN) where it would overflow: for a
+ * total of many times, each in the format's range but their number
+ * unbounded (a kernel's time summed over its calls), that a tool reports
+ * and never adds to a time again.
+ */
+static inline int64_t
+sat_add(int64_t a, int64_t b)
+{
+	int64_t c;
+
+	if (__builtin_add_overflow(a, b, &c))
+		return a > 0 ? INT64_MAX : INT64_MIN;
+	return c;
+}
+
+/*
  * Strict parsing for command-line values: the whole string must be a
  * number in [min, max]; no sign for unsigned, no leading spaces, no
  * trailing junk. Return 0 on success, -1 otherwise (value untouched).

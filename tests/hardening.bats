@@ -60,22 +60,23 @@ no_sanitizer() {
 
 # --- 2. graphstat on an absurd span ------------------------------------------
 
-@test "hardening: graphstat on a kernel 4.6e15 us after the rest ends, utilization from the intervals" {
-	# a 10 ns call and two 5 ns kernels, the second 4.6e18 ns later: the
-	# 1 ms windows once walked one by one (forever); now the mean is the
-	# 10 ns busy over 4.6e12 windows: 0; the span from the call's start
-	# to the far kernel's end, of which the two kernels (10 ns) compute
+@test "hardening: graphstat on a kernel 9e15 ns after the rest ends, utilization from the intervals" {
+	# a 10 ns call and two 5 ns kernels, the second 9e15 ns later (near
+	# the format's 2^53): the 1 ms windows once walked one by one (for
+	# hours); now the mean is the 10 ns busy over 9e9 windows: 0; the span
+	# from the call's start to the far kernel's end, of which the two
+	# kernels (10 ns) compute
 	hostile far-task
 	run -0 --separate-stderr timeout 20 graphstat --csv far-task.kg
 	[ "$stderr" = "" ]
-	[ "${lines[1]}" = "-,0,4600000000000000005,4600000000000000005,0.0000,10,0,0,4599999999999999995,10,0,0,4599999999999999995,0.0000,0.0000,0,,,,,,,,,,,," ]
+	[ "${lines[1]}" = "-,0,9000000000000005,9000000000000005,0.0000,10,0,0,8999999999999995,10,0,0,8999999999999995,0.0000,0.0000,0,,,,,,,,,,,," ]
 }
 
 @test "hardening: graphstat --util refuses to write a series of an absurd span, with a warning" {
 	hostile far-task
 	run -0 --separate-stderr timeout 20 graphstat --util u.csv far-task.kg
-	[ "${stderr_lines[0]}" = "graphstat: warning: rank -1 iteration 0: measured span of 4600000000 s: the utilization series is not written (more than 1000000 windows)" ]
-	[ "${stderr_lines[1]}" = "graphstat: warning: rank -1 iteration 0: simulated span of 4600000000 s: the utilization series is not written (more than 1000000 windows)" ]
+	[ "${stderr_lines[0]}" = "graphstat: warning: rank -1 iteration 0: measured span of 9000000 s: the utilization series is not written (more than 1000000 windows)" ]
+	[ "${stderr_lines[1]}" = "graphstat: warning: rank -1 iteration 0: simulated span of 9000000 s: the utilization series is not written (more than 1000000 windows)" ]
 	[ "$(cat u.csv)" = "rank,iteration,view,window_ms,busy" ]
 }
 
@@ -385,7 +386,7 @@ two_sections() {
 import random, struct
 random.seed(16)
 def s(x): return bytes([0xa0 | len(x)]) + x.encode()
-hdr = b"\x84" + s("r") + s("header") + s("format") + s("kgraph") + s("major") + b"\x01" + s("producer") + s("t")
+hdr = b"\x85" + s("r") + s("header") + s("format") + s("kgraph") + s("major") + b"\x01" + s("producer") + s("t") + s("unit") + s("ns")
 zz = b""
 for i in range(3):
     blob = bytes(random.getrandbits(8) for _ in range(100000))

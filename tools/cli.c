@@ -80,16 +80,20 @@ open_input(const char *path)
 }
 
 /*
- * The temporary files out_open made and not yet committed or removed:
- * a signal that ends the program (SIGINT, SIGTERM, SIGHUP) removes them
- * too, as a failure would, then ends it as the signal does. A signal the
- * program was started ignoring stays ignored. The slots are changed with
- * those signals blocked, so the handler sees whole paths.
+ * The temporary files out_open made and not yet committed or removed,
+ * and the directories a tool made for its own (cli_tmpdir): a signal
+ * that ends the program (SIGINT, SIGTERM, SIGHUP, SIGQUIT, and SIGABRT,
+ * which the out-of-memory guard raises) removes them too, as a failure
+ * would, then ends it as the signal does. A signal the program was
+ * started ignoring stays ignored. The slots are changed with those
+ * signals blocked, so the handler sees whole paths.
  */
 #define MAXTMP 16
+#define MAXDIRS 4
 #define MAXKIDS 64
-static const int tmp_sigs[] = { SIGINT, SIGTERM, SIGHUP };
+static const int tmp_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT };
 static char *volatile tmps[MAXTMP];
+static char *volatile tdirs[MAXDIRS];
 static volatile pid_t kids[MAXKIDS]; /* workers, ended with the program */
 
 static void
@@ -103,6 +107,9 @@ on_signal(int sig)
 	for (i = 0; i < MAXTMP; i++)
 		if (tmps[i] != NULL)
 			unlink(tmps[i]);
+	for (i = 0; i < MAXDIRS; i++)
+		if (tdirs[i] != NULL)
+			rmdir(tdirs[i]);
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -177,6 +184,8 @@ cli_fork(void)
 		 * child's to remove or end */
 		for (i = 0; i < MAXTMP; i++)
 			tmps[i] = NULL;
+		for (i = 0; i < MAXDIRS; i++)
+			tdirs[i] = NULL;
 		for (i = 0; i < MAXKIDS; i++)
 			kids[i] = 0;
 		for (i = 0; i < sizeof(tmp_sigs) / sizeof(tmp_sigs[0]); i++) {
@@ -219,7 +228,50 @@ tmp_forget(const char *path)
 	for (i = 0; i < MAXTMP; i++)
 		if (tmps[i] == path)
 			tmps[i] = NULL;
+	for (i = 0; i < MAXDIRS; i++)
+		if (tdirs[i] == path)
+			tdirs[i] = NULL;
 	block_sigs(SIG_SETMASK, &old);
+}
+
+int
+cli_tmpdir(char *dir, char **files, size_t nfiles)
+{
+	sigset_t old;
+	size_t i, k, d = MAXDIRS, nfree = 0;
+	int rc = -1;
+
+	tmp_install();
+	block_sigs(SIG_BLOCK, &old);
+	for (i = 0; i < MAXTMP; i++)
+		nfree += tmps[i] == NULL;
+	for (i = 0; i < MAXDIRS && d == MAXDIRS; i++)
+		if (tdirs[i] == NULL)
+			d = i;
+	if (d == MAXDIRS || nfree < nfiles) {
+		errno = EMFILE;
+	} else if (mkdtemp(dir) != NULL) {
+		tdirs[d] = dir;
+		for (i = 0, k = 0; i < MAXTMP && k < nfiles; i++)
+			if (tmps[i] == NULL)
+				tmps[i] = files[k++];
+		rc = 0;
+	}
+	block_sigs(SIG_SETMASK, &old);
+	return rc;
+}
+
+void
+cli_tmpdir_remove(char *dir, char **files, size_t nfiles)
+{
+	size_t i;
+
+	for (i = 0; i < nfiles; i++) {
+		unlink(files[i]);
+		tmp_forget(files[i]);
+	}
+	rmdir(dir);
+	tmp_forget(dir);
 }
 
 int

@@ -40,8 +40,9 @@ const char *input_name(const char *path);
  * Binary output: stdout (refused when a terminal) or path. A file is
  * written under a temporary name and renamed into place by out_commit, so
  * a failed run leaves nothing half written; out_abort removes it, and so
- * does SIGINT, SIGTERM or SIGHUP before the commit (the first out_open
- * installs the handlers; the signal then ends the program as it would).
+ * does SIGINT, SIGTERM, SIGHUP, SIGQUIT or SIGABRT (the out-of-memory
+ * guard's) before the commit (the first out_open installs the handlers;
+ * the signal then ends the program as it would).
  */
 struct out {
 	FILE *fp;
@@ -58,6 +59,14 @@ pid_t cli_fork(void);
 void cli_reaped(pid_t pid);
 
 int out_open(struct out *o, const char *path, int binary);
+/*
+ * mkdtemp(dir) for a tool's scratch files: the directory and the files
+ * named (full paths under it, which the tool may make or not) are
+ * removed by a signal that ends the program, as out_open's are, and by
+ * cli_tmpdir_remove. 0, or -1 with errno (no free slot: EMFILE).
+ */
+int cli_tmpdir(char *dir, char **files, size_t nfiles);
+void cli_tmpdir_remove(char *dir, char **files, size_t nfiles);
 int out_commit(struct out *o);
 void out_abort(struct out *o);
 /*

@@ -136,6 +136,8 @@ struct section {
 	struct cache cache;
 	int keep;            /* traced on the model's GPU: factors of 1 */
 	struct held_frames fr; /* its frames as read, compressed */
+	uint32_t over;       /* a task re-timed out of the format's range, or KG_NONE */
+	double overns;       /* its time */
 };
 
 static void
@@ -359,7 +361,17 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, struc
 		if (t->kind == KG_COLL)
 			continue;
 		sp = speedup_of(o, k, op, kg_str(r, t->name));
-		t->dur = llround((double)t->dur * f / sp);
+		{
+			double d = (double)t->dur * f / sp;
+
+			/* a time the format holds, or the section fails */
+			if (!(d < (double)KG_TIME_MAX)) {
+				if (s->over == KG_NONE)
+					s->over = t->id, s->overns = d;
+				d = 0;
+			}
+			t->dur = llround(d);
+		}
 		if (gs != NULL && k >= 0)
 			group_add(gs, k, op, (double)t->dur);
 	}
@@ -505,7 +517,14 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 				rc = 1;
 				break;
 			}
+			s.over = KG_NONE;
 			retime(o, &s, &in.r, gs);
+			if (s.over != KG_NONE) {
+				errmsg("%s: section %d: task %u re-timed to %.3g ns, beyond the format's "
+				    "range (2^53 ns)", in.name, index, s.over, s.overns);
+				rc = 1;
+				break;
+			}
 			if (s.kept > 0)
 				warnmsg("%s: section %d: %lld GPU calls keep their time: the model "
 				    "cannot size them", in.name, index, (long long)s.kept);
@@ -681,7 +700,7 @@ sensitivity(struct opts *o, int argc, char **argv)
 {
 	struct groups gs = { NULL, 0, 0 };
 	const char *tmp = getenv("TMPDIR");
-	char *base, *var;
+	char *base, *files[2];
 	double t0, total = 0;
 	size_t i, k;
 	int rc = 1;
@@ -690,60 +709,58 @@ sensitivity(struct opts *o, int argc, char **argv)
 		tmp = "/tmp";
 	base = xmalloc(strlen(tmp) + 32);
 	sprintf(base, "%s/graph-retime.XXXXXX", tmp);
-	if (mkdtemp(base) == NULL) {
+	files[0] = xmalloc(strlen(base) + 16);
+	files[1] = xmalloc(strlen(base) + 16);
+	sprintf(files[0], "%s/base.kg", base);
+	sprintf(files[1], "%s/variant.kg", base);
+	/* the directory and both files go on every exit: a failure here,
+	 * a signal, the out-of-memory guard */
+	if (cli_tmpdir(base, files, 2) < 0) {
 		errmsg("%s: %s", tmp, strerror(errno));
-		free(base);
+		free(base), free(files[0]), free(files[1]);
 		return 1;
 	}
-	var = xmalloc(strlen(base) + 16);
-	sprintf(var, "%s/variant.kg", base);
-	{
-		char *b0 = xmalloc(strlen(base) + 16);
-
-		sprintf(b0, "%s/base.kg", base);
-		if (run_all(o, argc, argv, b0, &gs) != 0 || (t0 = simulate(b0)) < 0) {
-			free(b0);
-			goto out;
-		}
-		for (i = 0; i < gs.n; i++)
-			total += gs.g[i].ns;
+	sprintf(files[0], "%s/base.kg", base);
+	sprintf(files[1], "%s/variant.kg", base);
+	if (run_all(o, argc, argv, files[0], &gs) != 0 || (t0 = simulate(files[0])) < 0)
+		goto out;
+	for (i = 0; i < gs.n; i++)
+		total += gs.g[i].ns;
+	if (gs.n > 1)
 		qsort(gs.g, gs.n, sizeof(*gs.g), cmp_group);
-		printf("iteration %.3f ms simulated; GPU time in the graph %.3f ms\n", t0 / 1e6,
-		    total / 1e6);
-		printf("%-9s %-40s %10s %6s %10s %9s %7s\n", "class", "operator", "gpu_ms", "gpu%",
-		    "iter_ms", "gain_ms", "gain%");
-		/* each group twice as fast, on the re-timed graph */
-		{
-			struct opts v = *o;
-			char *args[1] = { b0 };
+	if (gs.n == 0)
+		warnmsg("no GPU kernel to speed up: the graph's GPU work is communication only, "
+		    "or none");
+	printf("iteration %.3f ms simulated; GPU time in the graph %.3f ms\n", t0 / 1e6,
+	    total / 1e6);
+	printf("%-9s %-40s %10s %6s %10s %9s %7s\n", "class", "operator", "gpu_ms", "gpu%",
+	    "iter_ms", "gain_ms", "gain%");
+	/* each group twice as fast, on the re-timed graph */
+	{
+		struct opts v = *o;
+		char *args[1] = { files[0] };
 
-			v.have_to = v.have_src = 0;
-			v.sp = NULL;
-			v.nsp = v.capsp = 0;
-			for (k = 0; k < gs.n && k < (size_t)o->sens; k++) {
-				struct speedup sp = { NULL, gs.g[k].cls, gs.g[k].op, 2 };
-				double t;
+		v.have_to = v.have_src = 0;
+		v.sp = NULL;
+		v.nsp = v.capsp = 0;
+		for (k = 0; k < gs.n && k < (size_t)o->sens; k++) {
+			struct speedup sp = { NULL, gs.g[k].cls, gs.g[k].op, 2 };
+			double t;
 
-				v.sp = &sp;
-				v.nsp = 1;
-				if (run_all(&v, 1, args, var, NULL) != 0 || (t = simulate(var)) < 0) {
-					free(b0);
-					goto out;
-				}
-				printf("%-9s %-40.40s %10.3f %6.1f %10.3f %9.3f %7.2f\n",
-				    om_class_name[gs.g[k].cls], *gs.g[k].op ? gs.g[k].op : "-",
-				    gs.g[k].ns / 1e6, total > 0 ? gs.g[k].ns / total * 100 : 0, t / 1e6,
-				    (t0 - t) / 1e6, (t0 - t) / t0 * 100);
-			}
+			v.sp = &sp;
+			v.nsp = 1;
+			if (run_all(&v, 1, args, files[1], NULL) != 0 || (t = simulate(files[1])) < 0)
+				goto out;
+			printf("%-9s %-40.40s %10.3f %6.1f %10.3f %9.3f %7.2f\n",
+			    om_class_name[gs.g[k].cls], *gs.g[k].op ? gs.g[k].op : "-",
+			    gs.g[k].ns / 1e6, total > 0 ? gs.g[k].ns / total * 100 : 0, t / 1e6,
+			    (t0 - t) / 1e6, (t0 - t) / t0 * 100);
 		}
-		unlink(b0);
-		free(b0);
 	}
 	rc = close_stdout();
 out:
-	unlink(var);
-	rmdir(base);
-	free(var);
+	cli_tmpdir_remove(base, files, 2);
+	free(files[0]), free(files[1]);
 	free(base);
 	for (i = 0; i < gs.n; i++)
 		free(gs.g[i].op);

@@ -109,11 +109,16 @@ simulate(const char *name, int section, struct sim *s, struct cuts *c, struct kg
     const struct kg_reader *r)
 {
 	size_t n = sim_ntasks(s);
+	int rc;
 
 	if (c->any)
 		sim_keep(s);
-	if (sim_run(s, NULL) < 0) {
-		report_stuck(name, section, s, r);
+	if ((rc = sim_run(s, NULL)) < 0) {
+		if (rc == -2)
+			errmsg("%s: section %d: simulated times run past %lld ns (2^53 ns, the "
+			    "format's range)", name, section, (long long)KG_TIME_MAX);
+		else
+			report_stuck(name, section, s, r);
 		return 1;
 	}
 	if (!c->any)

@@ -393,9 +393,9 @@ view(struct section *s, const struct stask *t, size_t n, int simv, struct view *
 			if (s->pkind[x->proc] != KG_STREAM || iv.b <= iv.a)
 				continue;
 			if (x->kind == KG_COLL)
-				expo[x->name] += (iv.b - iv.a) - overlap1(iv, s->a, na);
+				expo[x->name] = sat_add(expo[x->name], (iv.b - iv.a) - overlap1(iv, s->a, na));
 			else
-				expo[x->name] += (iv.b - iv.a) - overlap1(iv, s->b, nb);
+				expo[x->name] = sat_add(expo[x->name], (iv.b - iv.a) - overlap1(iv, s->b, nb));
 		}
 #undef TS
 #undef TE

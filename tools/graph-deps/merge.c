@@ -772,7 +772,7 @@ cmp_pair_n(const void *x, const void *y)
  * join the ranks (a spanning tree, largest counts first), give each
  * rank's offset from the lowest rank of its part of the job.
  */
-static void
+static int
 clocks(struct job *j, const int64_t *ends, const uint32_t *erk, const size_t *istart, size_t ninst)
 {
 	struct pdiff *pd = NULL;
@@ -780,7 +780,7 @@ clocks(struct job *j, const int64_t *ends, const uint32_t *erk, const size_t *is
 	size_t npd = 0, cappd = 0, npr = 0, cappr = 0, c, k, i, a, b;
 	uint32_t *up = xmalloc((j->nrk + 1) * sizeof(*up)), *lo;
 	uint8_t *done = xcalloc(j->nrk + 1, 1);
-	int changed;
+	int changed, bad = 0;
 
 	for (i = 0; i < j->nrk; i++)
 		j->rk[i].clk = 0, up[i] = (uint32_t)i;
@@ -831,20 +831,28 @@ clocks(struct job *j, const int64_t *ends, const uint32_t *erk, const size_t *is
 	do {
 		changed = 0;
 		for (i = 0; i < npr; i++) {
+			/* each offset in the range of times, so that the next
+			 * sum (an offset and a difference of two ends) fits */
 			if (done[pr[i].a] && !done[pr[i].b]) {
 				j->rk[pr[i].b].clk = j->rk[pr[i].a].clk + pr[i].d;
 				done[pr[i].b] = changed = 1;
+				bad = bad || !KG_TIME_OK(j->rk[pr[i].b].clk);
 			} else if (done[pr[i].b] && !done[pr[i].a]) {
 				j->rk[pr[i].a].clk = j->rk[pr[i].b].clk - pr[i].d;
 				done[pr[i].a] = changed = 1;
+				bad = bad || !KG_TIME_OK(j->rk[pr[i].a].clk);
 			}
 		}
-	} while (changed);
+	} while (changed && !bad);
 	free(pd);
 	free(pr);
 	free(up);
 	free(lo);
 	free(done);
+	if (bad)
+		errmsg("the ranks' clock offsets run past %lld ns (2^53 ns, the format's range of "
+		    "times): not ranks of one run", (long long)KG_TIME_MAX);
+	return bad ? -1 : 0;
 }
 
 static int
@@ -1226,6 +1234,32 @@ one_job_gpus(const struct job *j)
 	}
 }
 
+/*
+ * The ranks' time origins (tbase, each below 2^62 ns) within the format's
+ * range of times of one another: each rank's times move onto the
+ * earliest's, and the clock offsets are differences of such times, so
+ * every sum the merge makes of them fits an int64.
+ */
+static int
+one_job_clock(const struct job *j)
+{
+	size_t i, lo = 0;
+
+	for (i = 1; i < j->nrk; i++)
+		if (j->rk[i].tbase < j->rk[lo].tbase)
+			lo = i;
+	for (i = 0; i < j->nrk; i++)
+		if (j->rk[i].tbase - j->rk[lo].tbase >= KG_TIME_MAX) {
+			errmsg("%s: section %d: a time origin (tbase) %lld ns after %s section %d's: "
+			    "past the format's range of times (2^53 ns), not ranks of one run",
+			    j->rk[i].file, j->rk[i].section,
+			    (long long)(j->rk[i].tbase - j->rk[lo].tbase), j->rk[lo].file,
+			    j->rk[lo].section);
+			return 1;
+		}
+	return 0;
+}
+
 int
 merge_run(char **paths, int n, const char *output, int verbose)
 {
@@ -1260,14 +1294,17 @@ merge_run(char **paths, int n, const char *output, int verbose)
 	if (rc == 0)
 		rc = one_job_worlds(&j);
 	if (rc == 0)
+		rc = one_job_clock(&j);
+	if (rc == 0)
 		one_job_gpus(&j);
 	if (rc == 0) {
 		match(&j, &ends, &erk, &istart, &ninst);
-		clocks(&j, ends, erk, istart, ninst);
+		rc = clocks(&j, ends, erk, istart, ninst) < 0;
 		free(ends);
 		free(erk);
 		free(istart);
-		rc = one_job_matched(&j);
+		if (rc == 0)
+			rc = one_job_matched(&j);
 	}
 	if (rc == 0) {
 		if (verbose) {

@@ -181,6 +181,52 @@ gpu_durations() {
 	run -2 --separate-stderr graph-retime --sensitivity -o x.kg mm.kg
 }
 
+@test "graph-retime: --sensitivity on a graph of host tasks only prints the iteration and no row, with a warning" {
+	# no GPU group: the empty list once went to qsort and memcpy (UBSan)
+	"$ROOT/tests/tools/hostile" cpu-only > cpu.kg
+	run -0 --separate-stderr graph-retime --sensitivity 3 cpu.kg
+	[ "$stderr" = "graph-retime: warning: no GPU kernel to speed up: the graph's GPU work is communication only, or none" ]
+	# the two tasks in a row on the main thread: 150 ns, 0.000 ms
+	[ "${lines[0]}" = "iteration 0.000 ms simulated; GPU time in the graph 0.000 ms" ]
+	[ "${#lines[@]}" -eq 2 ]
+}
+
+@test "graph-retime: --sensitivity leaves nothing in TMPDIR, done, failed or ended by a signal" {
+	local pid w st=0
+	mkdir tmp
+	TMPDIR=$PWD/tmp run -0 graph-retime --sensitivity 1 mm.kg
+	[ -z "$(ls -A tmp)" ]
+	# a graph without iterations cannot be simulated into one
+	"$ROOT/tests/tools/hostile" time-edge > edge.kg
+	TMPDIR=$PWD/tmp run -1 --separate-stderr graph-retime -q --sensitivity 1 edge.kg
+	[ "${stderr_lines[-1]}" = "graph-retime: simulation failed: $ROOT/bin/graphsim | graphstat --csv" ]
+	[ -z "$(ls -A tmp)" ]
+	# SIGTERM while it reads its input
+	mkfifo in.fifo
+	TMPDIR=$PWD/tmp env --default-signal=TERM graph-retime --sensitivity 1 - < in.fifo 2> err.txt &
+	pid=$!
+	exec {w}> in.fifo
+	for i in $(seq 200); do
+		compgen -G 'tmp/graph-retime.*/base.kg.tmp*' > /dev/null && break
+		sleep 0.05
+	done
+	compgen -G 'tmp/graph-retime.*/base.kg.tmp*' > /dev/null # it was there
+	kill -s TERM "$pid"
+	wait "$pid" || st=$?
+	exec {w}>&-
+	[ "$st" -eq 143 ]
+	[ -z "$(ls -A tmp)" ]
+}
+
+@test "graph-retime: a factor that takes a time past the format's range is refused, with nothing written" {
+	# 2000 ns times 1e300 (once: a negative duration written, exit 0)
+	run -1 --separate-stderr graph-retime --speedup 'gemm=1e-300' -o out.kg mm.kg
+	[ "$stderr" = "graph-retime: mm.kg: section 0: task 13 re-timed to 2e+303 ns, beyond the format's range (2^53 ns)" ]
+	[ ! -e out.kg ]
+	run -0 graph-retime --speedup 'gemm=1e-9' -o out.kg mm.kg
+	[ "$(gpu_durations out.kg | head -1)" = "kern 2000000000000" ]
+}
+
 @test "graph-retime: a write error exits 1; | head prints nothing on stderr" {
 	run -1 --separate-stderr bash -c 'graph-retime mm.kg > /dev/full'
 	[ "$stderr" = "graph-retime: stdout: write error: No space left on device" ]

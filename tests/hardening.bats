@@ -34,6 +34,23 @@ refused_by_all() {
 	done
 }
 
+# Every reader exits 1 with `TOOL: FILE: $2` on $1.kg, under the sanitizers
+# too; with $3 "job", all but graph-deps --merge, which refuses a job
+# section at its header.
+refused_by_each() {
+	local t name
+	for t in "${READERS[@]}" "graph2chrome" "graph-retime --speedup gemm=2"; do
+		name=${t%% *}
+		[ "${3-}" = job ] && [ "$t" = "graph-deps --merge" ] && continue
+		# shellcheck disable=SC2086
+		run --separate-stderr sh -c '"$@" > /dev/null' sh $t "$1.kg"
+		if [ "$status" -ne 1 ] || [ "$stderr" != "$name: $1.kg: $2" ]; then
+			echo "$t: status $status: $stderr" >&2
+			return 1
+		fi
+	done
+}
+
 no_sanitizer() {
 	if grep -q fsanitize "$ROOT/build/flags" 2>/dev/null; then
 		skip "ulimit -v under a sanitizer build"
@@ -169,7 +186,7 @@ killed_leaves_nothing() {
 	local pid i w st=0 sig=$1
 	shift
 	mkfifo in.fifo
-	env --default-signal=INT,TERM,HUP "$@" -o out.kg - < in.fifo 2> err.txt &
+	env --default-signal=INT,TERM,HUP,QUIT,ABRT "$@" -o out.kg - < in.fifo 2> err.txt &
 	pid=$!
 	exec {w}> in.fifo
 	for i in $(seq 200); do
@@ -268,6 +285,26 @@ workers_gone() {
 
 @test "hardening: graph-scale-pp -o on SIGINT removes its temporary file" {
 	killed_leaves_nothing INT graph-scale-pp 2
+}
+
+@test "hardening: graph-scale-tp -o on SIGQUIT removes its temporary file" {
+	killed_leaves_nothing QUIT graph-scale-tp 2
+}
+
+@test "hardening: graph-scale-layers -o on SIGABRT removes its temporary file" {
+	killed_leaves_nothing ABRT graph-scale-layers 2
+}
+
+@test "hardening: a tool the out-of-memory guard ends removes its temporary file" {
+	# 100,000 layers of a small job under 400 MB of address space: the
+	# guard (common/util.c) says so and aborts
+	no_sanitizer
+	tracegen --preset tiny --iterations 1 --layers 2 --microbatches 1 -d tg > /dev/null
+	kineto2graph -q tg/*.json.gz | graph-deps --merge -q > job.kg
+	run -134 --separate-stderr bash -c 'ulimit -v 400000; exec graph-scale-layers 100000 -o out.kg job.kg'
+	[[ $stderr == "out of memory ("*" bytes)" ]]
+	run -1 compgen -G 'out.kg.tmp*'
+	[ ! -e out.kg ]
 }
 
 # --- 7. build flags -----------------------------------------------------------
@@ -521,19 +558,111 @@ check_replay() {
 	done
 }
 
-@test "hardening: a task whose start plus duration overflows the clock is refused by the reader" {
-	"$ROOT/tests/tools/jsonl2kg" <<-'EOF2' | zstd -q -c > far.kg
-	{"r":"header","format":"kgraph","major":1,"minor":5,"producer":"t","unit":"ns"}
-	{"r":"str","id":0,"s":"k"}
-	{"r":"proc","id":0,"k":"stream","pid":0,"tid":7}
-	{"r":"task","id":0,"p":0,"k":"kern","n":0,"d":10,"od":20000,"ts":9223372036854770000,"it":1}
-	{"r":"end","tasks":1,"edges":0,"procs":1,"strs":1}
-	EOF2
-	run -1 --separate-stderr graphstat far.kg
-	[ "$stderr" = "graphstat: far.kg: record 4: task 0: start plus duration out of range" ]
-	run -1 --separate-stderr graphsim -o out.kg far.kg
-	[ "$stderr" = "graphsim: far.kg: record 4: task 0: start plus duration out of range" ]
-	[ ! -e out.kg ]
+@test "hardening: a time or duration out of the format's range is refused by every reader" {
+	# a duration of 2^62 ns, times 6.9e18 ns either side of the origin,
+	# delays of 2^62 ns, a time origin at the end of int64, simulated
+	# times at both ends of it and a simulated end before its start:
+	# each overflowed some tool's sums (UBSan), now refused where read
+	local n
+	for n in "time-d|record 4: field d: 4611686018427387904 ns is out of range" \
+	    "time-ts|record 4: field ts: -6900000000000000000 ns is out of range" \
+	    "time-dl|record 7: field dl: 4611686018427387904 ns is out of range" \
+	    "time-tbase|record 1: field tbase: 9223372036854775807 ns is out of range" \
+	    "time-sim|record 6: task 0: simulated start -9223372036854775808 ns is out of range" \
+	    "sim-backward|record 5: task 0: simulated end 5 ns before its start"; do
+		hostile "${n%%|*}"
+		refused_by_each "${n%%|*}" "${n#*|}"
+	done
+	# the bounds: 2^53 - 1 reads, 2^53 does not, for each field
+	for k in d ts od; do
+		for v in 9007199254740991 9007199254740992; do
+			"$ROOT/tests/tools/jsonl2kg" <<-EOF2 | zstd -q -c > t.kg
+			{"r":"header","format":"kgraph","major":1,"minor":5,"producer":"t","unit":"ns"}
+			{"r":"str","id":0,"s":"k"}
+			{"r":"proc","id":0,"k":"stream","pid":0,"tid":7}
+			{"r":"task","id":0,"p":0,"k":"kern","n":0,"d":10,"ts":0,"it":1,"$k":$v}
+			{"r":"end","tasks":1,"edges":0,"procs":1,"strs":1}
+			EOF2
+			if [ "$v" = 9007199254740991 ]; then
+				run -0 graphcat t.kg
+			else
+				run -1 --separate-stderr graphcat t.kg
+				[ "$stderr" = "graphcat: t.kg: record 4: field $k: $v ns is out of range" ]
+			fi
+		done
+	done
+}
+
+@test "hardening: at the edge of the range of times every reader reads, and a simulation past it is refused" {
+	# every time and duration 2^53 - 1 ns or -(2^53 - 1): each read,
+	# each sum of two in an int64; a chain of 2,000 of them simulates
+	# 2,000 times past the range
+	hostile time-edge
+	hostile time-edge-sim
+	run -0 graphcat time-edge.kg
+	# measured: from the call at -(2^53 - 1) to the kernels' end at
+	# 2 (2^53 - 1): 3 (2^53 - 1) ns
+	run -0 --separate-stderr graphstat --csv time-edge.kg
+	[ "$(cut -d, -f3 <<< "${lines[1]}")" = "$((3 * (2 ** 53 - 1)))" ]
+	run -1 --separate-stderr graphsim -o sim.kg time-edge.kg
+	[ "$stderr" = "graphsim: time-edge.kg: section 0: simulated times run past 9007199254740992 ns (2^53 ns, the format's range)" ]
+	[ ! -e sim.kg ]
+	# simulated: 2,001 tasks of 2 (2^53 - 1) ns at once; their sums are
+	# reported, held at 2^63 - 1 where they would overflow
+	run -0 --separate-stderr graphstat --csv time-edge-sim.kg
+	[ "$(cut -d, -f4 <<< "${lines[1]}")" = "$((2 * (2 ** 53 - 1)))" ]
+	run -0 --separate-stderr graphstat --top 1 time-edge-sim.kg
+	[ "${lines[-1]}" = "  9223372036854.775 ms  k" ]
+	for t in "graphstat --critical" "graph2chrome --both" "graph-deps --merge" \
+	    "graph-retime --speedup k=2"; do
+		# shellcheck disable=SC2086
+		run -0 --separate-stderr sh -c '"$@" > /dev/null' sh $t time-edge-sim.kg
+		[ "$stderr" = "" ]
+	done
+}
+
+@test "hardening: the merge refuses ranks whose time origins lie past the range of times apart" {
+	hostile merge-tbase
+	run -1 --separate-stderr graph-deps --merge -o job.kg merge-tbase.kg
+	[ "$stderr" = "graph-deps: merge-tbase.kg: section 1: a time origin (tbase) 9223372036854775806 ns after merge-tbase.kg section 0's: past the format's range of times (2^53 ns), not ranks of one run" ]
+	[ ! -e job.kg ]
+}
+
+@test "hardening: headers that contradict themselves are refused with the field and the record" {
+	local n
+	for n in "ranks-repeat|record 1: field ranks: not ascending (0 after 3)" \
+	    "ranks-claimed|record 1: field ranks: rank 1 has no thread or stream in the section" \
+	    "unit-ms|record 1: field unit: 'ms', not 'ns'"; do
+		hostile "${n%%|*}"
+		refused_by_each "${n%%|*}" "${n#*|}" "$(case $n in ranks*) echo job ;; esac)"
+	done
+	job() {
+		"$ROOT/tests/tools/jsonl2kg" <<-EOF2 | zstd -q -c > job.kg
+		{"r":"header","format":"kgraph","major":1,"minor":5,"producer":"t","unit":"ns","rank":-1,"world":$2,"ranks":$1,"iters":[1]}
+		{"r":"str","id":0,"s":"k"}
+		{"r":"proc","id":0,"k":"thread","pid":1,"tid":1,"main":true,"rank":0}
+		{"r":"proc","id":1,"k":"thread","pid":2,"tid":2,"main":true,"rank":$3}
+		{"r":"task","id":0,"p":0,"k":"cpu","n":0,"d":10,"ts":0,"it":1}
+		{"r":"end","tasks":1,"edges":0,"procs":2,"strs":1}
+		EOF2
+	}
+	job "[0,1]" 2 1
+	run -0 graphcat job.kg
+	job "[0,0]" 2 0
+	run -1 --separate-stderr graphcat job.kg
+	[ "$stderr" = "graphcat: job.kg: record 1: field ranks: a rank given twice (0 after 0)" ]
+	job "[-1,0]" 2 0
+	run -1 --separate-stderr graphcat job.kg
+	[ "$stderr" = "graphcat: job.kg: record 1: field ranks: -1 is not a rank of a world of 2" ]
+	job "[0,2]" 2 2
+	run -1 --separate-stderr graphcat job.kg
+	[ "$stderr" = "graphcat: job.kg: record 1: field ranks: 2 is not a rank of a world of 2" ]
+	# a header without its unit
+	printf '%s\n' '{"r":"header","format":"kgraph","major":1,"minor":5,"producer":"t"}' \
+	    '{"r":"end","tasks":0,"edges":0,"procs":0,"strs":0}' | "$ROOT/tests/tools/jsonl2kg" |
+	    zstd -q -c > nounit.kg
+	run -1 --separate-stderr graphcat nounit.kg
+	[ "$stderr" = "graphcat: nounit.kg: record 1: missing field unit" ]
 }
 
 @test "hardening: a task's tags and iteration beyond any job's are refused by the reader" {
@@ -632,7 +761,7 @@ edge_stream() {
 # A job section whose task is on a rank the job does not have: graph-scale-pp
 # indexed the job's ranks with it (a heap overflow the whatif harness found,
 # fuzz/crashes/whatif/pp-rank-out-of-job: a proc of rank -1 in a job of 8).
-@test "hardening: graph-scale-pp refuses a job whose task is on no rank of the job" {
+@test "hardening: a job whose thread is on no rank of the job is refused by every reader" {
 	local rk
 	for rk in -1 5; do
 		"$ROOT/tests/tools/jsonl2kg" <<-EOF2 | zstd -q -c > job.kg
@@ -644,7 +773,6 @@ edge_stream() {
 		{"r":"task","id":1,"p":1,"k":"cpu","n":0,"d":10,"ts":0,"it":1,"ly":0}
 		{"r":"end","tasks":2,"edges":0,"procs":2,"strs":1}
 		EOF2
-		run -1 --separate-stderr graph-scale-pp 2 job.kg
-		[ "$stderr" = "graph-scale-pp: job.kg: section 0: task 1 is on rank $rk, not one of the job's 0 to 1" ]
+		refused_by_each job "record 4: field rank: $rk is not one of the job's ranks" job
 	done
 }

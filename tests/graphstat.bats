@@ -153,6 +153,24 @@ USAGE="usage: graphstat [--json | --csv] [--critical] [--base FILE] [--util FILE
 	done
 }
 
+@test "graphstat: a --util, --colls or --comm file that cannot be written whole is not left" {
+	# a job of 8 ranks (4.4 KB of --util, 9 KB of --colls), written under
+	# a file-size limit of 1 KB: a write error, and no part of the file
+	tracegen --preset tiny --iterations 2 --layers 4 --microbatches 2 -d tg > /dev/null
+	kineto2graph -q tg/*.json.gz | graph-deps --merge -q | graphsim > sim.kg
+	for opt in --util --colls --comm; do
+		graphstat "$opt" whole.csv sim.kg > /dev/null
+		[ "$(stat -c %s whole.csv)" -gt 2048 ]
+		run -1 --separate-stderr bash -c 'trap "" XFSZ; ulimit -f 1; exec graphstat --csv "$1" x.csv sim.kg > /dev/null' _ "$opt"
+		[ "$stderr" = "graphstat: x.csv: write error: File too large" ]
+		run -1 compgen -G 'x.csv*'
+	done
+	# a bad input: none of them written
+	printf 'garbage' > bad.kg
+	run -1 --separate-stderr graphstat --util u.csv --colls c.csv --comm m.csv sim.kg bad.kg
+	run -1 compgen -G '[ucm].csv*'
+}
+
 # --- hand-written graphs -----------------------------------------------------
 
 # basic.jsonl, rank 0, iteration 5: the main thread's task, a kernel

@@ -468,6 +468,18 @@ open("two.mp", "wb").write(zz + end)'
 	done
 }
 
+@test "hardening: tracegen and opmodel word a full disk as every other tool, and leave no file" {
+	# tracegen's files past a limit of 10 KB (once "FILE: File too large");
+	# opmodel fit -o /dev/full (once the message and exit 0)
+	run -1 --separate-stderr bash -c 'trap "" XFSZ; ulimit -f 10; exec tracegen --jobs 1 --preset tiny --iterations 1 --layers 2 --microbatches 1 -d tq'
+	[ "$stderr" = "tracegen: tq/rank-0.json.gz: write error: File too large" ]
+	[ ! -e tq ]
+	run -1 --separate-stderr opmodel fit -o /dev/full "$FIX/opmodel/mm.json"
+	[ "$stderr" = "opmodel: /dev/full: write error: No space left on device" ]
+	run -1 --separate-stderr bash -c 'opmodel fit -o m.om "$1" > /dev/full' _ "$FIX/opmodel/mm.json"
+	[ "$stderr" = "opmodel: stdout: write error: No space left on device" ]
+}
+
 # --- the fuzz harnesses' crash corpus, replayed without clang -------------------
 
 # The tools a harness runs (fuzz/*.c), on one input of fuzz/crashes/NAME:

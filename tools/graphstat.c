@@ -962,31 +962,29 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 	return t < 0;
 }
 
-/* A CSV file an option names: made before any input is read. */
+/*
+ * A CSV file an option names: made before any input is read, under a
+ * temporary name (tools/cli.h), so that it is there whole or not at all.
+ */
 static FILE *
-side_open(const char *path)
+side_open(struct out *o, const char *path)
 {
-	FILE *f = fopen(path, "w");
-
-	if (f == NULL)
-		errmsg("%s: %s", path, strerror(errno));
-	return f;
+	/* "-" is a file of that name, as it always was: stdout holds the report */
+	return out_open(o, strcmp(path, "-") == 0 ? "./-" : path, 0) < 0 ? NULL : o->fp;
 }
 
-/* Closed checking every write: 0, or 1 after the message. */
+/* Renamed into place after a run that went well, checking every write:
+ * 0, or 1 after the message; removed after one that did not. */
 static int
-side_close(FILE *f, const char *path)
+side_close(struct out *o, int rc)
 {
-	int bad;
-
-	if (f == NULL)
+	if (o->fp == NULL)
 		return 0;
-	bad = ferror(f);
-	if (fclose(f) != 0 || bad) {
-		errmsg("%s: write error: %s", path, strerror(errno ? errno : EIO));
+	if (rc != 0) {
+		out_abort(o);
 		return 1;
 	}
-	return 0;
+	return out_commit(o);
 }
 
 int
@@ -1011,6 +1009,7 @@ main(int argc, char **argv)
 	struct opts o;
 	struct whatif wi;
 	FILE *util = NULL, *colls = NULL, *comm = NULL;
+	struct out uo = { 0 }, co = { 0 }, mo = { 0 };
 	int c, i, rc = 0, header = 0, cheader = 0, mheader = 0;
 	int64_t v;
 
@@ -1089,16 +1088,19 @@ main(int argc, char **argv)
 	}
 	argc -= optind;
 	argv += optind;
-	if ((o.util != NULL && (util = side_open(o.util)) == NULL) ||
-	    (o.colls != NULL && (colls = side_open(o.colls)) == NULL) ||
-	    (o.comm != NULL && (comm = side_open(o.comm)) == NULL))
+	if ((o.util != NULL && (util = side_open(&uo, o.util)) == NULL) ||
+	    (o.colls != NULL && (colls = side_open(&co, o.colls)) == NULL) ||
+	    (o.comm != NULL && (comm = side_open(&mo, o.comm)) == NULL)) {
+		side_close(&uo, 1), side_close(&co, 1);
 		return 1;
+	}
 	if (wi.base != NULL) { /* the base's rows first, kept, nothing printed */
 		int h = 0, ch = 0, mh = 0;
 
 		wi.collect = 1;
 		if (process(&o, wi.base, NULL, NULL, NULL, &h, &ch, &mh) != 0) {
 			whatif_release(&wi);
+			side_close(&uo, 1), side_close(&co, 1), side_close(&mo, 1);
 			return 1;
 		}
 		wi.collect = 0;
@@ -1114,9 +1116,9 @@ main(int argc, char **argv)
 	if (comm != NULL && !mheader)
 		colls_comm(&(struct colls){ 0 }, comm, &mheader, 0);
 	whatif_release(&wi);
-	rc |= side_close(util, o.util);
-	rc |= side_close(colls, o.colls);
-	rc |= side_close(comm, o.comm);
+	rc |= side_close(&uo, rc);
+	rc |= side_close(&co, rc);
+	rc |= side_close(&mo, rc);
 	if (close_stdout() != 0)
 		rc = 1;
 	return rc;

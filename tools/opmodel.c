@@ -136,11 +136,12 @@ cmd_fit(const struct opts *o, int argc, char **argv)
 	if (out_open(&out, o->output, 0) < 0)
 		goto out;
 	if (om_save(&m, out.fp, (const char *const *)tree, ntree) < 0) {
-		errmsg("%s: %s", o->output, strerror(errno));
+		errmsg("%s: write error: %s", out.path != NULL ? out.path : "stdout",
+		    strerror(errno ? errno : EIO));
 		out_abort(&out);
 		goto out;
 	}
-	if (out_commit(&out) < 0)
+	if (out_commit(&out) != 0)
 		goto out;
 	printf("model of %s, %d SMs: roofline %.0f TFLOP/s, %.0f GB/s\n", m.gpu, m.sms,
 	    m.flops_s / 1e12, m.bytes_s / 1e9);

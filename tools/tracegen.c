@@ -255,7 +255,7 @@ worker(struct tg_job *J, const char *dir, const int *ranks, int nr, int w, int n
 		if (close(fd) != 0 && err == 0)
 			err = errno;
 		if (err != 0) {
-			errmsg("%s: %s", fin, strerror(err));
+			errmsg("%s: write error: %s", fin, strerror(err));
 			free(tmp), free(fin);
 			return 1;
 		}

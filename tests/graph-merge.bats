@@ -831,3 +831,26 @@ mscclKernel_Sum_hip_bfloat16_Simple_false allgather 1048576 1 [0, 1]" ]
 	[ "$(graphcat bare.kg | jq -r 'select(.r == "edge" and .k == "rank") | .how')" = "inferred
 inferred" ]
 }
+
+# The merge's cost is linear in sections and iterations: each test's input
+# took the quadratic merge ten times its bound (30 s and minutes here); the
+# linear one takes a tenth of it. Timing means nothing under the sanitizers.
+no_sanitizer() {
+	if grep -q fsanitize "$ROOT/build/flags" 2>/dev/null; then
+		skip "timing under a sanitizer build"
+	fi
+}
+
+@test "graph-deps --merge: 131,072 sections merge in time linear in them" {
+	no_sanitizer
+	"$ROOT/tests/tools/hostile" many-sections > many.kg
+	run -0 --separate-stderr timeout 15 graph-deps --merge -q -o job.kg many.kg
+	[ "$(graphcat job.kg | head -1 | jq '.ranks | length')" -eq 131072 ]
+}
+
+@test "graph-deps --merge: 262,144 iterations of 8 sections merge in time linear in them" {
+	no_sanitizer
+	"$ROOT/tests/tools/hostile" many-iters > iters.kg
+	run -0 --separate-stderr timeout 5 graph-deps --merge -q -o job.kg iters.kg
+	[ "$(graphcat job.kg | head -1 | jq '.iters | length')" -eq 262144 ]
+}

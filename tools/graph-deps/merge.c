@@ -97,8 +97,66 @@ struct redge {
 	int how;
 };
 
+/*
+ * A set of int64 keys, each with a value: open addressing, at most half
+ * full, so that taking n sections costs n lookups, not n^2 comparisons.
+ */
+struct i64map {
+	int64_t *key;
+	uint32_t *val; /* KG_NONE: an empty slot */
+	size_t cap, n; /* cap: a power of two, or 0 */
+};
+
+static size_t
+i64map_slot(const struct i64map *m, int64_t k)
+{
+	size_t i = (size_t)(((uint64_t)k * 0x9e3779b97f4a7c15ull) >> 32) & (m->cap - 1);
+
+	while (m->val[i] != KG_NONE && m->key[i] != k)
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+/* The value of k, or KG_NONE after adding it with value v. */
+static uint32_t
+i64map_add(struct i64map *m, int64_t k, uint32_t v)
+{
+	size_t i;
+
+	if (2 * (m->n + 1) > m->cap) {
+		struct i64map g = { NULL, NULL, m->cap ? 2 * m->cap : 64, 0 };
+
+		g.key = xmalloc(g.cap * sizeof(*g.key));
+		g.val = xmalloc(g.cap * sizeof(*g.val));
+		for (i = 0; i < g.cap; i++)
+			g.val[i] = KG_NONE;
+		for (i = 0; i < m->cap; i++)
+			if (m->val[i] != KG_NONE) {
+				size_t q = i64map_slot(&g, m->key[i]);
+
+				g.key[q] = m->key[i], g.val[q] = m->val[i];
+			}
+		g.n = m->n;
+		free(m->key), free(m->val);
+		*m = g;
+	}
+	i = i64map_slot(m, k);
+	if (m->val[i] != KG_NONE)
+		return m->val[i];
+	m->key[i] = k, m->val[i] = v, m->n++;
+	return KG_NONE;
+}
+
+static void
+i64map_release(struct i64map *m)
+{
+	free(m->key), free(m->val);
+	memset(m, 0, sizeof(*m));
+}
+
 struct job {
 	struct intern str;
+	struct i64map rkmap, itmap; /* the ranks (to their index) and iterations taken */
 	struct rank *rk;
 	size_t nrk, caprk;
 	struct kg_proc *proc;
@@ -406,12 +464,11 @@ take_input(struct job *j, struct input *in)
 
 		if (sc->r.rank < 0)
 			sc->r.rank = (int64_t)j->nrk;
-		for (i = 0; i < j->nrk; i++)
-			if (j->rk[i].rank == sc->r.rank) {
-				errmsg("%s: section %zu: rank %lld is in the input twice (first in %s)",
-				    in->name, s, (long long)sc->r.rank, j->rk[i].file);
-				return 1;
-			}
+		if ((i = i64map_add(&j->rkmap, sc->r.rank, (uint32_t)j->nrk)) != KG_NONE) {
+			errmsg("%s: section %zu: rank %lld is in the input twice (first in %s)",
+			    in->name, s, (long long)sc->r.rank, j->rk[i].file);
+			return 1;
+		}
 		VEC_PUSH(j->rk, j->nrk, j->caprk, sc->r);
 		memset(&sc->r, 0, sizeof(sc->r)); /* the job's now */
 		rk = &j->rk[j->nrk - 1];
@@ -438,14 +495,9 @@ take_input(struct job *j, struct input *in)
 			c.pgr = remap(rk->smap, rk->nsmap, c.pgr);
 			VEC_PUSH(j->col, j->ncol, j->capcol, c);
 		}
-		for (i = 0; i < sc->niters; i++) {
-			size_t k;
-
-			for (k = 0; k < j->niters && j->iters[k] != sc->iters[i]; k++)
-				;
-			if (k == j->niters)
+		for (i = 0; i < sc->niters; i++)
+			if (i64map_add(&j->itmap, sc->iters[i], 0) == KG_NONE)
 				VEC_PUSH(j->iters, j->niters, j->capiters, sc->iters[i]);
-		}
 		if (j->tools == NULL && sc->ntools > 0) {
 			j->tools = sc->tools;
 			j->ntools = sc->ntools;
@@ -1330,6 +1382,8 @@ merge_run(char **paths, int n, const char *output, int verbose)
 		}
 	}
 	intern_release(&j.str);
+	i64map_release(&j.rkmap);
+	i64map_release(&j.itmap);
 	kg_cov_release(&j.cov);
 	for (i = 0; i < j.ntools; i++)
 		free(j.tools[i]);

@@ -888,3 +888,25 @@ open("crc.json.gz", "wb").write(gz)'
 	want=$(zcat "$GPU/gpt_L4_H1024.json.gz" | jq -c 'first(.traceEvents[] | select(.name == "aten::empty_strided" and .args["Input type"] != null)) | .args["Input type"]')
 	[ "$(dump g.kg | jq -c 'select(.r == "task" and .k == "cpu" and .n == "aten::empty_strided") | .ty | fromjson' | head -1)" = "$want" ]
 }
+
+@test "kineto2graph: 200,000 ProfilerStep annotations, each twice, are found in n log n time" {
+	# each step once on the main thread and once as a GPU-side copy
+	# later in the trace (ignored: the first of a number counts): the
+	# finder once scanned the steps found for each (n^2 / 2: 12 s here)
+	if grep -q fsanitize "$ROOT/build/flags" 2>/dev/null; then
+		skip "timing under a sanitizer build"
+	fi
+	python3 - <<-'PY'
+	n = 200000
+	ev = ['{"ph":"X","cat":"user_annotation","name":"ProfilerStep#%d","pid":1,"tid":1,'
+	      '"ts":%d,"dur":10}' % (i, 10 * i) for i in range(n)]
+	ev += ['{"ph":"X","cat":"gpu_user_annotation","name":"ProfilerStep#%d","pid":0,"tid":7,'
+	       '"ts":%d,"dur":20}' % (i, 10 * i + 3) for i in range(n)]
+	ev.append('{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":15,"dur":2}')
+	open("steps.json", "w").write('{"traceEvents":[' + ",\n".join(ev) + "]}")
+	PY
+	run -0 --separate-stderr timeout 5 kineto2graph -q -o s.kg steps.json
+	# every iteration, and the op in iteration 1 (10 to 20 us)
+	[ "$(graphcat s.kg | head -1 | jq '.iters | length')" -eq 200000 ]
+	[ "$(graphcat s.kg | jq -c 'select(.r == "task") | .it')" = 1 ]
+}

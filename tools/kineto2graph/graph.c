@@ -36,6 +36,7 @@
 struct step {
 	int64_t n, ts, end;
 	uint32_t proc;
+	size_t seq; /* its place among the trace's annotations */
 };
 
 /* u32 -> u32 map, open addressing; keys are correlation ids. */
@@ -315,7 +316,20 @@ cmp_step(const void *a, const void *b)
 {
 	const struct step *x = a, *y = b;
 
-	return x->ts < y->ts ? -1 : x->ts > y->ts;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->n < y->n ? -1 : x->n > y->n;
+}
+
+/* By number, then as the trace gave them: the first of a number first. */
+static int
+cmp_step_n(const void *a, const void *b)
+{
+	const struct step *x = a, *y = b;
+
+	if (x->n != y->n)
+		return x->n < y->n ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 static int
@@ -381,18 +395,23 @@ find_steps(struct gb *g, char *err, size_t errlen)
 		n = evname(g, e);
 		if (!starts(n, "ProfilerStep#") || parse_i64(n + 13, 0, INT32_MAX, &num) < 0)
 			continue;
-		for (j = 0; j < g->nsteps; j++)
-			if (g->steps[j].n == num)
-				break;
-		if (j < g->nsteps)
-			continue; /* the same step seen again (a GPU-side copy) */
 		grow(&g->steps, &cap, g->nsteps + 1, sizeof(*g->steps));
 		g->steps[g->nsteps].n = num;
 		g->steps[g->nsteps].ts = e->ts;
 		g->steps[g->nsteps].end = e->ts + e->dur;
 		g->steps[g->nsteps].proc = e->proc;
+		g->steps[g->nsteps].seq = g->nsteps;
 		g->nsteps++;
 	}
+	/* A step seen again (a GPU-side copy) is the first one's: sorted by
+	 * number, each but the first of a number goes (n log n, not a scan
+	 * of the steps for each) */
+	if (g->nsteps > 1)
+		qsort(g->steps, g->nsteps, sizeof(*g->steps), cmp_step_n);
+	for (i = 0, j = 0; i < g->nsteps; i++)
+		if (j == 0 || g->steps[i].n != g->steps[j - 1].n)
+			g->steps[j++] = g->steps[i];
+	g->nsteps = j;
 	if (g->nsteps > 1)
 		qsort(g->steps, g->nsteps, sizeof(*g->steps), cmp_step);
 	/* Steps abut; clock jitter can make one end a little after the next starts. */

@@ -292,3 +292,29 @@ fit() { # a model of the fixture trace into m.om
 	run -0 --separate-stderr opmodel check -q --min-us 20 ops.om "$S"
 	awk '$1 ~ /^attn_/ { n++; if ($5 + 0 > 5) bad = 1 } END { exit !(n == 2 && !bad) }' <<< "$output"
 }
+
+@test "opmodel: fit reads its input as it comes: 128 MiB of whitespace before a trace, in 200 MB of memory" {
+	# 128 KB of gzip; the whole input once held decompressed (its
+	# buffer doubled to 256 MiB) did not fit
+	if grep -q fsanitize "$ROOT/build/flags" 2>/dev/null; then
+		skip "ulimit -v under a sanitizer build"
+	fi
+	python3 - "$OM/mm.json" <<-'PY'
+	import sys, zlib
+	z = zlib.compressobj(9, zlib.DEFLATED, 31)
+	out = [z.compress(b" " * (1 << 20)) for _ in range(128)]
+	out += [z.compress(open(sys.argv[1], "rb").read()), z.flush()]
+	open("ws.json.gz", "wb").write(b"".join(out))
+	PY
+	opmodel fit -o plain.om "$OM/mm.json" > plain.txt
+	run -0 --separate-stderr bash -c 'ulimit -v 200000; exec opmodel fit -o ws.om ws.json.gz'
+	[ "$output" = "$(cat plain.txt)" ]
+	cmp plain.om ws.om
+	# the same through stdin, and a byte offset in a bad trace is the file's
+	run -0 --separate-stderr bash -c 'ulimit -v 200000; exec opmodel fit -o ws.om - < ws.json.gz'
+	cmp plain.om ws.om
+	printf '\n\n   {"traceEvents": [}' > bad.json
+	run -1 --separate-stderr opmodel fit -o m.om bad.json
+	# the 23rd byte, the "}" after 22 (2 newlines, 3 spaces, {"traceEvents": [)
+	[[ $stderr == "opmodel: bad.json: byte 23: "* ]]
+}

@@ -10,8 +10,14 @@
  * line naming the GPU, then one measurement a line; each row is turned
  * into the call an operator would make (aten::mm on [[m,k],[k,n]], ...)
  * so that a sweep row and a traced call are described alike.
+ *
+ * An input is read a buffer at a time through zlib (struct src), never
+ * held whole: a trace goes to kineto2graph's reader as it comes, a sweep
+ * a line at a time.
  */
+#define _GNU_SOURCE /* fopencookie */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,52 +52,134 @@ calls_release(struct calls *cs)
 	memset(cs, 0, sizeof(*cs));
 }
 
-/* The whole file, decompressed when gzip (zlib reads plain files too). */
-static char *
-read_all(const char *path, size_t *len)
-{
+/*
+ * An input through zlib (plain or gzip, told apart by content), as a
+ * FILE for kineto2graph's reader or for a sweep's lines. Its leading
+ * whitespace is counted, not kept (a file of gigabytes of it costs no
+ * memory), and given back as it is read: its newlines first, so that
+ * line numbers and byte offsets stay the file's.
+ */
+struct src {
 	gzFile z;
-	size_t cap = 1 << 20, n = 0;
-	char *b;
-	int r;
+	uint64_t nl, sp;     /* leading newlines and other whitespace to give back */
+	char *head;          /* the bytes after it, read to tell a sweep from a trace */
+	size_t nhead, ohead;
+	int cut;             /* the gzip data ended inside a member */
+	int err;             /* errno of a read that failed, or 0 */
+};
 
-	if (strcmp(path, "-") == 0)
-		z = gzdopen(dup(0), "rb");
-	else
-		z = gzopen(path, "rb");
-	if (z == NULL) {
+static ssize_t
+src_get(struct src *s, char *buf, size_t size)
+{
+	int r, e;
+
+	r = gzread(s->z, buf, (unsigned)(size > (1u << 30) ? (1u << 30) : size));
+	if (r < 0) {
+		gzerror(s->z, &e);
+		s->err = e == Z_ERRNO && errno ? errno : EIO;
+		return -1;
+	}
+	if (r == 0) {
+		/* gzread stops quietly at a cut gzip member; gzerror tells */
+		gzerror(s->z, &e);
+		if (e == Z_BUF_ERROR) {
+			s->cut = 1;
+			return -1;
+		}
+	}
+	return r;
+}
+
+static ssize_t
+src_read(void *cookie, char *buf, size_t size)
+{
+	struct src *s = cookie;
+	size_t n = 0;
+
+	if (s->nl > 0 || s->sp > 0) {
+		uint64_t k = s->nl > 0 ? s->nl : s->sp;
+
+		n = k < size ? (size_t)k : size;
+		memset(buf, s->nl > 0 ? '\n' : ' ', n);
+		*(s->nl > 0 ? &s->nl : &s->sp) -= n;
+		return (ssize_t)n;
+	}
+	while (n < size && s->ohead < s->nhead)
+		buf[n++] = s->head[s->ohead++];
+	if (n > 0)
+		return (ssize_t)n;
+	return src_get(s, buf, size);
+}
+
+static int
+src_close(void *cookie)
+{
+	struct src *s = cookie;
+
+	gzclose(s->z);
+	free(s->head);
+	s->head = NULL;
+	return 0;
+}
+
+/* A read of the src that failed: 1 after the message. */
+static int
+src_error(const struct src *s, const char *path)
+{
+	errmsg("%s: %s", path, s->cut ? "truncated gzip data" : strerror(s->err ? s->err : EIO));
+	return 1;
+}
+
+/*
+ * Open path ("-": stdin) as a src on *fp; 0, 1 after the message, or 2
+ * when it holds nothing but whitespace ("empty input"). The first bytes
+ * after the whitespace are in s->head (at least 8 where the input has
+ * them).
+ */
+static int
+src_open(struct src *s, const char *path, FILE **fp)
+{
+	static const cookie_io_functions_t io = { src_read, NULL, NULL, src_close };
+	char buf[65536];
+	ssize_t r, i;
+
+	memset(s, 0, sizeof(*s));
+	s->z = strcmp(path, "-") == 0 ? gzdopen(dup(0), "rb") : gzopen(path, "rb");
+	if (s->z == NULL) {
 		errmsg("%s: %s", path, strerror(errno ? errno : ENOMEM));
-		return NULL;
+		return 1;
 	}
-	b = xmalloc(cap + 1);
-	for (;;) {
-		if (n == cap) {
-			cap *= 2;
-			b = xrealloc(b, cap + 1);
+	gzbuffer(s->z, 1 << 17);
+	while (s->nhead < 8 && (r = src_get(s, buf, sizeof(buf))) > 0) {
+		for (i = 0; s->nhead == 0 && i < r; i++) {
+			if (buf[i] == '\n')
+				s->nl++;
+			else if (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r')
+				s->sp++;
+			else
+				break;
 		}
-		r = gzread(z, b + n, (unsigned)(cap - n > (1u << 30) ? (1u << 30) : cap - n));
-		if (r < 0) {
-			int e;
-			const char *m = gzerror(z, &e);
-
-			errmsg("%s: %s", path, e == Z_ERRNO ? strerror(errno) : m);
-			gzclose(z);
-			free(b);
-			return NULL;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
+		s->head = xrealloc(s->head, s->nhead + (size_t)(r - i));
+		memcpy(s->head + s->nhead, buf + i, (size_t)(r - i));
+		s->nhead += (size_t)(r - i);
 	}
-	/* gzread stops quietly at a cut gzip member; gzclose_r tells */
-	if (gzclose(z) != Z_OK) {
-		errmsg("%s: truncated gzip data", path);
-		free(b);
-		return NULL;
+	if (s->cut || s->err) {
+		src_error(s, path);
+		src_close(s);
+		return 1;
 	}
-	b[n] = '\0';
-	*len = n;
-	return b;
+	if (s->nhead == 0) {
+		errmsg("%s: empty input", path);
+		src_close(s);
+		return 2;
+	}
+	*fp = fopencookie(s, "rb", io);
+	if (*fp == NULL) {
+		errmsg("%s: %s", path, strerror(errno));
+		src_close(s);
+		return 1;
+	}
+	return 0;
 }
 
 static void
@@ -133,58 +221,10 @@ set_gpu(struct calls *cs, const char *path, const char *gpu, int sms, const stru
 	return 0;
 }
 
-/* A string value `"key": "..."` or number `"key": N` after p in JSON
- * text, before `end`. */
-static const char *
-json_after(const char *p, const char *end, const char *key)
-{
-	size_t kl = strlen(key);
-
-	while (p != NULL && p < end && (p = strstr(p, key)) != NULL && p < end) {
-		const char *q = p + kl;
-
-		while (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r')
-			q++;
-		if (*q == ':') {
-			q++;
-			while (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r')
-				q++;
-			return q;
-		}
-		p = q;
-	}
-	return NULL;
-}
-
-/* The first device of a trace's deviceProperties: name and SM count. */
-static void
-device_props(const char *b, size_t len, char *name, size_t namelen, int *sms)
-{
-	const char *p = strstr(b, "\"deviceProperties\""), *end, *q;
-
-	name[0] = '\0';
-	*sms = 0;
-	if (p == NULL)
-		return;
-	end = strchr(p, '}');
-	if (end == NULL)
-		end = b + len;
-	q = json_after(p, end, "\"name\"");
-	if (q != NULL && *q == '"') {
-		const char *e = strchr(q + 1, '"');
-
-		if (e != NULL && e < end)
-			snprintf(name, namelen, "%.*s", (int)(e - q - 1), q + 1);
-	}
-	q = json_after(p, end, "\"numSms\"");
-	if (q != NULL)
-		*sms = atoi(q);
-}
-
 /* A Kineto trace: through kineto2graph into a graph in memory, read back. */
 static int
-read_trace(struct calls *cs, const char *path, char *b, size_t len, const struct read_opts *o,
-    int sms_for)
+read_trace(struct calls *cs, const char *path, FILE *in, const struct src *src,
+    const struct read_opts *o, int sms_for)
 {
 	struct trace t;
 	struct build_opts bo;
@@ -196,23 +236,12 @@ read_trace(struct calls *cs, const char *path, char *b, size_t len, const struct
 	size_t ntk = 0, captk = 0, i, gl = 0;
 	char *g = NULL, err[256], gpu[128];
 	uint32_t *call = NULL, nc;
-	FILE *in, *mem;
+	FILE *mem;
 	int rc = 1, type, sms, withdims = 0, withop = 0;
 
-	device_props(b, len, gpu, sizeof(gpu), &sms);
-	if (set_gpu(cs, path, gpu, sms, o) != 0)
-		return 1;
-	if (sms_for <= 0)
-		sms_for = o->sms > 0 ? o->sms : sms > 0 ? sms : cs->sms > 0 ? cs->sms : 132;
-	in = fmemopen(b, len, "rb");
 	mem = open_memstream(&g, &gl);
-	if (in == NULL || mem == NULL) {
+	if (mem == NULL) {
 		errmsg("%s: %s", path, strerror(errno));
-		if (in != NULL)
-			fclose(in);
-		if (mem != NULL)
-			fclose(mem);
-		free(g);
 		return 1;
 	}
 	trace_init(&t, path);
@@ -222,12 +251,28 @@ read_trace(struct calls *cs, const char *path, char *b, size_t len, const struct
 	bo.rank = -1;
 	bo.producer = "opmodel " KG_VERSION;
 	if (trace_read(&t, in, err, sizeof(err)) < 0) {
-		errmsg("%s: %s", path, err);
-		fclose(in);
+		if (src->cut || src->err)
+			src_error(src, path);
+		else
+			errmsg("%s: %s", path, err);
 		fclose(mem);
 		goto out;
 	}
-	fclose(in);
+	/* the GPU: the first entry of the trace's deviceProperties */
+	gpu[0] = '\0';
+	sms = 0;
+	if (t.ndev > 0) {
+		if (t.dev[0].name != KG_NONE)
+			snprintf(gpu, sizeof(gpu), "%s", t.str.str[t.dev[0].name]);
+		if (t.dev[0].sms > 0 && t.dev[0].sms <= INT_MAX)
+			sms = (int)t.dev[0].sms;
+	}
+	if (set_gpu(cs, path, gpu, sms, o) != 0) {
+		fclose(mem);
+		goto out;
+	}
+	if (sms_for <= 0)
+		sms_for = o->sms > 0 ? o->sms : sms > 0 ? sms : cs->sms > 0 ? cs->sms : 132;
 	if (kg_writer_init(&w, mem, KG_LEVEL) < 0) {
 		errmsg("%s: %s", path, w.err);
 		fclose(mem);
@@ -450,10 +495,12 @@ row_call(yajl_val v, const char *op, int part, char *o, size_t ol, char *dims, s
  * cross_entropy_fwd_bwd rows are several operators: counted, not used.
  */
 static int
-read_sweep(struct calls *cs, const char *path, char *b, size_t len, const struct read_opts *o,
-    int sms_for)
+read_sweep(struct calls *cs, const char *path, FILE *in, const struct src *src,
+    const struct read_opts *o, int sms_for)
 {
-	char *line = b, *nl, ebuf[256];
+	char *line = NULL, ebuf[256];
+	size_t capline = 0;
+	ssize_t nline;
 	long long lno = 0;
 	/* layer_norm_fwd by "tokens,h", for the backward rows */
 	struct lnf { long long t, h; double us; } *ln = NULL;
@@ -463,13 +510,11 @@ read_sweep(struct calls *cs, const char *path, char *b, size_t len, const struct
 	double sdpa_f = NAN, sdpa_fb = NAN;
 	int rc = 1;
 
-	for (; line < b + len; line = nl + 1) {
+	while ((nline = getline(&line, &capline, in)) > 0) {
 		yajl_val v;
 
-		nl = strchr(line, '\n');
-		if (nl == NULL)
-			nl = b + len;
-		*nl = '\0';
+		if (line[nline - 1] == '\n')
+			line[nline - 1] = '\0';
 		lno++;
 		if (line[strspn(line, " \t\r")] == '\0')
 			continue;
@@ -505,6 +550,10 @@ read_sweep(struct calls *cs, const char *path, char *b, size_t len, const struct
 
 			VEC_PUSH(pend, np, capp, pe);
 		}
+	}
+	if (ferror(in)) {
+		src_error(src, path);
+		goto out;
 	}
 	if (sms_for <= 0)
 		sms_for = o->sms > 0 ? o->sms : cs->sms > 0 ? cs->sms : 132;
@@ -614,31 +663,27 @@ out:
 		yajl_tree_free(pend[i].v);
 	free(pend);
 	free(ln);
+	free(line);
 	return rc;
 }
 
 int
 calls_read(struct calls *cs, const char *path, const struct read_opts *o, int sms_for)
 {
-	size_t len, i;
-	char *b;
+	struct src src;
+	FILE *in;
 	int rc;
 
 	path = input_name(path);
-	b = read_all(path, &len);
-	if (b == NULL)
+	rc = src_open(&src, path, &in);
+	if (rc != 0)
 		return 1;
-	i = strspn(b, " \t\r\n");
-	if (i == len) {
-		errmsg("%s: empty input", path);
-		free(b);
-		return 1;
-	}
 	/* a sweep's first line is a whole object, {"meta" or {"op" */
-	if (strncmp(b + i, "{\"meta\"", 7) == 0 || strncmp(b + i, "{\"op\"", 5) == 0)
-		rc = read_sweep(cs, path, b, len, o, sms_for);
+	if ((src.nhead >= 7 && memcmp(src.head, "{\"meta\"", 7) == 0) ||
+	    (src.nhead >= 5 && memcmp(src.head, "{\"op\"", 5) == 0))
+		rc = read_sweep(cs, path, in, &src, o, sms_for);
 	else
-		rc = read_trace(cs, path, b, len, o, sms_for);
-	free(b);
+		rc = read_trace(cs, path, in, &src, o, sms_for);
+	fclose(in);
 	return rc;
 }

@@ -85,7 +85,7 @@ open_input(const char *path)
  * that ends the program (SIGINT, SIGTERM, SIGHUP, SIGQUIT, and SIGABRT,
  * which the out-of-memory guard raises) removes them too, as a failure
  * would, then ends it as the signal does. A signal the program was
- * started ignoring stays ignored. The slots are changed with those
+ * started ignoring stays ignored (and one handled already, handled). The slots are changed with those
  * signals blocked, so the handler sees whole paths.
  */
 #define MAXTMP 16
@@ -126,7 +126,11 @@ block_sigs(int how, sigset_t *old)
 	sigprocmask(how, how == SIG_BLOCK ? &set : old, how == SIG_BLOCK ? old : NULL);
 }
 
-/* The handler, once: a signal the program was started ignoring stays so. */
+/*
+ * The handler, once: a signal the program was started ignoring stays so,
+ * and one that has a handler already keeps it (a fuzz harness's, which
+ * must see an abort to keep its input).
+ */
 static void
 tmp_install(void)
 {
@@ -138,7 +142,8 @@ tmp_install(void)
 	for (i = 0; i < sizeof(tmp_sigs) / sizeof(tmp_sigs[0]); i++) {
 		struct sigaction sa, prev;
 
-		if (sigaction(tmp_sigs[i], NULL, &prev) == 0 && prev.sa_handler == SIG_IGN)
+		if (sigaction(tmp_sigs[i], NULL, &prev) == 0 &&
+		    ((prev.sa_flags & SA_SIGINFO) || prev.sa_handler != SIG_DFL))
 			continue;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = on_signal;

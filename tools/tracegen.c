@@ -278,14 +278,15 @@ unlink_all(const char *dir, const int *ranks, int nr, const char *suffix)
 }
 
 /*
- * A signal that ends tracegen (SIGINT, SIGTERM, SIGHUP) while it writes
+ * A signal that ends tracegen (SIGINT, SIGTERM, SIGHUP, SIGQUIT, and
+ * SIGABRT, the out-of-memory guard's) while it writes
  * removes what it wrote, as a failure does: every rank's temporary file,
  * the final files renamed so far, and the directory if tracegen made it
  * (when empty). The paths are made before the first file is, so that the
  * handler only calls unlink, rmdir and raise. The workers inherit it and
  * remove the same files (a file already gone is no error).
  */
-static const int sig_list[] = { SIGINT, SIGTERM, SIGHUP };
+static const int sig_list[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT };
 static char **sig_tmp, **sig_fin;
 static int sig_n;
 static volatile sig_atomic_t sig_renamed, sig_npids;

@@ -143,9 +143,10 @@ fuzz_tools_stream =
 fuzz_tools_merge = graph-deps
 fuzz_tools_simstat = graphsim graphstat
 fuzz_tools_whatif = graph-scale-layers graph-scale-pp graph-scale-dp graph-scale-tp \
-	graph-scale-hidden graph-retime graph2chrome
+	graph-scale-hidden graph-retime graph2chrome graphsim
 # The op model and common/reshape, which uses it, link libxgboost: only
-# the what-if harness has them (it runs no model: the tools are given none)
+# the what-if harness has them (graph-retime --model runs the small model
+# fuzz/run fits)
 FUZZ_COMMON = $(filter-out build/fuzz/common/opmodel.o build/fuzz/common/reshape.o,$(COMMON_SRC:%.c=build/fuzz/%.o)) \
 	build/fuzz/tools/cli.o build/fuzz/fuzz/fuzz.o
 fuzz_extra_whatif = build/fuzz/common/opmodel.o build/fuzz/common/reshape.o

@@ -624,7 +624,7 @@ check_replay() {
 	run -0 --separate-stderr graphstat --csv time-edge-sim.kg
 	[ "$(cut -d, -f4 <<< "${lines[1]}")" = "$((2 * (2 ** 53 - 1)))" ]
 	run -0 --separate-stderr graphstat --top 1 time-edge-sim.kg
-	[ "${lines[-1]}" = "  9223372036854.775 ms  k" ]
+	[ "$(grep -c -x '  9223372036854.775 ms  k' <<< "$output")" -eq 1 ]
 	for t in "graphstat --critical" "graph2chrome --both" "graph-deps --merge" \
 	    "graph-retime --speedup k=2"; do
 		# shellcheck disable=SC2086

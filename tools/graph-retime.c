@@ -373,9 +373,34 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, struc
 	free(pred);
 }
 
-static int
-write_section(struct section *s, struct gout *g)
+/*
+ * The section's tools entry: what the tool changed, the model's GPU
+ * and the factors ("graph-retime 0.1 model: H100, from: A100; speedup:
+ * gemm=2"), cut short past len.
+ */
+static void
+tool_entry(const struct opts *o, char *buf, size_t len)
 {
+	size_t at;
+
+	snprintf(buf, len, "%s", PRODUCER);
+	at = strlen(buf);
+	if (o->have_to)
+		snprintf(buf + at, len - at, " model: %s%s%s", o->to.gpu,
+		    o->have_src ? ", from: " : "", o->have_src ? o->src.gpu : "");
+	for (size_t i = 0, n = 0; i < o->nsp; i++) {
+		if (o->sp[i].pat == NULL) /* a --sensitivity group */
+			continue;
+		at = strlen(buf);
+		snprintf(buf + at, len - at, "%s%s=%g", n++ > 0 ? ", " : o->have_to ?
+		    "; speedup: " : " speedup: ", o->sp[i].pat, o->sp[i].f);
+	}
+}
+
+static int
+write_section(const struct opts *o, struct section *s, struct gout *g)
+{
+	char tool[512];
 	size_t i, k = 0;
 
 	/* a frame holding a task whose time changed is written anew */
@@ -383,7 +408,8 @@ write_section(struct section *s, struct gout *g)
 		if (s->g[i].t.dur != s->g[i].d0)
 			hf_changed(&s->fr, s->g[i].rec);
 	kg_writer_follow(&g->w, &s->h);
-	if (kg_write_header_tool(&g->w, &s->h, PRODUCER) < 0)
+	tool_entry(o, tool, sizeof(tool));
+	if (kg_write_header_tool(&g->w, &s->h, tool) < 0)
 		return -1;
 	for (i = 0; i < s->rec.n; i++) {
 		size_t len;
@@ -512,7 +538,7 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 			if (s.bandwidth > 0)
 				warnmsg("%s: section %d: %lld GPU calls the models cannot size scaled "
 				    "by the GPUs' bandwidth", in.name, index, (long long)s.bandwidth);
-			if (write_section(&s, g) < 0) {
+			if (write_section(o, &s, g) < 0) {
 				errmsg("%s: %s", g->name, g->w.err);
 				rc = 1;
 			}

@@ -558,6 +558,8 @@ end_section(struct run *R, const struct kg_reader *r, const char *name)
 			meta_str(R, r->tools[i]);
 		}
 	meta_fmt(R, "],\"configuration\":{\"ranks\":%lld", R->cfg.nranks);
+	if (R->cfg.world > 0 && R->cfg.world != R->cfg.nranks)
+		meta_fmt(R, ",\"world\":%lld", R->cfg.world);
 	if (R->cfg.dp > 0)
 		meta_fmt(R, ",\"dp\":%lld", R->cfg.dp);
 	meta_fmt(R, ",\"tp\":%lld", R->cfg.tp);
@@ -565,6 +567,8 @@ end_section(struct run *R, const struct kg_reader *r, const char *name)
 		meta_fmt(R, ",\"pp\":%lld", R->cfg.pp);
 	if (R->cfg.layers > 0)
 		meta_fmt(R, ",\"layers\":%lld", R->cfg.layers);
+	if (R->cfg.hidden > 0)
+		meta_fmt(R, ",\"hidden\":%lld", R->cfg.hidden);
 	if (R->cfg.mbs > 0)
 		meta_fmt(R, ",\"micro_batches\":%lld", R->cfg.mbs);
 	meta_lit(R, "}");

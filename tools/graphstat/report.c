@@ -65,8 +65,10 @@ config_text(struct whatif *w, const struct kg_reader *r)
 
 	config_finish(c, r);
 	printf("  configuration: %lld rank%s", (long long)c->nranks, c->nranks == 1 ? "" : "s");
-	if (c->world > 0 && c->world != c->nranks)
+	if (c->world > c->nranks)
 		printf(" (of %lld)", (long long)c->world);
+	else if (c->world > 0 && c->world < c->nranks) /* a degree set lower */
+		printf(" (for a job of %lld)", (long long)c->world);
 	if (c->dp > 0)
 		printf(", dp %lld", (long long)c->dp);
 	printf(", tp %lld", (long long)c->tp);
@@ -74,6 +76,8 @@ config_text(struct whatif *w, const struct kg_reader *r)
 		printf(", pp %lld", (long long)c->pp);
 	if (c->layers > 0)
 		printf(", %lld layers", (long long)c->layers);
+	if (c->hidden > 0)
+		printf(", hidden %lld", (long long)c->hidden);
 	if (c->mbs > 0)
 		printf(", %lld micro-batches", (long long)c->mbs);
 	if (c->gpu[0] != '\0') {

@@ -221,7 +221,7 @@ mkjob() {
 	[ "$(jq length <<< "$iters")" -eq 2 ]
 	run -0 --separate-stderr env KG_CHROME_EVENTS=10 graph2chrome -o one.json r0.kg
 	n=$(graphcat r0.kg | jq -s '[.[] | select(.r == "task")] | length')
-	[ "$stderr" = "graph2chrome: warning: r0.kg: section 1: $n events: iteration $mid alone written, of 2 (--iterations LIST or all to choose)" ]
+	[ "$stderr" = "graph2chrome: warning: r0.kg: section 1: $n events: iteration $mid alone written (of 2; --iterations LIST or all to choose)" ]
 	[ "$(jq -c '[.traceEvents[] | select(.ph == "X" or .ph == "i") | .ts] | length' one.json)" = \
 	    "$(graphcat r0.kg | jq -s --argjson m "$mid" '[.[] | select(.r == "task" and .it == $m)] | length')" ]
 	jq -e '.otherData.sections[0].note | startswith("iteration '"$mid"' alone written of the section'"'"'s 2")' one.json
@@ -232,6 +232,13 @@ mkjob() {
 	[ "$(jq -c '[.traceEvents[] | select(.ph == "X" or .ph == "i")] | length' every.json)" = "$n" ]
 	run -0 --separate-stderr env KG_CHROME_EVENTS=10 graph2chrome -q -o /dev/null r0.kg
 	[ -z "$stderr" ]
+	# the job of 8 ranks, whose one iteration is still too many: its
+	# first ranks whose events fit, here (rank 0's alone) rank 0's
+	kineto2graph -q tg/*.json.gz | graph-deps --merge 2> /dev/null > job.kg
+	m0=$(graphcat job.kg | jq -s --argjson m "$mid" '[.[] | select(.r == "task" and .it == $m)] | length / 8 | floor')
+	run -0 --separate-stderr env KG_CHROME_EVENTS=$((m0 * 3 / 2)) graph2chrome -o job.json job.kg
+	[[ $stderr == *": iteration $mid and ranks up to 0 alone written (of 2 iterations; --iterations and --ranks to choose)" ]]
+	[ "$(jq -c '[.traceEvents[] | select(.name == "process_name") | .args.name]' job.json)" = '["rank 0 (measured)"]' ]
 }
 
 @test "graph2chrome: launches and cross-rank waits are flow arrows" {

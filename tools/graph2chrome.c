@@ -49,7 +49,7 @@ static const char help[] =
     "      --ranks LIST  only these ranks (0,2,4-7)\n"
     "      --iterations LIST | all\n"
     "                    only these iterations; all: every one (default: all,\n"
-    "                    but one of a section of over a million events)\n"
+    "                    but one of a section of over 500000 events)\n"
     "      --task-args   each event's args also say its task, iteration and tags\n"
     "  -o FILE           write to FILE (made whole or not at all)\n"
     "  -q                no warnings\n"
@@ -64,11 +64,13 @@ enum { V_AUTO, V_MEAS, V_SIM, V_BOTH };
 
 /*
  * Above this many events (tasks times views) a section keeps one
- * iteration unless --iterations says which: at about 200 bytes an event
- * the file stays some hundreds of MB, which speedscope and Perfetto load
- * (the browser's largest string, 512 MiB, bounds speedscope's import).
+ * iteration unless --iterations says which, and, if that is still too
+ * many and --ranks does not say which, its first ranks that fit: at
+ * about 350 bytes an event with its arrows (kernel names are long) the
+ * file stays under 200 MB, which speedscope and Perfetto load (the
+ * browser's largest string, 512 MiB, bounds speedscope's import).
  */
-#define EVENTS_MAX 1000000
+#define EVENTS_MAX 500000
 
 /* A list of numbers (--ranks, --iterations), sorted; n == 0: all. */
 struct list {
@@ -137,6 +139,7 @@ struct run {
 	uint8_t *keep;     /* by task: written */
 	size_t capkeep;
 	int64_t only;      /* the one iteration kept by default, or -1 */
+	int64_t last_rank; /* the last rank kept by default, or INT64_MAX */
 	char **esc;   /* the section's strings as JSON, escaped when first used */
 	size_t nesc, capesc;
 	struct sb sb;
@@ -608,10 +611,11 @@ static void
 select_tasks(struct run *R, const char *name, size_t nv)
 {
 	const struct opts *o = R->o;
-	size_t i, n = 0;
+	size_t i, k, n = 0;
 
 	grow(&R->keep, &R->capkeep, R->n + 1, 1);
 	R->only = -1;
+	R->last_rank = INT64_MAX;
 	for (i = 0; i < R->n; i++) {
 		R->keep[i] = o->ranks.n == 0 || in_list(&o->ranks, proc_rank(R, R->t[i].proc));
 		if (o->iters.n > 0 && R->keep[i])
@@ -621,14 +625,44 @@ select_tasks(struct run *R, const char *name, size_t nv)
 	if (o->iters.n > 0 || o->iters_all || R->niters < 2 || n * nv <= o->events_max)
 		return;
 	R->only = R->iters[R->niters / 2];
-	for (i = 0; i < R->n; i++)
+	for (i = k = 0; i < R->n; i++) {
 		R->keep[i] = R->keep[i] && R->t[i].iter == R->only;
-	if (!o->quiet)
-		warnmsg("%s: section %d: %zu events: iteration %lld alone written, of %zu "
-		    "(--iterations LIST or all to choose)", name, R->nsec, n * nv,
+		k += R->keep[i];
+	}
+	/* still too many: the first ranks whose events fit (one at least) */
+	if (k * nv > o->events_max && o->ranks.n == 0) {
+		int64_t *rk = xmalloc((k + 1) * sizeof(*rk));
+		size_t m = 0, j;
+
+		for (i = 0; i < R->n; i++)
+			if (R->keep[i])
+				rk[m++] = proc_rank(R, R->t[i].proc);
+		qsort(rk, m, sizeof(*rk), cmp_i64);
+		/* j: the events that fit; the ranks all of whose events fit */
+		for (j = 0; j < m && (j + 1) * nv <= o->events_max; j++)
+			;
+		R->last_rank = rk[0];
+		for (size_t t = 0; t < j; t++)
+			if (j == m || rk[t] < rk[j])
+				R->last_rank = rk[t];
+		if (R->last_rank == rk[m - 1]) /* one rank: all of it */
+			R->last_rank = INT64_MAX;
+		free(rk);
+		for (i = 0; i < R->n; i++)
+			R->keep[i] = R->keep[i] && proc_rank(R, R->t[i].proc) <= R->last_rank;
+	}
+	if (!o->quiet && R->last_rank == INT64_MAX)
+		warnmsg("%s: section %d: %zu events: iteration %lld alone written (of %zu; "
+		    "--iterations LIST or all to choose)", name, R->nsec, n * nv,
 		    (long long)R->only, R->niters);
+	else if (!o->quiet)
+		warnmsg("%s: section %d: %zu events: iteration %lld and ranks up to %lld alone "
+		    "written (of %zu iterations; --iterations and --ranks to choose)", name,
+		    R->nsec, n * nv, (long long)R->only, (long long)R->last_rank, R->niters);
 	meta_fmt(R, ",\"note\":\"iteration %lld alone written", R->only);
 	meta_fmt(R, " of the section's %lld", (long long)R->niters);
+	if (R->last_rank != INT64_MAX)
+		meta_fmt(R, ", and ranks up to %lld", R->last_rank);
 	meta_lit(R, ": its events are more than a viewer loads well; --iterations all "
 	    "writes every one\"");
 }
@@ -668,7 +702,8 @@ end_section(struct run *R, const struct kg_reader *r, const char *name)
 	/* the section's ranks written, ascending, and a pid for each in each view */
 	ranks = xmalloc((R->np + 1) * sizeof(*ranks));
 	for (i = 0; i < R->np; i++)
-		if (R->o->ranks.n == 0 || in_list(&R->o->ranks, proc_rank(R, (uint32_t)i)))
+		if ((R->o->ranks.n == 0 || in_list(&R->o->ranks, proc_rank(R, (uint32_t)i))) &&
+		    proc_rank(R, (uint32_t)i) <= R->last_rank)
 			ranks[nranks++] = proc_rank(R, (uint32_t)i);
 	if (nranks > 1)
 		qsort(ranks, nranks, sizeof(*ranks), cmp_i64);

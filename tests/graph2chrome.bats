@@ -7,7 +7,7 @@
 
 load helpers
 
-USAGE="usage: graph2chrome [-q] [--measured | --simulated | --both] [--ranks LIST] [--iterations LIST | all] [--task-args] [-o FILE] [FILE ...]"
+USAGE="usage: graph2chrome [-q] [--measured | --simulated | --both] [--ranks LIST] [--iterations LIST | all] [--args none | call | task] [-o FILE] [FILE ...]"
 
 mkstream() { # JSON lines on stdin -> a graph stream on stdout
 	"$ROOT/tests/tools/jsonl2kg" | zstd -q -c
@@ -166,8 +166,12 @@ mkjob() {
 	# all-reduce, which names no collective, and the launch calls)
 	[ "$(jq -c '[.traceEvents[] | select(.ph == "X" and .args == null) | .name]' t.json)" = \
 	    '["cudaLaunchKernel","cudaLaunchKernel","nccl \"ring\""]' ]
-	# --task-args: the task's ids and tags too
-	graph2chrome --task-args job.kg > a.json
+	# --args none: no args at all
+	[ "$(graph2chrome --args none job.kg | jq -c '[.traceEvents[] | select(.ph == "X") | .args]')" = '[null,null,null,null]' ]
+	run -2 --separate-stderr graph2chrome --args some job.kg
+	[ "${stderr_lines[0]}" = "graph2chrome: invalid --args 'some' (none, call or task)" ]
+	# --args task: the task's ids and tags too
+	graph2chrome --args task job.kg > a.json
 	[ "$(jq -c '.traceEvents[] | select(.ph == "X" and .args.task == 1) | .args' a.json)" = \
 	    '{"collective":"allreduce","bytes":1024,"group":"0","group_size":2,"phase":"bwd","task":1,"iteration":3,"d_ns":2000,"od_ns":5000,"micro_batch":1,"layer":3,"stage":0,"correlation":11}' ]
 	[ "$(jq -c '.traceEvents[] | select(.ph == "X" and .args.task == 3) | .args' a.json)" = '{"task":3,"iteration":null,"d_ns":2000}' ]

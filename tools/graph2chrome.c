@@ -3,9 +3,9 @@
  * format Perfetto, chrome://tracing and speedscope load): a process per
  * rank and view (measured, simulated), a track per thread and stream, a
  * complete event per task named by its operator or kernel alone, what
- * the call is in its args (per-task ids with --task-args: a viewer that
- * tells frames apart by their args, speedscope, then aggregates nothing),
- * an instant event for a task of no length,
+ * the call is in its args (--args: none, or the task's ids and tags too;
+ * speedscope names a frame by the event's name and args, so these choose
+ * what its views add up), an instant event for a task of no length,
  * flow arrows for launches and for the waits of collectives across
  * ranks, and metadata naming each section's source, the tools that made
  * it, the edits among them and the configuration it tells.
@@ -20,7 +20,7 @@
  * --iterations a section of more than EVENTS_MAX events keeps one
  * iteration, with a warning and a note in the metadata.
  *
- * State: one section at a time: 24 bytes a task, 8 bytes a launch or
+ * State: one section at a time: 25 bytes a task, 8 bytes a launch or
  * rank edge, a copy of each collective's record (common/config), the
  * section's strings escaped, and the reader's string table and simulated
  * times; the spool file on disk holds the section's args text.
@@ -37,7 +37,7 @@
 
 static const char usage[] =
     "graph2chrome [-q] [--measured | --simulated | --both] [--ranks LIST] "
-    "[--iterations LIST | all] [--task-args] [-o FILE] [FILE ...]";
+    "[--iterations LIST | all] [--args none | call | task] [-o FILE] [FILE ...]";
 
 static const char help[] =
     "Write graph streams as Chrome trace-event JSON, for Perfetto,\n"
@@ -50,7 +50,10 @@ static const char help[] =
     "      --iterations LIST | all\n"
     "                    only these iterations; all: every one (default: all,\n"
     "                    but one of a section of over 500000 events)\n"
-    "      --task-args   each event's args also say its task, iteration and tags\n"
+    "      --args none | call | task\n"
+    "                    an event's args: none, what the call is (operator,\n"
+    "                    shapes, collective: the default), or that and the\n"
+    "                    task's ids and tags\n"
     "  -o FILE           write to FILE (made whole or not at all)\n"
     "  -q                no warnings\n"
     "  -h, --help        this help\n"
@@ -61,6 +64,7 @@ static const char help[] =
     "standard input. See graph2chrome(1).\n";
 
 enum { V_AUTO, V_MEAS, V_SIM, V_BOTH };
+enum { A_CALL, A_NONE, A_TASK };
 
 /*
  * Above this many events (tasks times views) a section keeps one
@@ -81,7 +85,7 @@ struct list {
 struct opts {
 	int view;
 	int quiet;
-	int task_args;  /* --task-args */
+	int args;       /* --args: A_NONE, A_CALL, A_TASK */
 	int iters_all;  /* --iterations all */
 	struct list ranks, iters;
 	size_t events_max; /* EVENTS_MAX, or KG_CHROME_EVENTS (for tests) */
@@ -325,7 +329,9 @@ spool_task(struct run *R, const struct kg_reader *r, const struct kg_task *k)
 		sb_put(b, kg_phase_name[k->phase], strlen(kg_phase_name[k->phase]));
 		SB_LIT(b, "\"");
 	}
-	if (R->o->task_args) {
+	if (R->o->args == A_NONE)
+		b->n = at; /* none: taken back */
+	if (R->o->args == A_TASK) {
 		INT("task", k->id);
 		if (k->iter >= 0)
 			INT("iteration", k->iter);
@@ -893,7 +899,7 @@ main(int argc, char **argv)
 		{ "both", no_argument, NULL, 'B' },
 		{ "ranks", required_argument, NULL, 'R' },
 		{ "iterations", required_argument, NULL, 'I' },
-		{ "task-args", no_argument, NULL, 'T' },
+		{ "args", required_argument, NULL, 'A' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
@@ -927,8 +933,17 @@ main(int argc, char **argv)
 		case 'q':
 			o.quiet = 1;
 			break;
-		case 'T':
-			o.task_args = 1;
+		case 'A':
+			if (strcmp(optarg, "none") == 0)
+				o.args = A_NONE;
+			else if (strcmp(optarg, "call") == 0)
+				o.args = A_CALL;
+			else if (strcmp(optarg, "task") == 0)
+				o.args = A_TASK;
+			else {
+				errmsg("invalid --args '%s' (none, call or task)", optarg);
+				usage_exit(usage);
+			}
 			break;
 		case 'R':
 			if (parse_list(optarg, &o.ranks) < 0) {

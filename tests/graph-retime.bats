@@ -89,6 +89,15 @@ gpu_durations() {
 		<(graphcat half.kg | jq -c 'select(.r == "task" and .k == "cpu")')
 }
 
+@test "graph-retime: a --speedup pattern that matches nothing is said, with the classes there are" {
+	# mm.json: GEMMs (gemm) and a 1 MiB memcpy (memory); "gemmm" names
+	# no class, operator or kernel
+	run -0 --separate-stderr graph-retime --speedup 'gemmm=2' --speedup 'gemm=2' -o out.kg mm.kg
+	[ "$stderr" = "graph-retime: warning: mm.kg: section 0: --speedup 'gemmm=2' matches no kernel's class, operator or name (its classes: gemm, memory)" ]
+	run -0 --separate-stderr graph-retime -q --speedup 'gemmm=2' -o out.kg mm.kg
+	[ -z "$stderr" ]
+}
+
 @test "graph-retime: frames whose records do not change pass as they came, the rest as decoded" {
 	# tracegen's small model on one GPU: its graph's tasks fill one 2 MiB
 	# frame and part of the next, its edges the rest. Twice as fast GEMMs

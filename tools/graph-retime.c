@@ -136,6 +136,8 @@ struct section {
 	struct cache cache;
 	int keep;            /* traced on the model's GPU: factors of 1 */
 	struct held_frames fr; /* its frames as read, compressed */
+	size_t *hits;        /* by --speedup rule: the kernels it matched */
+	uint32_t seen;       /* the classes of its kernels, a bit each */
 };
 
 static void
@@ -155,9 +157,10 @@ group_add(struct groups *gs, int cls, const char *op, double ns)
 	}
 }
 
-/* The factor of --speedup rules for a task: the product of those that match. */
+/* The factor of --speedup rules for a task: the product of those that
+ * match, each counted in hits. */
 static double
-speedup_of(const struct opts *o, int cls, const char *op, const char *name)
+speedup_of(const struct opts *o, int cls, const char *op, const char *name, size_t *hits)
 {
 	double f = 1;
 	size_t i;
@@ -171,9 +174,30 @@ speedup_of(const struct opts *o, int cls, const char *op, const char *name)
 		} else if ((cls >= 0 && fnmatch(s->pat, om_class_name[cls], 0) == 0) ||
 		    fnmatch(s->pat, op, 0) == 0 || fnmatch(s->pat, name, 0) == 0) {
 			f *= s->f;
+			hits[i]++;
 		}
 	}
 	return f;
+}
+
+/* A --speedup pattern that matched no kernel: said, with the classes
+ * the section's kernels have (a pattern names a class, operator or name). */
+static void
+nomatch(const struct opts *o, const struct section *s, const char *name, int index)
+{
+	char cls[512];
+	size_t at = 0;
+
+	cls[0] = '\0';
+	for (int k = 0; k < OM_NCLASS && k < 32; k++)
+		if (s->seen & (1u << k) && at + strlen(om_class_name[k]) + 3 < sizeof(cls))
+			at += (size_t)snprintf(cls + at, sizeof(cls) - at, "%s%s", at ? ", " : "",
+			    om_class_name[k]);
+	for (size_t i = 0; i < o->nsp; i++)
+		if (o->sp[i].pat != NULL && s->hits[i] == 0)
+			warnmsg("%s: section %d: --speedup '%s=%g' matches no kernel's class, "
+			    "operator or name (its classes: %s)", name, index, o->sp[i].pat,
+			    o->sp[i].f, at ? cls : "none");
 }
 
 enum { K_NONE, K_MODEL, K_FROM, K_KEPT, K_BANDWIDTH, K_ROOFLINES };
@@ -358,7 +382,9 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, struc
 			s->nocall++;
 		if (t->kind == KG_COLL)
 			continue;
-		sp = speedup_of(o, k, op, kg_str(r, t->name));
+		if (k >= 0)
+			s->seen |= 1u << k;
+		sp = speedup_of(o, k, op, kg_str(r, t->name), s->hits);
 		t->dur = llround((double)t->dur * f / sp);
 		if (gs != NULL && k >= 0)
 			group_add(gs, k, op, (double)t->dur);
@@ -531,7 +557,12 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 				rc = 1;
 				break;
 			}
+			s.hits = xcalloc(o->nsp + 1, sizeof(*s.hits));
+			s.seen = 0;
 			retime(o, &s, &in.r, gs);
+			nomatch(o, &s, in.name, index);
+			free(s.hits);
+			s.hits = NULL;
 			if (s.kept > 0)
 				warnmsg("%s: section %d: %lld GPU calls keep their time: the model "
 				    "cannot size them", in.name, index, (long long)s.kept);

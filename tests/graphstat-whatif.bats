@@ -72,6 +72,16 @@ setup() {
 	[ "${lines[1]}" = "0,1,100000,100000,0.0000,50000,0,0,50000,50000,0,0,50000,0.5000,0.5000,0,150000,-33.3333,,,,,,,,,," ]
 }
 
+@test "graphstat: a --base with no iteration and rank in common is said" {
+	# the base's iteration 1 made iteration 7: no row meets another
+	graphcat base.kg | sed 's/"it":1\([,}]\)/"it":7\1/; s/"iters":\[1\]/"iters":[7]/' | mkstream > other.kg
+	run -0 --separate-stderr graphstat --base other.kg edited.kg
+	[ "$stderr" = "graphstat: warning: edited.kg: no iteration and rank in common with the base other.kg: nothing to compare (a graph of another job?)" ]
+	# a base that shares the iteration: no warning
+	run -0 --separate-stderr graphstat --base base.kg edited.kg
+	[ -z "$stderr" ]
+}
+
 @test "graphstat: a --base that cannot be read is an error before any output" {
 	run -1 --separate-stderr graphstat --base nosuch.kg edited.kg
 	[ -z "$output" ]

@@ -39,6 +39,7 @@ whatif_header(struct whatif *w, const struct kg_header *h)
 	w->cfg.groups = w->edited; /* the degrees only for a prediction */
 	w->shown = 0;
 	w->nranks = w->cfg.nranks;
+	w->nrows = w->nbased = 0;
 	for (i = 0; i < h->ntools; i++)
 		len += strlen(h->tools[i]) + 3;
 	free(w->made);
@@ -110,6 +111,12 @@ whatif_text(struct whatif *w, const struct kg_reader *r, int fmt)
 		printf("  base: %s, %s\n", w->base, w->nb == 0 ? "no iteration" :
 		    sim ? "simulated" : "measured");
 	}
+}
+
+int
+whatif_unrelated(const struct whatif *w)
+{
+	return w->base != NULL && !w->collect && w->nrows > 0 && w->nbased == 0;
 }
 
 static double
@@ -207,6 +214,8 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 		return;
 	}
 	b = w->base != NULL ? base_of(w, r) : NULL;
+	w->nrows++;
+	w->nbased += b != NULL;
 	if (fmt == F_CSV) {
 		if (!*header) {
 			printf("rank,iteration,measured_ns,simulated_ns,error_pct,"

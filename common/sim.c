@@ -855,6 +855,22 @@ prepare(struct sim *s)
 	s->bindix = block_index(s->bind, s->nbind, n);
 }
 
+/* memcpy, and memset, of n bytes where n may be 0 and the pointers NULL
+ * (an array of no element: no edge, no launch delay). */
+static void
+copy(void *dst, const void *src, size_t n)
+{
+	if (n > 0)
+		memcpy(dst, src, n);
+}
+
+static void
+zero(void *dst, size_t n)
+{
+	if (n > 0)
+		memset(dst, 0, n);
+}
+
 /* With sim_keep: what a re-run starts from, kept before the first. */
 static void
 snapshot(struct sim *s)
@@ -862,16 +878,16 @@ snapshot(struct sim *s)
 	size_t n = s->n, ne = s->ne, i;
 
 	s->dur0 = xmalloc((n + 1) * sizeof(*s->dur0));
-	memcpy(s->dur0, s->dend, n * sizeof(*s->dur0));
+	copy(s->dur0, s->dend, n * sizeof(*s->dur0));
 	s->rem = xmalloc((n + 1) * sizeof(*s->rem));
 	s->cnt0 = xmalloc((n + 1) * sizeof(*s->cnt0));
-	memcpy(s->cnt0, s->cnt, n * sizeof(*s->cnt0));
+	copy(s->cnt0, s->cnt, n * sizeof(*s->cnt0));
 	s->state0 = xmalloc(n + 1);
-	memcpy(s->state0, s->state, n);
+	copy(s->state0, s->state, n);
 	s->edl0 = xmalloc((ne + 1) * sizeof(*s->edl0));
-	memcpy(s->edl0, s->edl, ne * sizeof(*s->edl0));
+	copy(s->edl0, s->edl, ne * sizeof(*s->edl0));
 	s->ldl0 = xmalloc((s->nldl + 1) * sizeof(*s->ldl0));
-	memcpy(s->ldl0, s->ldl, s->nldl * sizeof(*s->ldl0));
+	copy(s->ldl0, s->ldl, s->nldl * sizeof(*s->ldl0));
 	s->bind0 = xmalloc((s->nbind + 1) * sizeof(*s->bind0));
 	for (i = 0; i < s->nbind; i++)
 		s->bind0[i] = s->bind[i].val;
@@ -888,12 +904,12 @@ restore(struct sim *s, const int64_t *cut)
 	size_t n = s->n, i;
 	uint32_t k;
 
-	memcpy(s->dend, s->dur0, n * sizeof(*s->dend));
-	memcpy(s->cnt, s->cnt0, n * sizeof(*s->cnt));
-	memcpy(s->state, s->state0, n);
-	memset(s->rs, 0, n * sizeof(*s->rs));
-	memcpy(s->edl, s->edl0, s->ne * sizeof(*s->edl));
-	memcpy(s->ldl, s->ldl0, s->nldl * sizeof(*s->ldl));
+	copy(s->dend, s->dur0, n * sizeof(*s->dend));
+	copy(s->cnt, s->cnt0, n * sizeof(*s->cnt));
+	copy(s->state, s->state0, n);
+	zero(s->rs, n * sizeof(*s->rs));
+	copy(s->edl, s->edl0, s->ne * sizeof(*s->edl));
+	copy(s->ldl, s->ldl0, s->nldl * sizeof(*s->ldl));
 	for (i = 0; i < s->nbind; i++)
 		s->bind[i].val = s->bind0[i];
 	waits_release(&s->wt);
@@ -911,7 +927,7 @@ restore(struct sim *s, const int64_t *cut)
 	}
 	if (cut == NULL)
 		return;
-	memcpy(s->rem, cut, n * sizeof(*s->rem));
+	copy(s->rem, cut, n * sizeof(*s->rem));
 	for (i = 0; i < n; i++) {
 		for (k = s->soff[i]; k < s->soff[i + 1]; k++) {
 			uint32_t x = s->edst[k];

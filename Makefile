@@ -43,7 +43,7 @@ CLI_OBJ = build/tools/cli.o
 # A tool is tools/NAME.c plus, when it has grown, tools/NAME/*.c.
 tool_objs = build/tools/$(1).o $(patsubst %.c,build/%.o,$(wildcard tools/$(1)/*.c))
 
-.PHONY: all check install uninstall clean deps lint bench demo
+.PHONY: all check install uninstall clean deps test-deps lint bench demo
 .SECONDARY:
 
 all: $(BINS)
@@ -91,6 +91,15 @@ check: all
 deps:
 	@sh scripts/deps.sh
 
+# What the optional tests need (as root): the viewer test's Chromium,
+# Node.js, speedscope and playwright-core; Slurm and munge for the test
+# of pipelines/ on Slurm. .ci/run does the same.
+test-deps: deps
+	@sh scripts/deps.sh viewer
+	@command -v npm > /dev/null || apt-get install -y -q --no-install-recommends npm
+	npm ci --prefix tests/viewer --no-audit --no-fund
+	@sh scripts/deps.sh slurm
+
 # The README's first command: what a newcomer runs on a fresh machine. An
 # 8-rank job (tp 2, pp 2, dp 2) from tracegen, replayed and broken down,
 # then a few what-ifs predicted from it (scripts/whatif-demo).
@@ -116,7 +125,7 @@ lint:
 	@for f in $(COMMON_SRC) $(wildcard common/*.h tools/*.c tools/*.h tools/*/*.c tools/*/*.h); do \
 		clang-format --dry-run $$f 2>&1 | grep -q . && echo "clang-format: $$f: would change"; \
 	done; true
-	shellcheck -x scripts/deps.sh scripts/whatif-demo tests/run .ci/run bench/ingest bench/json-parsers/run bench/tracegen \
+	shellcheck -x scripts/deps.sh scripts/whatif-demo tests/run tests/tools/tap-tee .ci/run bench/ingest bench/json-parsers/run bench/tracegen \
 	    bench/simulate bench/accuracy bench/job-scale bench/whatif-accuracy bench/whatif-speed bench/chrome-export pipelines/step pipelines/base pipelines/slurm \
 	    fuzz/run fuzz/seeds bench/opmodel-accuracy bench/opmodel-speed bench/tp-accuracy bench/io-speed bench/step-memory tests/tools/minislurm
 	for m in $(MANS); do mandoc -Tlint -W warning $$m; done

@@ -302,7 +302,8 @@ kg_write_header(struct kg_writer *w, const struct kg_header *h)
 	gpu = h->gpu != NULL && h->gpu[0] != '\0';
 	prof = h->pcal != NULL && h->pcal[0] != '\0';
 	msgpack_pack_map(pk, 13 + (h->nranks > 0 ? 3 : 0) + (run ? 2 : 0) + gpu +
-	    (h->gpu_mem > 0) + (h->gpu_sms > 0) + (prof ? 1 + (h->pcost >= 0) + (h->ustep > 0) : 0));
+	    (h->gpu_mem > 0) + (h->gpu_sms > 0) + (prof ? 1 + (h->pcost >= 0) + (h->ustep > 0) : 0) +
+	    (h->failed != NULL));
 	pk_kv_str(pk, "r", "header");
 	pk_kv_str(pk, "format", KG_FORMAT);
 	pk_kv_i64(pk, "major", KG_MAJOR);
@@ -350,6 +351,8 @@ kg_write_header(struct kg_writer *w, const struct kg_header *h)
 		if (h->ustep > 0)
 			pk_kv_i64(pk, "ustep", h->ustep);
 	}
+	if (h->failed != NULL)
+		pk_kv_str(pk, "failed", h->failed);
 	if (run) {
 		pk_cstr(pk, "section");
 		msgpack_pack_uint64(pk, w->run_k);
@@ -975,7 +978,8 @@ free_section(struct kg_reader *r)
 	free(r->source);
 	free(r->gpu);
 	free(r->pcal);
-	r->producer = r->source = r->gpu = r->pcal = NULL;
+	free(r->failed);
+	r->producer = r->source = r->gpu = r->pcal = r->failed = NULL;
 }
 
 void
@@ -1638,6 +1642,11 @@ dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 			if (*f < 0 || *f > KG_TIME_MAX)
 				return fielderr(d, k.s[0] == 'p' ? "pcost" : "ustep",
 				    "a time of 0 to 2^53 ns");
+		} else if (MP_IS(&k, "failed")) {
+			if (get_str(d, "failed", &s, &len) < 0)
+				return -1;
+			free(r->failed);
+			r->failed = xstrndup(s, len);
 		} else if (MP_IS(&k, "gpu_mem")) {
 			if (get_i64(d, "gpu_mem", &h->gpu_mem) < 0)
 				return -1;
@@ -2651,11 +2660,24 @@ dec_record(struct dec *d, struct kg_rec *rec)
 			return dec_edge(d, n, &rec->edge) < 0 ? -1 : KG_R_EDGE;
 	}
 	if (TYPEIS("header")) {
-		if (r->in_section) {
+		int in = r->in_section;
+
+		if (dec_header(d, n, &rec->header) < 0) {
+			if (in && d->c.err != MP_ETRUNC)
+				seterr(r->err, "truncated graph stream (section ends without its end "
+				    "record)");
+			return -1;
+		}
+		if (r->failed != NULL) {
+			seterr(r->err, "incomplete graph stream: it ends where %.64s failed "
+			    "(record %llu)", r->failed, (unsigned long long)r->nrec + 1);
+			return -1;
+		}
+		if (in) {
 			seterr(r->err, "truncated graph stream (section ends without its end record)");
 			return -1;
 		}
-		return dec_header(d, n, &rec->header) < 0 ? -1 : KG_R_HEADER;
+		return KG_R_HEADER;
 	}
 	if (!r->in_section) {
 		seterr(r->err, "record %llu: expected a header", (unsigned long long)r->nrec + 1);

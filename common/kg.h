@@ -133,6 +133,11 @@ struct kg_header {
 	 * step time it was calibrated to, ns (-1 when not said) */
 	const char *pcal;
 	int64_t pcost, ustep;
+	/* The header a writer that failed puts where its stream stops
+	 * (formats/graph-stream.md, Failed writers): the tool that failed
+	 * first in a pipe; NULL in any other header. A reader stops there
+	 * with an error and sets kg_reader.failed. */
+	const char *failed;
 };
 
 struct kg_proc {
@@ -344,6 +349,7 @@ struct kg_reader {
 	uint64_t hrec;     /* the current section's header: its record number */
 	unsigned char *rseen; /* a job section: its ranks that have a proc */
 	size_t caprseen;
+	char *failed;      /* after an error: the failed header's tool, or NULL */
 	int64_t *ss, *se, *uss, *use; /* the last sim record's arrays */
 	size_t capsim;
 	/* With keep_frames: compressed bytes of the frames not yet taken, and

@@ -856,9 +856,8 @@ prepare(struct sim *s)
 	s->bindix = block_index(s->bind, s->nbind, n);
 }
 
-/* With sim_keep: what a re-run starts from, kept before the first. */
-/* memcpy of n bytes, none when n is 0: an empty section's arrays (long
- * delays, edges, tasks) may be NULL, which memcpy may not be given. */
+/* memcpy, and memset, of n bytes where n may be 0 and the pointers NULL
+ * (an array of no element: no edge, no launch delay). */
 static void
 copy(void *dst, const void *src, size_t n)
 {
@@ -866,6 +865,14 @@ copy(void *dst, const void *src, size_t n)
 		memcpy(dst, src, n);
 }
 
+static void
+zero(void *dst, size_t n)
+{
+	if (n > 0)
+		memset(dst, 0, n);
+}
+
+/* With sim_keep: what a re-run starts from, kept before the first. */
 static void
 snapshot(struct sim *s)
 {
@@ -901,7 +908,7 @@ restore(struct sim *s, const int64_t *cut)
 	copy(s->dend, s->dur0, n * sizeof(*s->dend));
 	copy(s->cnt, s->cnt0, n * sizeof(*s->cnt));
 	copy(s->state, s->state0, n);
-	memset(s->rs, 0, n * sizeof(*s->rs));
+	zero(s->rs, n * sizeof(*s->rs));
 	copy(s->edl, s->edl0, s->ne * sizeof(*s->edl));
 	copy(s->ldl, s->ldl0, s->nldl * sizeof(*s->ldl));
 	for (i = 0; i < s->nbind; i++)

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Profile a PyTorch training job the way kgraph wants it (doc/COLLECTING.md).
 
-Every rank writes DIR/rankR.<time>.pt.trace.json.gz: CPU and CUDA
-activity, input shapes (and with them NCCL's metadata on the
-communication ops), CUDA synchronization events where this PyTorch has
-them, ProfilerStep#N around each iteration, and record_function ranges
-naming phases, micro-batches and layers. A toy model stands in for
-yours; copy kgraph_profiler() and the ranges into your own loop.
+Every rank writes DIR/rank00003.<time>.pt.trace.json.gz (the rank
+zero-padded, so that names sort by rank): CPU and CUDA activity, input
+shapes (and with them NCCL's metadata on the communication ops), memory
+allocations, the Python stack of each operator, CUDA synchronization
+events where this PyTorch has them, ProfilerStep#N around each
+iteration, and record_function ranges naming phases, micro-batches and
+layers. A toy model stands in for yours; copy kgraph_profiler() and the
+ranges into your own loop.
 
     torchrun --nproc-per-node 8 scripts/profile-for-kgraph.py --out traces
     kineto2graph traces/rank*.json.gz | graph-deps --merge | graphsim | graphstat
@@ -33,9 +35,11 @@ def kgraph_profiler(out_dir, rank, skip=2, warmup=1, active=3):
     return profile(
         activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
         schedule=schedule(wait=skip, warmup=warmup, active=active, repeat=1),
-        on_trace_ready=tensorboard_trace_handler(out_dir, worker_name=f"rank{rank}",
+        on_trace_ready=tensorboard_trace_handler(out_dir, worker_name=f"rank{rank:05d}",
                                                  use_gzip=True),
         record_shapes=True,
+        profile_memory=True,  # allocations: graphstat's measured memory peak
+        with_stack=True,      # module calls: layers found without ranges
         **extra)
 
 
@@ -69,13 +73,16 @@ def main():
         for _ in range(2 + 1 + 3):  # skip + warmup + active
             for m in range(args.microbatches):
                 x = torch.randn(64, 1024, device="cuda")
-                with record_function(f"microbatch_{m}/forward"):
-                    loss = model(x).square().mean()
-                # DDP reduces the gradients once, after the last micro-batch
+                # DDP reduces the gradients once, after the last
+                # micro-batch: no_sync() must hold the forward too, for
+                # DDP decides in the forward whether the backward reduces
                 last = m == args.microbatches - 1
                 sync = model.no_sync if world > 1 and not last else contextlib.nullcontext
-                with sync(), record_function(f"microbatch_{m}/backward"):
-                    loss.backward()
+                with sync():
+                    with record_function(f"microbatch_{m}/forward"):
+                        loss = model(x).square().mean()
+                    with record_function(f"microbatch_{m}/backward"):
+                        loss.backward()
             with record_function("optimizer"):
                 opt.step()
                 opt.zero_grad(set_to_none=True)

@@ -92,7 +92,8 @@ durations() {
 	mkjob > job.kg
 	graph-scale-dp 2 job.kg > same.kg
 	diff <(durations job.kg) <(durations same.kg)
-	graphcat same.kg | head -n 1 | jq -e '.tools[-1] == "graph-scale-dp 0.1"'
+	# dp 2 of world 4 (mkjob): dp 2, world 4 / 2 * 2
+	graphcat same.kg | head -n 1 | jq -e '.tools[-1] == "graph-scale-dp 0.1 set: dp=2, world=4"'
 }
 
 @test "graph-scale-dp: the data-parallel group's collectives are re-timed, the tensor-parallel ones are not" {
@@ -139,8 +140,9 @@ durations() {
 	# 9600 + 150000 / 50 = 69000 with Simple (the job's own 12000 ns for
 	# 2 ranks on NVLink is the fit's)
 	[ "$(durations h100.kg | awk '$1 % 4 == 2 { print $2 }' | sort -u)" = 31800 ]
-	# recorded in the section's tools entry
-	[ "$(graphcat h100.kg | jq -r 'select(.r == "header") | .tools[-1]')" = "graph-scale-dp $(graph-scale-dp --version | cut -d' ' -f3) assumed network: built-in h100 (50 GB/s, NCCL's ring model)" ]
+	# recorded in the section's tools entry: the degree set (dp 2 of world 4
+	# to 4: world 4 / 2 * 4 = 8) and the link assumed
+	[ "$(graphcat h100.kg | jq -r 'select(.r == "header") | .tools[-1]')" = "graph-scale-dp $(graph-scale-dp --version | cut -d' ' -f3) set: dp=4, world=8 assumed network: built-in h100 (50 GB/s, NCCL's ring model)" ]
 	run -0 --separate-stderr graph-scale-dp -q --gpus-per-node 4 4 job.kg
 	[ "$stderr" = "" ]
 	# 5 GB/s and 1 us: 100000 B take (6000 + 30000) / 12000 * 12000

@@ -98,14 +98,14 @@ body() {
 	# 10 with 5 heads (of 2) is fine, and the MLP keeps 4 times the hidden
 	run -0 --separate-stderr graph-scale-hidden -q --heads 5 10 block.kg
 	[ "$(graph-scale-hidden -q --heads 5 10 block.kg | graphcat | head -1 | jq -r '.tools[1]')" = \
-		"graph-scale-hidden 0.1 hidden 8 -> 10, ffn 32 -> 40, heads 2 -> 5, by FLOPs and bytes" ]
+		"graph-scale-hidden 0.1 set: hidden=10, ffn=40, heads=5 (from hidden 8, ffn 32, heads 2, by FLOPs and bytes)" ]
 }
 
 @test "graph-scale-hidden: the traced hidden size gives the same graph, model or not" {
 	graph-scale-hidden 8 block.kg > same.kg
 	diff <(body block.kg) <(body same.kg)
 	[ "$(dump same.kg | head -1 | jq -r '.tools[1]')" = \
-		"graph-scale-hidden 0.1 hidden 8 -> 8, ffn 32 -> 32, heads 2 -> 2, by FLOPs and bytes" ]
+		"graph-scale-hidden 0.1 set: hidden=8, ffn=32, heads=2 (from hidden 8, ffn 32, heads 2, by FLOPs and bytes)" ]
 	opmodel fit -o fix.om "$FIX/opmodel/mm.json" > /dev/null
 	graph-scale-hidden -q --model fix.om 8 block.kg > same2.kg
 	diff <(body block.kg) <(body same2.kg)
@@ -226,7 +226,7 @@ EOF
 	}
 	diff <(shapes p.kg) <(shapes t.kg)
 	[ "$(dump p.kg | head -1 | jq -r '.tools[1]')" = \
-		"graph-scale-hidden 0.1 hidden 2560 -> 3072, ffn 10240 -> 12288, heads 20 -> 24, by FLOPs and bytes" ]
+		"graph-scale-hidden 0.1 set: hidden=3072, ffn=12288, heads=24 (from hidden 2560, ffn 10240, heads 20, by FLOPs and bytes)" ]
 	# a model of another GPU than the one the header names is a warning
 	opmodel fit -o fix.om "$FIX/opmodel/mm.json" > /dev/null
 	run -0 --separate-stderr graph-scale-hidden --model fix.om -o w.kg 3072 b.kg
@@ -247,7 +247,7 @@ EOF
 	kineto2graph job/*.json.gz | graph-deps --merge > tiny.kg
 	graph-scale-hidden -q 512 tiny.kg > wide.kg
 	[ "$(dump wide.kg | head -1 | jq -r '.tools[2]')" = \
-		"graph-scale-hidden 0.1 hidden 256 -> 512, ffn 1024 -> 2048, heads 4 -> 8, tensor-parallel shares, by FLOPs and bytes" ]
+		"graph-scale-hidden 0.1 set: hidden=512, ffn=2048, heads=8 (from hidden 256, ffn 1024, heads 4, tensor-parallel shares, by FLOPs and bytes)" ]
 	shapes() {
 		dump "$1" | jq -r 'select(.r == "task" and .k == "kern" and .op == "aten::mm") | .sh' | sort -u
 	}
@@ -287,7 +287,7 @@ EOF
 	graph-scale-hidden -q --from-ffn 32 16 nogelu.kg > wide.kg
 	[ "$(kernels wide.kg | grep -c '\[\[64\],\[40,16\],\[16,64\],\[\],\[\]\]')" -eq 1 ]
 	[ "$(dump wide.kg | head -1 | jq -r '.tools[1]')" = \
-		"graph-scale-hidden 0.1 hidden 8 -> 16, ffn 32 -> 64, heads 2 -> 4, by FLOPs and bytes" ]
+		"graph-scale-hidden 0.1 set: hidden=16, ffn=64, heads=4 (from hidden 8, ffn 32, heads 2, by FLOPs and bytes)" ]
 }
 
 @test "graph-scale-hidden: a collective the job has no fit for is re-timed by the built-in topology of the GPU the header names, else h100's, said" {

@@ -106,7 +106,7 @@ simulated() {
 	mkrank > rank.kg
 	graph-scale-layers 2 rank.kg > same.kg
 	diff <(graphcat rank.kg | grep -v '"header"' | sort) <(graphcat same.kg | grep -v '"header"' | sort)
-	graphcat same.kg | head -n 1 | jq -e '.tools[-1] == "graph-scale-layers 0.1"'
+	graphcat same.kg | head -n 1 | jq -e '.tools[-1] == "graph-scale-layers 0.1 set: layers=2"'
 }
 
 @test "graph-scale-layers: two layers grown to four: each copied twice, in order, the gaps kept" {

@@ -84,7 +84,8 @@ steps() {
 	# the simulated columns (a prediction leaves the measured ones empty)
 	diff <(graphsim base.kg | graphstat --csv | cut -d, -f1,2,4,6-9,15) \
 	    <(graphsim same.kg | graphstat --csv | cut -d, -f1,2,4,6-9,15)
-	graphcat same.kg | head -n 1 | jq -e '.tools[-1] == "graph-scale-pp 0.1"'
+	# tiny's 8 ranks in 2 stages, kept
+	graphcat same.kg | head -n 1 | jq -e '.tools[-1] == "graph-scale-pp 0.1 set: pp=2, world=8"'
 }
 
 @test "graph-scale-pp: four stages: the layout, the layers, the 1F1B order, sends meeting receives" {
@@ -166,10 +167,11 @@ steps() {
 	# whose sends cost more than the one call made here: see the man page)
 	tracegen --preset small --tp 1 --dp 1 --pp 1 -d one
 	kineto2graph -q one/rank-0.json.gz > one.kg
-	# no link given: NVLink is the built-in h100 topology's, said and recorded
+	# no link given: NVLink is the built-in h100 topology's, said and
+	# recorded after the degree set (one rank in 2 stages: world 2)
 	run -0 --separate-stderr graph-scale-pp -o bi.kg 2 one.kg
 	[ "$stderr" = "graph-scale-pp: warning: one.kg: section 0: no collective over NVLink in the job: it is taken to be the built-in h100 topology's (450 GB/s a GPU, NCCL's ring model; give it with --net or --topology)" ]
-	graphcat bi.kg | head -n 1 | jq -e '.tools[-1] == "graph-scale-pp 0.1 assumed NVLink: built-in h100 (450 GB/s, NCCL'"'"'s ring model)"' 
+	graphcat bi.kg | head -n 1 | jq -e '.tools[-1] == "graph-scale-pp 0.1 set: pp=2, world=2 assumed NVLink: built-in h100 (450 GB/s, NCCL'"'"'s ring model)"' 
 	printf 'nvlink 400 3  # a guess for H100\n' > topo
 	graph-scale-pp -q --topology topo 2 one.kg > two.kg
 	graphcat two.kg | head -n 1 | jq -e '.ranks == [0, 1]'
@@ -190,7 +192,7 @@ steps() {
 	[ "$(graphcat mi.kg | head -n 1 | jq -r .gpu)" = "AMD Instinct MI300X" ]
 	run -0 --separate-stderr graph-scale-pp -o mi2.kg 2 mi.kg
 	[ "$stderr" = "graph-scale-pp: warning: mi.kg: section 0: no collective over NVLink in the job: it is taken to be the built-in mi300x topology's (448 GB/s a GPU, NCCL's ring model; give it with --net or --topology)" ]
-	graphcat mi2.kg | head -n 1 | jq -e '.tools[-1] == "graph-scale-pp 0.1 assumed NVLink: built-in mi300x (448 GB/s, NCCL'"'"'s ring model)"'
+	graphcat mi2.kg | head -n 1 | jq -e '.tools[-1] == "graph-scale-pp 0.1 set: pp=2, world=2 assumed NVLink: built-in mi300x (448 GB/s, NCCL'"'"'s ring model)"'
 	# a stage's send, 8388608 B (the first layer's input), 1 step: the
 	# least of Simple's 8400 + 3400 + 8388608 / 448 = 30525 ns and LL's
 	# 3600 + 470 + 8388608 / (448 / 3) = 60244 (against h100's 30441)

@@ -170,7 +170,8 @@ job_ms() { # the job rows' simulated iteration times
 	mkjob 2 2
 	graph-scale-tp -q 2 job.kg > same.kg
 	diff <(graphcat job.kg | grep -v '"header"') <(graphcat same.kg | grep -v '"header"')
-	graphcat same.kg | head -n 1 | jq -e '.tools[-1] == "graph-scale-tp 0.1"'
+	# dp 2 x tp 2: world 4, kept
+	graphcat same.kg | head -n 1 | jq -e '.tools[-1] == "graph-scale-tp 0.1 set: tp=2, world=4"'
 	[ "$(job_ms same.kg)" = "$(job_ms job.kg)" ]
 }
 
@@ -188,7 +189,8 @@ job_ms() { # the job rows' simulated iteration times
 	[ "$made" = "36 65536 2" ]
 	# each in its rank's new group (rank r: ranks 2r and 2r + 1)
 	[ "$(graphcat -r two.kg | jq -r 'select(.r == "task" and .k == "coll" and (.n | test("graph-scale-tp"))) | .pgr' | sort | uniq -c | awk '{ printf "%s %s %s; ", $1, $2, $3 }')" = "18 [0, 1]; 18 [2, 3]; " ]
-	graphsim two.kg | graphstat | grep -q '^  configuration: 2 ranks, dp 2, tp 2, '
+	# the graph holds 2 ranks of a job of dp 2 x tp 2
+	graphsim two.kg | graphstat | grep -q '^  configuration: 2 ranks (of 4), dp 2, tp 2, '
 	graph-deps --check two.kg
 	# the layers got faster, the all-reduces cost: the job differs
 	[ "$(job_ms two.kg)" != "$(job_ms job.kg)" ]
@@ -206,8 +208,9 @@ job_ms() { # the job rows' simulated iteration times
 	graphcat -r one.kg | jq -r --slurpfile ids <(jq -s . tpids) 'select(.r == "task" and (.id as $i | $ids[0] | index($i))) | "\(.d) \(.pgr // "-")"' | sort -u > tpd
 	[ "$(cat tpd)" = "0 -" ]
 	# graphstat tells the new degree
-	graphsim one.kg | graphstat | grep -q '^  configuration: 4 ranks, dp 2, tp 1, '
-	graph-scale-tp -q 4 job.kg | graphsim | graphstat | grep -q '^  configuration: 4 ranks, dp 2, tp 4, '
+	# (dp 2 x tp 1: a job of 2 ranks, dp 2 x tp 4: of 8)
+	graphsim one.kg | graphstat | grep -q '^  configuration: 4 ranks (for a job of 2), dp 2, tp 1, '
+	graph-scale-tp -q 4 job.kg | graphsim | graphstat | grep -q '^  configuration: 4 ranks (of 8), dp 2, tp 4, '
 	rank_edges() {
 		graphcat -r "$1" | jq -r '
 			if .r == "task" then "T\t\(.id)\t\(.pgr // "-")"

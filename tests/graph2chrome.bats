@@ -7,7 +7,7 @@
 
 load helpers
 
-USAGE="usage: graph2chrome [--measured | --simulated | --both] [-o FILE] [FILE ...]"
+USAGE="usage: graph2chrome [-q] [--measured | --simulated | --both] [--ranks LIST] [--iterations LIST | all] [--args none | call | task] [-o FILE] [FILE ...]"
 
 mkstream() { # JSON lines on stdin -> a graph stream on stdout
 	"$ROOT/tests/tools/jsonl2kg" | zstd -q -c
@@ -155,13 +155,94 @@ mkjob() {
 3 rank 1 (simulated)" ]
 }
 
-@test "graph2chrome: the args hold what the graph knows of the task" {
+@test "graph2chrome: an event is named by its task's name alone, with what the call is in its args" {
 	mkjob > job.kg
-	run -0 graph2chrome job.kg
-	run -0 jq -c '.traceEvents[] | select(.ph == "X" and .args.task == 1) | .args' <<< "$output"
-	[ "$output" = '{"task":1,"iteration":3,"d_ns":2000,"od_ns":5000,"collective":"allreduce","bytes":1024,"group":"0","group_size":2,"phase":"bwd","micro_batch":1,"layer":3,"stage":0,"correlation":11}' ]
-	run -0 jq -c '.traceEvents[] | select(.ph == "X" and .args.task == 3) | .args' <<< "$(graph2chrome job.kg)"
-	[ "$output" = '{"task":3,"iteration":null,"d_ns":2000}' ]
+	graph2chrome job.kg > t.json
+	# rank 0's all-reduce (simulated 2000-9000 ns): the same for every
+	# call alike, so a viewer keying frames on name and args adds them up
+	[ "$(jq -c '.traceEvents[] | select(.ph == "X" and .pid == 0 and .tid == 1) | [.name, .args]' t.json)" = \
+	    '["nccl \"ring\"",{"collective":"allreduce","bytes":1024,"group":"0","group_size":2,"phase":"bwd"}]' ]
+	# a task with nothing more to say has no args at all (rank 1's
+	# all-reduce, which names no collective, and the launch calls)
+	[ "$(jq -c '[.traceEvents[] | select(.ph == "X" and .args == null) | .name]' t.json)" = \
+	    '["cudaLaunchKernel","cudaLaunchKernel","nccl \"ring\""]' ]
+	# --args none: no args at all
+	[ "$(graph2chrome --args none job.kg | jq -c '[.traceEvents[] | select(.ph == "X") | .args]')" = '[null,null,null,null]' ]
+	run -2 --separate-stderr graph2chrome --args some job.kg
+	[ "${stderr_lines[0]}" = "graph2chrome: invalid --args 'some' (none, call or task)" ]
+	# --args task: the task's ids and tags too
+	graph2chrome --args task job.kg > a.json
+	[ "$(jq -c '.traceEvents[] | select(.ph == "X" and .args.task == 1) | .args' a.json)" = \
+	    '{"collective":"allreduce","bytes":1024,"group":"0","group_size":2,"phase":"bwd","task":1,"iteration":3,"d_ns":2000,"od_ns":5000,"micro_batch":1,"layer":3,"stage":0,"correlation":11}' ]
+	[ "$(jq -c '.traceEvents[] | select(.ph == "X" and .args.task == 3) | .args' a.json)" = '{"task":3,"iteration":null,"d_ns":2000}' ]
+}
+
+@test "graph2chrome: a task of no length is an instant event, the others complete events" {
+	mkstream > z.kg <<-'EOF'
+	{"r":"header","format":"kgraph","major":1,"minor":3,"producer":"t","unit":"ns","rank":0,"iters":[1]}
+	{"r":"str","id":0,"s":"aten::mm"}
+	{"r":"str","id":1,"s":"cudaPeekAtLastError"}
+	{"r":"proc","id":0,"k":"thread","pid":1,"tid":1,"main":true}
+	{"r":"task","id":0,"p":0,"k":"cpu","n":0,"d":1000,"ts":0,"it":1}
+	{"r":"task","id":1,"p":0,"k":"rt","n":1,"d":0,"ts":1000,"it":1}
+	{"r":"task","id":2,"p":0,"k":"cpu","n":0,"d":2000,"ts":1000,"it":1}
+	{"r":"end","tasks":3,"edges":0,"procs":1,"strs":2}
+	EOF
+	run -0 jq -c '[.traceEvents[] | select(.ph == "X" or .ph == "i") | [.ph, .name, .ts, .dur, .s]]' <<< "$(graph2chrome z.kg)"
+	[ "$output" = '[["X","aten::mm",0,1,null],["i","cudaPeekAtLastError",1,null,"t"],["X","aten::mm",1,2,null]]' ]
+}
+
+@test "graph2chrome: --ranks and --iterations write those ranks' and iterations' tasks, and their arrows" {
+	mkjob > job.kg
+	graph2chrome --ranks 1 job.kg > r1.json
+	# rank 1's launch call and all-reduce, its launch arrow, no wait
+	# arrow (its other end is rank 0's); processes of rank 1 alone (the
+	# first pid, 0)
+	[ "$(jq -c '[.traceEvents[] | select(.ph == "X") | [.pid, .ts]]' r1.json)" = '[[0,6],[0,7]]' ]
+	[ "$(jq -c '[.traceEvents[] | select(.ph == "s" or .ph == "f") | .cat]' r1.json)" = '["launch","launch"]' ]
+	[ "$(jq -c '[.traceEvents[] | select(.name == "process_name") | .args.name]' r1.json)" = '["rank 1 (simulated)"]' ]
+	[ "$(jq -c '.otherData.sections[0].selected_ranks' r1.json)" = '[1]' ]
+	# iteration 3: task 3 (outside any iteration) goes
+	graph2chrome --iterations 3 job.kg > i3.json
+	[ "$(jq -c '[.traceEvents[] | select(.ph == "X") | .ts]' i3.json)" = '[0,2,6]' ]
+	[ "$(jq -c '.otherData.sections[0].selected_iterations' i3.json)" = '[3]' ]
+	# a range and a list; bad lists are usage errors
+	graph2chrome --ranks 0-1 --iterations 2,3 job.kg > all.json
+	[ "$(jq -c '[.traceEvents[] | select(.ph == "X")] | length' all.json)" = 3 ]
+	run -2 --separate-stderr graph2chrome --ranks 1- job.kg
+	[ "${stderr_lines[0]}" = "graph2chrome: invalid --ranks '1-' (a list: 0,2,4-7)" ]
+	run -2 --separate-stderr graph2chrome --iterations x job.kg
+	[ "${stderr_lines[0]}" = "graph2chrome: invalid --iterations 'x' (a list: 3,5-7; or all)" ]
+}
+
+@test "graph2chrome: a section of more events than a viewer loads well keeps one iteration, and says so" {
+	# tracegen's tiny job: 2 iterations (the header's iters); with the
+	# limit lowered to 10 events, the second (the middle one of 2) alone
+	tracegen --preset tiny -d tg > /dev/null
+	kineto2graph -q tg/rank-0.json.gz > r0.kg
+	iters=$(graphcat r0.kg | head -1 | jq -c .iters)
+	mid=$(jq '.[length / 2 | floor]' <<< "$iters")
+	[ "$(jq length <<< "$iters")" -eq 2 ]
+	run -0 --separate-stderr env KG_CHROME_EVENTS=10 graph2chrome -o one.json r0.kg
+	n=$(graphcat r0.kg | jq -s '[.[] | select(.r == "task")] | length')
+	[ "$stderr" = "graph2chrome: warning: r0.kg: section 1: $n events: iteration $mid alone written (of 2; --iterations LIST or all to choose)" ]
+	[ "$(jq -c '[.traceEvents[] | select(.ph == "X" or .ph == "i") | .ts] | length' one.json)" = \
+	    "$(graphcat r0.kg | jq -s --argjson m "$mid" '[.[] | select(.r == "task" and .it == $m)] | length')" ]
+	jq -e '.otherData.sections[0].note | startswith("iteration '"$mid"' alone written of the section'"'"'s 2")' one.json
+	# --iterations all, or -q, and under the limit: no note
+	run -0 --separate-stderr env KG_CHROME_EVENTS=10 graph2chrome --iterations all -o every.json r0.kg
+	[ -z "$stderr" ]
+	jq -e '.otherData.sections[0].note == null' every.json
+	[ "$(jq -c '[.traceEvents[] | select(.ph == "X" or .ph == "i")] | length' every.json)" = "$n" ]
+	run -0 --separate-stderr env KG_CHROME_EVENTS=10 graph2chrome -q -o /dev/null r0.kg
+	[ -z "$stderr" ]
+	# the job of 8 ranks, whose one iteration is still too many: its
+	# first ranks whose events fit, here (rank 0's alone) rank 0's
+	kineto2graph -q tg/*.json.gz | graph-deps --merge 2> /dev/null > job.kg
+	m0=$(graphcat job.kg | jq -s --argjson m "$mid" '[.[] | select(.r == "task" and .it == $m)] | length / 8 | floor')
+	run -0 --separate-stderr env KG_CHROME_EVENTS=$((m0 * 3 / 2)) graph2chrome -o job.json job.kg
+	[[ $stderr == *": iteration $mid and ranks up to 0 alone written (of 2 iterations; --iterations and --ranks to choose)" ]]
+	[ "$(jq -c '[.traceEvents[] | select(.name == "process_name") | .args.name]' job.json)" = '["rank 0 (measured)"]' ]
 }
 
 @test "graph2chrome: launches and cross-rank waits are flow arrows" {

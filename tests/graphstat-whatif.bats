@@ -72,6 +72,16 @@ setup() {
 	[ "${lines[1]}" = "0,1,100000,100000,0.0000,50000,0,0,50000,50000,0,0,50000,0.5000,0.5000,0,150000,-33.3333,,,,,,,,,," ]
 }
 
+@test "graphstat: a --base with no iteration and rank in common is said" {
+	# the base's iteration 1 made iteration 7: no row meets another
+	graphcat base.kg | sed 's/"it":1\([,}]\)/"it":7\1/; s/"iters":\[1\]/"iters":[7]/' | mkstream > other.kg
+	run -0 --separate-stderr graphstat --base other.kg edited.kg
+	[ "$stderr" = "graphstat: warning: edited.kg: no iteration and rank in common with the base other.kg: nothing to compare (a graph of another job?)" ]
+	# a base that shares the iteration: no warning
+	run -0 --separate-stderr graphstat --base base.kg edited.kg
+	[ -z "$stderr" ]
+}
+
 @test "graphstat: a --base that cannot be read is an error before any output" {
 	run -1 --separate-stderr graphstat --base nosuch.kg edited.kg
 	[ -z "$output" ]
@@ -106,7 +116,8 @@ setup() {
 	graphsim job.kg > base.kg
 	graph-scale-pp -q --net 50,5 4 job.kg | graphsim > pp4.kg
 	run -0 --separate-stderr graphstat --base base.kg pp4.kg
-	[ "${lines[0]}" = "prediction: a graph made by kineto2graph 0.1 | graph-deps 0.1 | graph-scale-pp 0.1 | graphsim 0.1" ]
+	# the degree set, and the job's size: 8 ranks / 2 stages * 4
+	[ "${lines[0]}" = "prediction: a graph made by kineto2graph 0.1 | graph-deps 0.1 | graph-scale-pp 0.1 set: pp=4, world=16 | graphsim 0.1" ]
 	# the GPU as the traces' deviceProperties describe it
 	gpu=$(zcat tg/rank-0.json.gz | jq -r '.deviceProperties[0] | "\(.name)\t\(.numSms)\t\(.totalGlobalMem)"' |
 		awk -F'\t' '{ printf "%s (%d SMs, %.1f GiB)", $1, $2, $3 / 1073741824 }')
@@ -130,4 +141,60 @@ setup() {
 		      printf "  median of 2 iterations: predicted %.3f ms (%.3f to %.3f, %+.1f%% to %+.1f%%), base %.3f ms (change %+.2f%%)",
 			m / 1e6, lo / 1e6, hi / 1e6, 100 * (lo - m) / m, 100 * (hi - m) / m, bm / 1e6, 100 * (m - bm) / bm }' b p)
 	grep -qxF -- "$want" <<< "$output"
+}
+
+# tracegen's tiny job (tp 2, pp 2, dp 2: 8 ranks; 4 layers, 4
+# micro-batches, hidden 256), made once for the tests below.
+tgjob() {
+	if [ ! -s "$BATS_FILE_TMPDIR/job.kg" ]; then
+		tracegen --preset tiny -d "$BATS_FILE_TMPDIR/tg" > /dev/null &&
+		kineto2graph -q "$BATS_FILE_TMPDIR"/tg/*.json.gz | graph-deps --merge 2> /dev/null \
+			> "$BATS_FILE_TMPDIR/job.kg"
+	fi
+	cp "$BATS_FILE_TMPDIR/job.kg" job.kg
+}
+
+# graphstat's configuration line of a graph on stdin, less its GPU part
+conf() {
+	graphsim | graphstat | sed -n 2p | sed 's/; GPU.*//'
+}
+
+@test "graphstat: after graph-scale-dp the configuration has the new data-parallel degree, and so has graph2chrome's" {
+	tgjob
+	# tp 2 x pp 2 x dp 8: a job of 32 ranks, of which the graph holds 8
+	[ "$(graph-scale-dp -q 8 job.kg | conf)" = "  configuration: 8 ranks (of 32), dp 8, tp 2, pp 2, 4 layers, 4 micro-batches" ]
+	graph-scale-dp -q 8 job.kg | graphsim | graph2chrome > t.json
+	[ "$(jq -c '.otherData.sections[0].configuration' t.json)" = '{"ranks":8,"world":32,"dp":8,"tp":2,"pp":2,"layers":4,"micro_batches":4}' ]
+}
+
+@test "graphstat: after graph-scale-tp the configuration has the new tensor-parallel degree" {
+	tgjob
+	# tp 4 x pp 2 x dp 2 = 16
+	[ "$(graph-scale-tp -q 4 job.kg | conf)" = "  configuration: 8 ranks (of 16), dp 2, tp 4, pp 2, 4 layers, 4 micro-batches" ]
+}
+
+@test "graphstat: after graph-scale-pp and graph-scale-layers the configuration has the new depth and layers" {
+	tgjob
+	# 4 stages: 16 ranks held; --microbatches 8 set too
+	[ "$(graph-scale-pp -q --net 50,5 --microbatches 8 4 job.kg | conf)" = "  configuration: 16 ranks, dp 2, tp 2, pp 4, 4 layers, 8 micro-batches" ]
+	[ "$(graph-scale-layers -q 8 job.kg | conf)" = "  configuration: 8 ranks, dp 2, tp 2, pp 2, 8 layers, 4 micro-batches" ]
+}
+
+@test "graphstat: after graph-scale-hidden the configuration has the hidden size, and graph-retime's entry its factors" {
+	tgjob
+	[ "$(graph-scale-hidden -q 512 job.kg | conf)" = "  configuration: 8 ranks, dp 2, tp 2, pp 2, 4 layers, hidden 512, 4 micro-batches" ]
+	graph-retime -q --speedup gemm=2 --speedup 'attn*=1.5' job.kg | graphsim | graphstat > r.txt
+	[ "$(sed -n 1p r.txt)" = "prediction: a graph made by kineto2graph 0.1 | graph-deps 0.1 | graph-retime 0.1 speedup: gemm=2, attn*=1.5 | graphsim 0.1" ]
+	[ "$(sed -n 2p r.txt | sed 's/; GPU.*//')" = "  configuration: 8 ranks, dp 2, tp 2, pp 2, 4 layers, 4 micro-batches" ]
+}
+
+@test "graphstat: a chain of what-if tools gives the configuration they make together" {
+	tgjob
+	# dp 8, then 4 stages (16 ranks held), tp 4: 8 x 4 x 4 = 128 ranks;
+	# 6 layers, hidden 512; each tool's world from the one before it
+	graph-scale-dp -q 8 job.kg | graph-scale-pp -q --net 50,5 4 | graph-scale-tp -q 4 |
+		graph-scale-layers -q 6 | graph-scale-hidden -q 512 > chain.kg
+	[ "$(conf < chain.kg)" = "  configuration: 16 ranks (of 128), dp 8, tp 4, pp 4, 6 layers, hidden 512, 4 micro-batches" ]
+	# a later tool's degree wins: dp 8 then dp 4 (of tp 4 x pp 4)
+	[ "$(graph-scale-dp -q 4 chain.kg | conf)" = "  configuration: 16 ranks (of 64), dp 4, tp 4, pp 4, 6 layers, hidden 512, 4 micro-batches" ]
 }

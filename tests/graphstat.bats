@@ -513,7 +513,7 @@ mkjob() {
 	EOF
 }
 
-@test "graphstat: a job section is reported per rank, then the job as its slowest rank" {
+@test "graphstat: a job section is reported per rank and as its slowest rank, in text the job first" {
 	mkjob > job.kg
 	run -0 --separate-stderr graphstat --csv job.kg
 	[ "${#lines[@]}" -eq 4 ]
@@ -522,8 +522,14 @@ mkjob() {
 	[ "$(cut -d, -f1-5 <<< "${lines[3]}")" = "job,1,50,55,10.0000" ]
 	run -0 graphstat --json job.kg
 	jq -e 'select(.rank == "job") | .measured_ns == 50 and .simulated_ns == 55' <<< "${lines[2]}"
+	# text: the summary first (the job's row, its collectives, its
+	# kernels), each rank's rows at the end under their own header
 	run -0 graphstat job.kg
-	[[ ${lines[5]} == "job   1 "* ]]
+	[[ ${lines[1]} == "job   1 "* ]]
+	[ "${lines[-6]}" = "  each rank:" ]
+	[[ ${lines[-5]} == "rank  iter "* ]]
+	[[ ${lines[-4]} == "0     1 "* ]]
+	[[ ${lines[-2]} == "1     1 "* ]]
 }
 
 @test "graphstat: each collective's last rank and the others' waits, measured and simulated" {

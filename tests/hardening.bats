@@ -788,3 +788,21 @@ edge_stream() {
 		refused_by_each job "record 4: field rank: $rk is not one of the job's ranks" job
 	done
 }
+
+@test "hardening: a pipe whose first tool fails gives its one message, each reader after it exits 1 silently" {
+	printf '{"traceEvents":[{"ph":"X","name":"a","ts":1,"dur":2,"pid":1,"tid":1,"cat":"cpu_op"},\n' > bad.json
+	run -0 --separate-stderr bash -c 'kineto2graph bad.json | graphsim | graph-retime --speedup gemm=2 | graphstat; echo "${PIPESTATUS[*]}"'
+	[ "$output" = "1 1 1 1" ]
+	# kineto2graph's message alone (the JSON ends at its 85th byte): no
+	# reader adds a "truncated" line
+	[ "$(wc -c < bad.json)" -eq 85 ]
+	[ "$stderr" = "kineto2graph: bad.json: byte 85: truncated JSON (ends inside a value)" ]
+	# the stream kept in a file says where it stops, and who failed
+	kineto2graph bad.json > failed.kg || true
+	run -1 --separate-stderr graphstat failed.kg
+	[ "$stderr" = "graphstat: failed.kg: incomplete graph stream: it ends where kineto2graph failed (record 1)" ]
+	# a tool downstream that fails for it passes on the first tool's name
+	kineto2graph bad.json 2> /dev/null | graphsim > sim.kg 2> /dev/null || true
+	run -1 --separate-stderr graphcat sim.kg
+	[ "$stderr" = "graphcat: sim.kg: incomplete graph stream: it ends where kineto2graph failed (record 1)" ]
+}

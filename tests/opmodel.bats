@@ -151,6 +151,29 @@ fit() { # a model of the fixture trace into m.om
 	printf '%s\n' "${lines[@]}" | grep -Fqx 'gemm,"gemm_kernel_11",128.000,128.000,roofline,"aten::mm","[[2048,2048],[2048,2048]]"'
 }
 
+@test "opmodel: check lists the calls furthest off, each with why: a misread shape, launch-bound, or the model" {
+	fit
+	# Adds of bf16 [1024, 1024] twice and one [8, 64]. The fixture model
+	# has no adds: the roofline, bytes at 2^27 / 100 bytes a us; an add
+	# moves 3 operands: 6 MiB in 4.6875 us, 3 KiB in 0.002 us. Traced 1 us
+	# is less than half of 4.6875: no kernel of that shape runs so fast,
+	# the shape read is wrong (+369%); 6 us for 0.002 us of work is a
+	# kernel's fixed cost (-100%); 30 us for 4.6875 is the model's error
+	# (-84%).
+	{
+		echo '{"meta": {"gpu": "Test GPU", "sms": 100}}'
+		echo '{"op": "add", "dtype": "bf16", "tokens": 1024, "h": 1024, "us": 1}'
+		echo '{"op": "add", "dtype": "bf16", "tokens": 1024, "h": 1024, "us": 30}'
+		echo '{"op": "add", "dtype": "bf16", "tokens": 8, "h": 64, "us": 6}'
+	} > adds.jsonl
+	run -0 --separate-stderr opmodel check m.om adds.jsonl
+	[ "${lines[4]}" = "outliers (50% off or more: 3), the worst:" ]
+	[ "${lines[5]}" = "  eltwise       +369%  traced 1.000 us, predicted 4.688 us, its work 4.688 us: a misread shape (its dims need more than the traced time); aten::add [[1024,1024],[1024,1024],[]]" ]
+	[ "${lines[6]}" = "  eltwise       -100%  traced 6.000 us, predicted 0.002 us, its work 0.002 us: launch-bound (the kernel's fixed cost, which no shape tells); aten::add [[8,64],[8,64],[]]" ]
+	[ "${lines[7]}" = "  eltwise        -84%  traced 30.000 us, predicted 4.688 us, its work 4.688 us: the model errs on this shape (its work fits its time); aten::add [[1024,1024],[1024,1024],[]]" ]
+	[ "${#lines[@]}" -eq 8 ]
+}
+
 @test "opmodel: two calls of one operator on one shape back to back are two calls" {
 	fit
 	# backtoback.json: aten::mm on one shape three times; the first two

@@ -102,6 +102,18 @@ need_slurm() {
 	cmp sweep.csv first.csv
 }
 
+@test "pipelines on Slurm: a tool's warning reaches the sweep's standard error, as in a local run" {
+	need_slurm
+	# dp 4 with no --net: graph-scale-dp takes the network from the
+	# built-in topology and warns
+	mkdir here
+	(cd here && sweep TRACEGEN="$TINY" DP=4 2> err)
+	grep -q '^graph-scale-dp: warning: .*: no collective over the network in the job' here/err
+	run -0 --separate-stderr sweep SLURM=1 TRACEGEN="$TINY" DP=4
+	# the same lines, but for the cache's folder in the file names
+	[ "$stderr" = "$(sed "s|$PWD/here/cache/|$PWD/cache/|" here/err)" ]
+}
+
 @test "pipelines on Slurm: within an allocation every step, each rank's too, is a job step of it; the same CSV" {
 	need_slurm
 	mkdir here

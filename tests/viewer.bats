@@ -22,6 +22,61 @@ tracks() {
 	jq '[.traceEvents[] | select(.ph == "X") | [.pid, .tid]] | unique | length' "$1"
 }
 
+# "NAME<TAB>NS" for each frame speedscope drew on the track whose tid is
+# TID (graph2chrome's tid is the graph's proc id), from its export
+# (speedscope.js's third argument): the name less the args speedscope
+# appends to it, the duration from the times it computed.
+viewer_durs() { # EXPORT TID
+	jq -r --arg t "(tid $2)" '.shared.frames as $f | .profiles[] | select(.name | endswith($t)) |
+		reduce .events[] as $e ({s: [], out: []};
+			if $e.type == "O" then .s += [$e]
+			else .out += [[$f[$e.frame].name, $e.at - .s[-1].at]] | .s |= .[:-1] end) |
+		.out[] | "\(.[0] | sub(" [{]\".*$"; ""))\t\(.[1] * 1000 | round)"' "$1"
+}
+
+# The same from the graph: each simulated task of proc PROC that lasts.
+graph_durs() { # GRAPH PROC
+	graphcat -r "$1" | jq -rs --argjson p "$2" '(.[] | select(.r == "sim")) as $s |
+		[.[] | select(.r == "task")] | to_entries[] | select(.value.p == $p) |
+		[.value.n, $s.se[.key] - $s.ss[.key]] | select(.[1] > 0) | "\(.[0])\t\(.[1])"'
+}
+
+bynames() { # "NAME<TAB>NS" lines -> each name's total, sorted
+	awk -F'\t' '{ s[$1] += $2 } END { for (k in s) print k "\t" s[k] }' | sort
+}
+
+@test "viewer: speedscope draws the DLRM job's events for as long as the graph says" {
+	need_viewer
+	need_traces
+	kineto2graph -q "$TRACES"/param_dlrm_8rank_v100/kineto/*.json.gz | graph-deps --merge 2> /dev/null |
+		graphsim > job.kg
+	graph2chrome -o job.json job.kg
+	run -0 --separate-stderr node "$VIEWER/speedscope.js" job.json - drawn.json
+	# rank 0's GPU stream 7 (proc 2): kernels one after another, each
+	# drawn for its simulated duration, to the nanosecond
+	[ "$(graphcat -r job.kg | jq -c 'select(.r == "proc" and .id == 2) | [.k, .tid, .rank]')" = '["stream",7,0]' ]
+	diff <(viewer_durs drawn.json 2 | sort) <(graph_durs job.kg 2 | sort)
+	[ "$(graph_durs job.kg 2 | wc -l)" -gt 100 ]
+	# rank 0's main thread (proc 0): speedscope joins an event to the
+	# same one right after it, so each name's total is what must agree;
+	# its 24 cudaPeekAtLastError of 0 ns are drawn not at all (a complete
+	# event of 0 us was drawn as milliseconds)
+	[ "$(graphcat -r job.kg | jq -c 'select(.r == "proc" and .id == 0) | [.k, .main, .rank]')" = '["thread",true,0]' ]
+	diff <(viewer_durs drawn.json 0 | bynames) <(graph_durs job.kg 0 | bynames)
+	[ "$(graphcat -r job.kg | jq -r 'select(.r == "task" and .p == 0 and .d == 0 and .n == "cudaPeekAtLastError") | .id' | wc -l)" -gt 0 ]
+	[ "$(viewer_durs drawn.json 0 | grep -c '^cudaPeekAtLastError')" -eq 0 ]
+	# one frame per call alike (name, operator, shapes), not per task:
+	# fewer frames than launches
+	launches=$(graphcat -r job.kg | jq -r 'select(.r == "task" and .n == "cudaLaunchKernel") | .id' | wc -l)
+	[ "$(jq '[.shared.frames[] | select(.name | startswith("cudaLaunchKernel {"))] | map(.name) | unique | length' drawn.json)" -lt "$launches" ]
+	# --args none: one frame a name, its total on rank 0's main thread
+	# the graph's
+	graph2chrome --args none -o bare.json job.kg
+	run -0 --separate-stderr node "$VIEWER/speedscope.js" bare.json - bare-drawn.json
+	[ "$(jq -c '[.shared.frames[] | select(.name | startswith("cudaLaunchKernel"))] | map(.name) | unique' bare-drawn.json)" = '["cudaLaunchKernel"]' ]
+	diff <(viewer_durs bare-drawn.json 0 | bynames) <(graph_durs job.kg 0 | bynames)
+}
+
 @test "viewer: speedscope opens a simulated job's export with a profile per track, and draws it" {
 	need_viewer
 	need_traces

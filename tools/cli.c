@@ -399,15 +399,24 @@ gout_open(struct gout *g, const char *path, int level)
 	return 0;
 }
 
+/* The tool that failed first upstream, as an input's failed header
+ * named it (gin_read); "" when none did. */
+static char upstream_failed[64];
+
 int
 gout_close(struct gout *g, int rc, const char *producer)
 {
 	if (rc != 0 && g->out.path == NULL && !g->w.failed) {
+		/* the stream stops here: a header that says who failed, for
+		 * the readers downstream (formats/graph-stream.md) */
 		struct kg_header h;
+		char who[64];
 
+		snprintf(who, sizeof(who), "%.*s", (int)strcspn(producer, " "), producer);
 		memset(&h, 0, sizeof(h));
 		h.producer = producer;
 		h.rank = h.world = -1;
+		h.failed = upstream_failed[0] != '\0' ? upstream_failed : who;
 		kg_write_header(&g->w, &h);
 	}
 	if (kg_writer_finish(&g->w) < 0 && rc == 0) {
@@ -445,7 +454,16 @@ int
 gin_read(struct gin *g)
 {
 	int t = kg_read(&g->r, &g->rec);
+	struct stat st;
 
+	if (t < 0 && g->r.failed != NULL) {
+		/* A tool upstream failed and said why. Through a pipe it ran
+		 * beside this one: said once is enough, and the failure goes
+		 * on downstream (gout_close). A file keeps no one's message. */
+		snprintf(upstream_failed, sizeof(upstream_failed), "%s", g->r.failed);
+		if (fstat(fileno(g->fp), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+			return t;
+	}
 	if (t < 0)
 		errmsg("%s: %s", g->name, g->r.err);
 	return t;

@@ -138,6 +138,8 @@ struct section {
 	struct held_frames fr; /* its frames as read, compressed */
 	uint32_t over;       /* a task re-timed out of the format's range, or KG_NONE */
 	double overns;       /* its time */
+	size_t *hits;        /* by --speedup rule: the kernels it matched */
+	uint32_t seen;       /* the classes of its kernels, a bit each */
 };
 
 static void
@@ -157,9 +159,10 @@ group_add(struct groups *gs, int cls, const char *op, double ns)
 	}
 }
 
-/* The factor of --speedup rules for a task: the product of those that match. */
+/* The factor of --speedup rules for a task: the product of those that
+ * match, each counted in hits. */
 static double
-speedup_of(const struct opts *o, int cls, const char *op, const char *name)
+speedup_of(const struct opts *o, int cls, const char *op, const char *name, size_t *hits)
 {
 	double f = 1;
 	size_t i;
@@ -173,9 +176,30 @@ speedup_of(const struct opts *o, int cls, const char *op, const char *name)
 		} else if ((cls >= 0 && fnmatch(s->pat, om_class_name[cls], 0) == 0) ||
 		    fnmatch(s->pat, op, 0) == 0 || fnmatch(s->pat, name, 0) == 0) {
 			f *= s->f;
+			hits[i]++;
 		}
 	}
 	return f;
+}
+
+/* A --speedup pattern that matched no kernel: said, with the classes
+ * the section's kernels have (a pattern names a class, operator or name). */
+static void
+nomatch(const struct opts *o, const struct section *s, const char *name, int index)
+{
+	char cls[512];
+	size_t at = 0;
+
+	cls[0] = '\0';
+	for (int k = 0; k < OM_NCLASS && k < 32; k++)
+		if (s->seen & (1u << k) && at + strlen(om_class_name[k]) + 3 < sizeof(cls))
+			at += (size_t)snprintf(cls + at, sizeof(cls) - at, "%s%s", at ? ", " : "",
+			    om_class_name[k]);
+	for (size_t i = 0; i < o->nsp; i++)
+		if (o->sp[i].pat != NULL && s->hits[i] == 0)
+			warnmsg("%s: section %d: --speedup '%s=%g' matches no kernel's class, "
+			    "operator or name (its classes: %s)", name, index, o->sp[i].pat,
+			    o->sp[i].f, at ? cls : "none");
 }
 
 enum { K_NONE, K_MODEL, K_FROM, K_KEPT, K_BANDWIDTH, K_ROOFLINES };
@@ -360,7 +384,9 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, struc
 			s->nocall++;
 		if (t->kind == KG_COLL)
 			continue;
-		sp = speedup_of(o, k, op, kg_str(r, t->name));
+		if (k >= 0)
+			s->seen |= 1u << k;
+		sp = speedup_of(o, k, op, kg_str(r, t->name), s->hits);
 		{
 			double d = (double)t->dur * f / sp;
 
@@ -385,9 +411,34 @@ retime(const struct opts *o, struct section *s, const struct kg_reader *r, struc
 	free(pred);
 }
 
-static int
-write_section(struct section *s, struct gout *g)
+/*
+ * The section's tools entry: what the tool changed, the model's GPU
+ * and the factors ("graph-retime 0.1 model: H100, from: A100; speedup:
+ * gemm=2"), cut short past len.
+ */
+static void
+tool_entry(const struct opts *o, char *buf, size_t len)
 {
+	size_t at;
+
+	snprintf(buf, len, "%s", PRODUCER);
+	at = strlen(buf);
+	if (o->have_to)
+		snprintf(buf + at, len - at, " model: %s%s%s", o->to.gpu,
+		    o->have_src ? ", from: " : "", o->have_src ? o->src.gpu : "");
+	for (size_t i = 0, n = 0; i < o->nsp; i++) {
+		if (o->sp[i].pat == NULL) /* a --sensitivity group */
+			continue;
+		at = strlen(buf);
+		snprintf(buf + at, len - at, "%s%s=%g", n++ > 0 ? ", " : o->have_to ?
+		    "; speedup: " : " speedup: ", o->sp[i].pat, o->sp[i].f);
+	}
+}
+
+static int
+write_section(const struct opts *o, struct section *s, struct gout *g)
+{
+	char tool[512];
 	size_t i, k = 0;
 
 	/* a frame holding a task whose time changed is written anew */
@@ -395,7 +446,8 @@ write_section(struct section *s, struct gout *g)
 		if (s->g[i].t.dur != s->g[i].d0)
 			hf_changed(&s->fr, s->g[i].rec);
 	kg_writer_follow(&g->w, &s->h);
-	if (kg_write_header_tool(&g->w, &s->h, PRODUCER) < 0)
+	tool_entry(o, tool, sizeof(tool));
+	if (kg_write_header_tool(&g->w, &s->h, tool) < 0)
 		return -1;
 	for (i = 0; i < s->rec.n; i++) {
 		size_t len;
@@ -518,7 +570,12 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 				break;
 			}
 			s.over = KG_NONE;
+			s.hits = xcalloc(o->nsp + 1, sizeof(*s.hits));
+			s.seen = 0;
 			retime(o, &s, &in.r, gs);
+			nomatch(o, &s, in.name, index);
+			free(s.hits);
+			s.hits = NULL;
 			if (s.over != KG_NONE) {
 				errmsg("%s: section %d: task %u re-timed to %.3g ns, beyond the format's "
 				    "range (2^53 ns)", in.name, index, s.over, s.overns);
@@ -531,7 +588,7 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 			if (s.bandwidth > 0)
 				warnmsg("%s: section %d: %lld GPU calls the models cannot size scaled "
 				    "by the GPUs' bandwidth", in.name, index, (long long)s.bandwidth);
-			if (write_section(&s, g) < 0) {
+			if (write_section(o, &s, g) < 0) {
 				errmsg("%s: %s", g->name, g->w.err);
 				rc = 1;
 			}

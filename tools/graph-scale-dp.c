@@ -38,6 +38,7 @@
 
 #include "cli.h"
 #include "comm.h"
+#include "config.h"
 #include "graph-scale-dp/make.h"
 #include "graph.h"
 #include "held.h"
@@ -109,6 +110,7 @@ struct section {
 	char **gtext;        /* ranks texts made up for groups found by matching */
 	size_t ngtext, capgtext;
 	size_t nreq;         /* all-reduces asked for (graph-scale-dp/make.h) */
+	int64_t dp0;         /* the data-parallel degree the collectives tell */
 };
 
 /* The ids of made-up ranks texts (past any str id a stream can have). */
@@ -413,6 +415,7 @@ retime(const struct opts *o, struct section *s, const char *name, int index, cha
 		goto fail;
 	}
 	d = s->pg.dp, tp = s->pg.tp;
+	s->dp0 = d;
 	if (o->verbose)
 		print_groups(s, name, index, d, o->n, o->gpn);
 	/* each collective's links and size, before and after */
@@ -555,12 +558,15 @@ dropped_edge(const struct opts *o, const struct section *s, size_t i)
 static int
 write_section(const struct opts *o, struct section *s, struct gout *g, const char *net)
 {
-	char tool[512];
+	static const char *const keys[] = { "dp", "world" };
+	int64_t vals[2] = { o->n, config_world_to(&s->h, "dp", s->dp0, o->n) };
+	char tool[512], set[96];
 	size_t i, k = 0;
 
-	/* a link taken from the built-in topology is recorded with the tool
-	 * (graphstat reports it) */
-	snprintf(tool, sizeof(tool), "%s%s%s", PRODUCER, net[0] ? " " : "", net);
+	/* the degree set, and a link taken from the built-in topology, are
+	 * recorded with the tool (graphstat reports them) */
+	config_set_text(set, sizeof(set), keys, vals, 2);
+	snprintf(tool, sizeof(tool), "%s%s%s%s", PRODUCER, set, net[0] ? " " : "", net);
 	for (i = 0; i < s->nc; i++)
 		if (memcmp(&s->c[i].t, &s->c[i].t0, sizeof(s->c[i].t)) != 0)
 			hf_changed(&s->fr, s->c[i].rec);

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "config.h"
 #include "graph.h"
 #include "hid.h"
 #include "kg.h"
@@ -350,9 +351,10 @@ scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const ch
 		    "(the job has none of their kind on that link%s%s)", name, index,
 		    (long long)cn.collassumed, topo, why[0] ? "; " : "", why);
 	}
-	snprintf(tool, sizeof(tool), "%s hidden %lld -> %lld, ffn %lld -> %lld, heads %lld -> %lld%s%s",
-	    PRODUCER, (long long)a.h, (long long)b.h, (long long)a.ffn, (long long)b.ffn,
-	    (long long)a.heads, (long long)b.heads, a.tp > 1 ? ", tensor-parallel shares" : "",
+	snprintf(tool, sizeof(tool), "%s set: hidden=%lld, ffn=%lld, heads=%lld (from hidden %lld, "
+	    "ffn %lld, heads %lld%s%s)", PRODUCER, (long long)b.h, (long long)b.ffn,
+	    (long long)b.heads, (long long)a.h, (long long)a.ffn, (long long)a.heads,
+	    a.tp > 1 ? ", tensor-parallel shares" : "",
 	    o->have_to ? ", op model" : ", by FLOPs and bytes");
 	memset(&go, 0, sizeof(go));
 	go.xstr = (const char *const *)rs.in.str;

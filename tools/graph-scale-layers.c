@@ -51,6 +51,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "config.h"
 #include "graph-scale-layers/sl.h"
 #include "graph.h"
 #include "kg.h"
@@ -113,6 +114,7 @@ scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, co
 	struct ctx c;
 	struct graph_out go;
 	struct out_tasks ot;
+	char tool[128];
 	int rc = 1;
 
 	memset(&c, 0, sizeof(c));
@@ -134,7 +136,14 @@ scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, co
 	ot.c = &c, ot.fix = 0;
 	go.task_at = task_at, go.arg = &ot, go.ntask = c.nt;
 	go.edge = c.e, go.nedge = c.ne;
-	if (graph_write(&out->w, g, PRODUCER, &go) < 0) {
+	{
+		static const char *const keys[] = { "layers" };
+		char set[64];
+
+		config_set_text(set, sizeof(set), keys, &o->n, 1);
+		snprintf(tool, sizeof(tool), "%s%s", PRODUCER, set);
+	}
+	if (graph_write(&out->w, g, tool, &go) < 0) {
 		errmsg("%s: %s", out->name, out->w.err);
 		goto out;
 	}

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "config.h"
 #include "graph-scale-pp/pp.h"
 #include "util.h"
 
@@ -67,9 +68,14 @@ process(const struct opts *o, const char *path, struct gout *out)
 		J.o = o, J.g = &g, J.r = &in.r, J.name = in.name, J.index = index++;
 		rc = job_read(&J);
 		if (rc == 0) {
-			char tool[320];
+			static const char *const keys[] = { "pp", "micro_batches", "world" };
+			int64_t vals[3] = { o->n, o->mb > 0 ? o->mb : -1,
+				config_world_to(&g.h, "pp", J.S, o->n) };
+			char tool[420], set[96];
 
-			snprintf(tool, sizeof(tool), "%s%s%s", PRODUCER, J.net[0] ? " " : "", J.net);
+			config_set_text(set, sizeof(set), keys, vals, 3);
+			snprintf(tool, sizeof(tool), "%s%s%s%s", PRODUCER, set, J.net[0] ? " " : "",
+			    J.net);
 			if (job_build(&J, &out->w, tool) != 0) {
 				if (out->w.failed)
 					errmsg("%s: %s", out->name, out->w.err);

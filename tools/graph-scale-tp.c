@@ -35,6 +35,7 @@
 
 #include "cli.h"
 #include "comm.h"
+#include "config.h"
 #include "graph-scale-tp/tp.h"
 #include "graph.h"
 #include "kg.h"
@@ -222,7 +223,14 @@ scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, co
 		fprintf(stderr, "%s: %s: section %d: tensor-parallel degree %lld already: "
 		    "unchanged\n", progname, name, index, (long long)c.T);
 	}
-	snprintf(tool, sizeof(tool), "%s%s%s", PRODUCER, net[0] ? " " : "", net);
+	{
+		static const char *const keys[] = { "tp", "world" };
+		int64_t vals[2] = { o->n, config_world_to(&g->h, "tp", c.T, o->n) };
+		char set[96];
+
+		config_set_text(set, sizeof(set), keys, vals, 2);
+		snprintf(tool, sizeof(tool), "%s%s%s%s", PRODUCER, set, net[0] ? " " : "", net);
+	}
 	memset(&go, 0, sizeof(go));
 	go.task = c.t, go.ntask = c.nt, go.edge = c.e, go.nedge = c.ne;
 	go.proc = c.p, go.nproc = c.np;

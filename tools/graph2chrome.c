@@ -2,7 +2,10 @@
  * graph2chrome: graph streams as Chrome trace-event JSON (the JSON object
  * format Perfetto, chrome://tracing and speedscope load): a process per
  * rank and view (measured, simulated), a track per thread and stream, a
- * complete event per task with what the graph knows of it in its args,
+ * complete event per task named by its operator or kernel alone, what
+ * the call is in its args (--args: none, or the task's ids and tags too;
+ * speedscope names a frame by the event's name and args, so these choose
+ * what its views add up), an instant event for a task of no length,
  * flow arrows for launches and for the waits of collectives across
  * ranks, and metadata naming each section's source, the tools that made
  * it, the edits among them and the configuration it tells.
@@ -13,7 +16,11 @@
  * is read, and at the section's end each line is read back, in task id
  * order, behind the times of the view asked for.
  *
- * State: one section at a time: 24 bytes a task, 8 bytes a launch or
+ * --ranks and --iterations select the tasks written; without
+ * --iterations a section of more than EVENTS_MAX events keeps one
+ * iteration, with a warning and a note in the metadata.
+ *
+ * State: one section at a time: 25 bytes a task, 8 bytes a launch or
  * rank edge, a copy of each collective's record (common/config), the
  * section's strings escaped, and the reader's string table and simulated
  * times; the spool file on disk holds the section's args text.
@@ -29,7 +36,8 @@
 #include "util.h"
 
 static const char usage[] =
-    "graph2chrome [--measured | --simulated | --both] [-o FILE] [FILE ...]";
+    "graph2chrome [-q] [--measured | --simulated | --both] [--ranks LIST] "
+    "[--iterations LIST | all] [--args none | call | task] [-o FILE] [FILE ...]";
 
 static const char help[] =
     "Write graph streams as Chrome trace-event JSON, for Perfetto,\n"
@@ -38,7 +46,16 @@ static const char help[] =
     "      --measured    the traced times (ts, od)\n"
     "      --simulated   the simulated times (graphsim's sim record)\n"
     "      --both        both, as two processes per rank side by side\n"
+    "      --ranks LIST  only these ranks (0,2,4-7)\n"
+    "      --iterations LIST | all\n"
+    "                    only these iterations; all: every one (default: all,\n"
+    "                    but one of a section of over 500000 events)\n"
+    "      --args none | call | task\n"
+    "                    an event's args: none, what the call is (operator,\n"
+    "                    shapes, collective: the default), or that and the\n"
+    "                    task's ids and tags\n"
     "  -o FILE           write to FILE (made whole or not at all)\n"
+    "  -q                no warnings\n"
     "  -h, --help        this help\n"
     "      --version     the version\n"
     "\n"
@@ -47,9 +64,31 @@ static const char help[] =
     "standard input. See graph2chrome(1).\n";
 
 enum { V_AUTO, V_MEAS, V_SIM, V_BOTH };
+enum { A_CALL, A_NONE, A_TASK };
+
+/*
+ * Above this many events (tasks times views) a section keeps one
+ * iteration unless --iterations says which, and, if that is still too
+ * many and --ranks does not say which, its first ranks that fit: at
+ * about 350 bytes an event with its arrows (kernel names are long) the
+ * file stays under 200 MB, which speedscope and Perfetto load (the
+ * browser's largest string, 512 MiB, bounds speedscope's import).
+ */
+#define EVENTS_MAX 500000
+
+/* A list of numbers (--ranks, --iterations), sorted; n == 0: all. */
+struct list {
+	int64_t *v;
+	size_t n;
+};
 
 struct opts {
 	int view;
+	int quiet;
+	int args;       /* --args: A_NONE, A_CALL, A_TASK */
+	int iters_all;  /* --iterations all */
+	struct list ranks, iters;
+	size_t events_max; /* EVENTS_MAX, or KG_CHROME_EVENTS (for tests) */
 	const char *out;
 };
 
@@ -57,7 +96,7 @@ struct opts {
 struct ctask {
 	int64_t ts, te; /* measured */
 	uint32_t proc;
-	uint32_t pad;
+	int32_t iter;
 };
 
 struct pair {
@@ -99,6 +138,12 @@ struct run {
 	uint32_t *up; /* union-find over tasks in rank edges */
 	size_t capup;
 	struct config cfg; /* what the section tells of its configuration */
+	int64_t *iters;    /* the header's iterations */
+	size_t niters, capiters;
+	uint8_t *keep;     /* by task: written */
+	size_t capkeep;
+	int64_t only;      /* the one iteration kept by default, or -1 */
+	int64_t last_rank; /* the last rank kept by default, or INT64_MAX */
 	char **esc;   /* the section's strings as JSON, escaped when first used */
 	size_t nesc, capesc;
 	struct sb sb;
@@ -253,22 +298,21 @@ spool_task(struct run *R, const struct kg_reader *r, const struct kg_task *k)
 		SB_LIT(b, ",\"" key "\":");        \
 		sb_int(b, v);                     \
 	} while (0)
+	size_t at;
+
 	b->n = 0;
 	SB_LIT(b, "\"name\":");
 	sb_sid(R, b, r, k->name);
 	SB_LIT(b, ",\"cat\":\"");
 	sb_put(b, kg_task_kind_name[k->kind], strlen(kg_task_kind_name[k->kind]));
-	SB_LIT(b, "\",\"args\":{\"task\":");
-	sb_int(b, k->id);
-	if (k->iter >= 0)
-		INT("iteration", k->iter);
-	else
-		SB_LIT(b, ",\"iteration\":null");
-	INT("d_ns", k->dur);
-	if (k->odur != k->dur)
-		INT("od_ns", k->odur);
+	SB_LIT(b, "\",\"args\":");
+	/* each field with a comma before it: the first's becomes the brace */
+	at = b->n;
+	/* what the call is: the same for every call alike, so that a viewer
+	 * keying frames on name and args (speedscope) adds them up */
 	STR("op", k->op);
 	STR("shapes", k->shapes);
+	STR("dtype", k->dtype);
 	if (k->coll != KG_COLL_NONE) {
 		SB_LIT(b, ",\"collective\":\"");
 		sb_put(b, kg_coll_name[k->coll], strlen(kg_coll_name[k->coll]));
@@ -280,23 +324,40 @@ spool_task(struct run *R, const struct kg_reader *r, const struct kg_task *k)
 	STR("group_ranks", k->pgr);
 	if (k->gsize >= 0)
 		INT("group_size", k->gsize);
-	if (k->seq >= 0)
-		INT("seq", k->seq);
-	STR("dtype", k->dtype);
 	if (k->phase != KG_PH_NONE) {
 		SB_LIT(b, ",\"phase\":\"");
 		sb_put(b, kg_phase_name[k->phase], strlen(kg_phase_name[k->phase]));
 		SB_LIT(b, "\"");
 	}
-	if (k->mb >= 0)
-		INT("micro_batch", k->mb);
-	if (k->layer >= 0)
-		INT("layer", k->layer);
-	if (k->stage >= 0)
-		INT("stage", k->stage);
-	if (k->corr >= 0)
-		INT("correlation", k->corr);
-	SB_LIT(b, "}}\n");
+	if (R->o->args == A_NONE)
+		b->n = at; /* none: taken back */
+	if (R->o->args == A_TASK) {
+		INT("task", k->id);
+		if (k->iter >= 0)
+			INT("iteration", k->iter);
+		else
+			SB_LIT(b, ",\"iteration\":null");
+		INT("d_ns", k->dur);
+		if (k->odur != k->dur)
+			INT("od_ns", k->odur);
+		if (k->seq >= 0)
+			INT("seq", k->seq);
+		if (k->mb >= 0)
+			INT("micro_batch", k->mb);
+		if (k->layer >= 0)
+			INT("layer", k->layer);
+		if (k->stage >= 0)
+			INT("stage", k->stage);
+		if (k->corr >= 0)
+			INT("correlation", k->corr);
+	}
+	if (b->n == at) {
+		b->n = at - (sizeof(",\"args\":") - 1);
+	} else {
+		b->p[at] = '{';
+		SB_LIT(b, "}");
+	}
+	SB_LIT(b, "}\n");
 	fwrite(b->p, 1, b->n, R->spool);
 #undef STR
 #undef INT
@@ -370,7 +431,7 @@ write_view(struct run *R, const struct kg_reader *r, int sim, const int64_t *ran
 		int64_t rk = proc_rank(R, (uint32_t)i);
 		const int64_t *at = bsearch(&rk, ranks, nranks, sizeof(*ranks), cmp_i64);
 
-		pidp[i] = pidv[at - ranks];
+		pidp[i] = at != NULL ? pidv[at - ranks] : -1; /* -1: a rank not written */
 	}
 #define PID(p) pidp[p]
 	for (k = 0; k < nranks; k++) {
@@ -388,6 +449,8 @@ write_view(struct run *R, const struct kg_reader *r, int sim, const int64_t *ran
 		const struct kg_proc *p = &R->p[i];
 		int64_t pid = PID((uint32_t)i);
 
+		if (pid < 0)
+			continue;
 		sep(R);
 		fprintf(f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%lld,\"tid\":%zu,\"args\":{\"name\":",
 		    (long long)pid, i);
@@ -422,16 +485,27 @@ write_view(struct run *R, const struct kg_reader *r, int sim, const int64_t *ran
 			free(pidp);
 			return -1;
 		}
+		if (!R->keep[i])
+			continue;
 		sep(R);
 		R->sb.n = 0;
-		SB_LIT(&R->sb, "{\"ph\":\"X\",\"pid\":");
+		/* A task of no length is an instant: a complete event of 0 us
+		 * is drawn by speedscope as if it lasted until the events
+		 * that begin at its time end (it opens them all at once and
+		 * closes it last), and by Perfetto as a sliver. */
+		if (b == a)
+			SB_LIT(&R->sb, "{\"ph\":\"i\",\"s\":\"t\",\"pid\":");
+		else
+			SB_LIT(&R->sb, "{\"ph\":\"X\",\"pid\":");
 		sb_int(&R->sb, PID(R->t[i].proc));
 		SB_LIT(&R->sb, ",\"tid\":");
 		sb_int(&R->sb, R->t[i].proc);
 		SB_LIT(&R->sb, ",\"ts\":");
 		sb_us(&R->sb, a);
-		SB_LIT(&R->sb, ",\"dur\":");
-		sb_us(&R->sb, b - a);
+		if (b != a) {
+			SB_LIT(&R->sb, ",\"dur\":");
+			sb_us(&R->sb, b - a);
+		}
 		SB_LIT(&R->sb, ",");
 		sb_put(&R->sb, R->line, (size_t)len - 1);
 		fwrite(R->sb.p, 1, R->sb.n, f);
@@ -439,8 +513,11 @@ write_view(struct run *R, const struct kg_reader *r, int sim, const int64_t *ran
 	/* Launches: the runtime call to the work it launched. */
 	for (i = 0; i < R->nl; i++) {
 		uint32_t s = R->launch[i].src, d = R->launch[i].dst;
-		uint64_t id = ++R->next_flow;
+		uint64_t id;
 
+		if (!R->keep[s] || !R->keep[d])
+			continue;
+		id = ++R->next_flow;
 		sep(R);
 		fprintf(f, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":%llu,"
 		    "\"pid\":%lld,\"tid\":%u,\"ts\":", (unsigned long long)id,
@@ -463,12 +540,16 @@ write_view(struct run *R, const struct kg_reader *r, int sim, const int64_t *ran
 		for (i = 0; i < R->n; i++)
 			R->up[i] = (uint32_t)i;
 		for (i = 0; i < R->nr; i++)
-			uf_union(R->up, R->rnk[i].src, R->rnk[i].dst);
+			if (R->keep[R->rnk[i].src] && R->keep[R->rnk[i].dst])
+				uf_union(R->up, R->rnk[i].src, R->rnk[i].dst);
 		last = xmalloc(R->n * sizeof(*last));
 		for (i = 0; i < R->n; i++)
 			last[i] = KG_NONE;
 		for (i = 0; i < R->nr; i++) {
 			uint32_t e[2] = { R->rnk[i].src, R->rnk[i].dst };
+
+			if (!R->keep[e[0]] || !R->keep[e[1]])
+				continue;
 
 			for (k = 0; k < 2; k++) {
 				uint32_t g = uf_find(R->up, e[k]);
@@ -510,6 +591,88 @@ write_view(struct run *R, const struct kg_reader *r, int sim, const int64_t *ran
 	return 0;
 }
 
+static int
+in_list(const struct list *l, int64_t v)
+{
+	return bsearch(&v, l->v, l->n, sizeof(*l->v), cmp_i64) != NULL;
+}
+
+static void
+meta_list(struct run *R, const char *key, const struct list *l)
+{
+	meta_lit(R, ",\"");
+	meta_lit(R, key);
+	meta_lit(R, "\":[");
+	for (size_t i = 0; i < l->n; i++)
+		meta_fmt(R, i ? ",%lld" : "%lld", l->v[i]);
+	meta_lit(R, "]");
+}
+
+/*
+ * Which tasks are written: those of the ranks and iterations asked for;
+ * without --iterations, of one iteration when the section would make
+ * more than EVENTS_MAX events (the middle one of the header's).
+ */
+static void
+select_tasks(struct run *R, const char *name, size_t nv)
+{
+	const struct opts *o = R->o;
+	size_t i, k, n = 0;
+
+	grow(&R->keep, &R->capkeep, R->n + 1, 1);
+	R->only = -1;
+	R->last_rank = INT64_MAX;
+	for (i = 0; i < R->n; i++) {
+		R->keep[i] = o->ranks.n == 0 || in_list(&o->ranks, proc_rank(R, R->t[i].proc));
+		if (o->iters.n > 0 && R->keep[i])
+			R->keep[i] = R->t[i].iter >= 0 && in_list(&o->iters, R->t[i].iter);
+		n += R->keep[i];
+	}
+	if (o->iters.n > 0 || o->iters_all || R->niters < 2 || n * nv <= o->events_max)
+		return;
+	R->only = R->iters[R->niters / 2];
+	for (i = k = 0; i < R->n; i++) {
+		R->keep[i] = R->keep[i] && R->t[i].iter == R->only;
+		k += R->keep[i];
+	}
+	/* still too many: the first ranks whose events fit (one at least) */
+	if (k * nv > o->events_max && o->ranks.n == 0) {
+		int64_t *rk = xmalloc((k + 1) * sizeof(*rk));
+		size_t m = 0, j;
+
+		for (i = 0; i < R->n; i++)
+			if (R->keep[i])
+				rk[m++] = proc_rank(R, R->t[i].proc);
+		qsort(rk, m, sizeof(*rk), cmp_i64);
+		/* j: the events that fit; the ranks all of whose events fit */
+		for (j = 0; j < m && (j + 1) * nv <= o->events_max; j++)
+			;
+		R->last_rank = rk[0];
+		for (size_t t = 0; t < j; t++)
+			if (j == m || rk[t] < rk[j])
+				R->last_rank = rk[t];
+		if (R->last_rank == rk[m - 1]) /* one rank: all of it */
+			R->last_rank = INT64_MAX;
+		free(rk);
+		for (i = 0; i < R->n; i++)
+			R->keep[i] = R->keep[i] && proc_rank(R, R->t[i].proc) <= R->last_rank;
+	}
+	if (!o->quiet && R->last_rank == INT64_MAX)
+		warnmsg("%s: section %d: %zu events: iteration %lld alone written (of %zu; "
+		    "--iterations LIST or all to choose)", name, R->nsec, n * nv,
+		    (long long)R->only, R->niters);
+	else if (!o->quiet)
+		warnmsg("%s: section %d: %zu events: iteration %lld and ranks up to %lld alone "
+		    "written (of %zu iterations; --iterations and --ranks to choose)", name,
+		    R->nsec, n * nv, (long long)R->only, (long long)R->last_rank, R->niters);
+	meta_fmt(R, ",\"note\":\"iteration %lld alone written", R->only);
+	meta_fmt(R, " of the section's %lld", (long long)R->niters);
+	if (R->last_rank != INT64_MAX)
+		meta_fmt(R, ", and ranks up to %lld", R->last_rank);
+	meta_lit(R, ": its events are more than a viewer loads well; --iterations all "
+	    "writes every one\"");
+}
+
 /* The section's end: both halves of every event, in the views asked for. */
 static int
 end_section(struct run *R, const struct kg_reader *r, const char *name)
@@ -537,10 +700,17 @@ end_section(struct run *R, const struct kg_reader *r, const char *name)
 		views[nv++] = 1;
 		break;
 	}
-	/* the section's ranks, ascending, and a pid for each in each view */
+	if (R->o->ranks.n > 0)
+		meta_list(R, "selected_ranks", &R->o->ranks);
+	if (R->o->iters.n > 0)
+		meta_list(R, "selected_iterations", &R->o->iters);
+	select_tasks(R, name, (size_t)nv);
+	/* the section's ranks written, ascending, and a pid for each in each view */
 	ranks = xmalloc((R->np + 1) * sizeof(*ranks));
 	for (i = 0; i < R->np; i++)
-		ranks[nranks++] = proc_rank(R, (uint32_t)i);
+		if ((R->o->ranks.n == 0 || in_list(&R->o->ranks, proc_rank(R, (uint32_t)i))) &&
+		    proc_rank(R, (uint32_t)i) <= R->last_rank)
+			ranks[nranks++] = proc_rank(R, (uint32_t)i);
 	if (nranks > 1)
 		qsort(ranks, nranks, sizeof(*ranks), cmp_i64);
 	for (i = k = 0; i < nranks; i++)
@@ -558,6 +728,8 @@ end_section(struct run *R, const struct kg_reader *r, const char *name)
 			meta_str(R, r->tools[i]);
 		}
 	meta_fmt(R, "],\"configuration\":{\"ranks\":%lld", R->cfg.nranks);
+	if (R->cfg.world > 0 && R->cfg.world != R->cfg.nranks)
+		meta_fmt(R, ",\"world\":%lld", R->cfg.world);
 	if (R->cfg.dp > 0)
 		meta_fmt(R, ",\"dp\":%lld", R->cfg.dp);
 	meta_fmt(R, ",\"tp\":%lld", R->cfg.tp);
@@ -565,6 +737,8 @@ end_section(struct run *R, const struct kg_reader *r, const char *name)
 		meta_fmt(R, ",\"pp\":%lld", R->cfg.pp);
 	if (R->cfg.layers > 0)
 		meta_fmt(R, ",\"layers\":%lld", R->cfg.layers);
+	if (R->cfg.hidden > 0)
+		meta_fmt(R, ",\"hidden\":%lld", R->cfg.hidden);
 	if (R->cfg.mbs > 0)
 		meta_fmt(R, ",\"micro_batches\":%lld", R->cfg.mbs);
 	meta_lit(R, "}");
@@ -623,6 +797,9 @@ process(struct run *R, const char *path)
 			}
 			R->off = h->tbase - R->tbase0;
 			meta_section(R, h, in.name);
+			R->niters = 0;
+			for (size_t k = 0; k < h->niters; k++)
+				VEC_PUSH(R->iters, R->niters, R->capiters, h->iters[k]);
 			config_header(&R->cfg, h);
 			R->cfg.groups = 1;
 			break;
@@ -639,7 +816,8 @@ process(struct run *R, const char *path)
 		}
 		case KG_R_TASK: {
 			struct ctask x = { in.rec.task.ts, in.rec.task.ts + in.rec.task.odur,
-				in.rec.task.proc, 0 };
+				in.rec.task.proc, in.rec.task.iter >= 0 && in.rec.task.iter <= INT32_MAX ?
+				(int32_t)in.rec.task.iter : -1 };
 
 			VEC_PUSH(R->t, R->n, R->cap, x);
 			spool_task(R, &in.r, &in.rec.task);
@@ -670,6 +848,48 @@ process(struct run *R, const char *path)
 	return rc;
 }
 
+/* LIST: "3", "0,2,4-7" (a range takes both ends), into l, sorted; -1 if bad. */
+static int
+parse_list(const char *arg, struct list *l)
+{
+	char *copy = xstrndup(arg, strlen(arg)), *tok, *save = NULL, *dash;
+	size_t cap = 0, i, k;
+	int64_t a, b;
+
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+	for (tok = strtok_r(copy, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		dash = strchr(tok, '-');
+		if (dash != NULL)
+			*dash = '\0';
+		if (parse_i64(tok, 0, INT32_MAX, &a) < 0 ||
+		    (dash != NULL && parse_i64(dash + 1, 0, INT32_MAX, &b) < 0))
+			goto bad;
+		if (dash == NULL)
+			b = a;
+		if (b < a || b - a >= (1 << 20))
+			goto bad;
+		for (; a <= b; a++)
+			VEC_PUSH(l->v, l->n, cap, a);
+	}
+	if (l->n == 0 || strchr(",", arg[strlen(arg) - 1]) != NULL || arg[0] == ',')
+		goto bad;
+	qsort(l->v, l->n, sizeof(*l->v), cmp_i64);
+	for (i = k = 0; i < l->n; i++)
+		if (k == 0 || l->v[i] != l->v[k - 1])
+			l->v[k++] = l->v[i];
+	l->n = k;
+	free(copy);
+	return 0;
+bad:
+	free(copy);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+	return -1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -677,6 +897,10 @@ main(int argc, char **argv)
 		{ "measured", no_argument, NULL, 'M' },
 		{ "simulated", no_argument, NULL, 'S' },
 		{ "both", no_argument, NULL, 'B' },
+		{ "ranks", required_argument, NULL, 'R' },
+		{ "iterations", required_argument, NULL, 'I' },
+		{ "args", required_argument, NULL, 'A' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -689,7 +913,7 @@ main(int argc, char **argv)
 
 	cli_init("graph2chrome");
 	memset(&o, 0, sizeof(o));
-	while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hqo:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'M':
 		case 'S':
@@ -706,6 +930,39 @@ main(int argc, char **argv)
 		case 'o':
 			o.out = optarg;
 			break;
+		case 'q':
+			o.quiet = 1;
+			break;
+		case 'A':
+			if (strcmp(optarg, "none") == 0)
+				o.args = A_NONE;
+			else if (strcmp(optarg, "call") == 0)
+				o.args = A_CALL;
+			else if (strcmp(optarg, "task") == 0)
+				o.args = A_TASK;
+			else {
+				errmsg("invalid --args '%s' (none, call or task)", optarg);
+				usage_exit(usage);
+			}
+			break;
+		case 'R':
+			if (parse_list(optarg, &o.ranks) < 0) {
+				errmsg("invalid --ranks '%s' (a list: 0,2,4-7)", optarg);
+				usage_exit(usage);
+			}
+			break;
+		case 'I':
+			if (strcmp(optarg, "all") == 0) {
+				free(o.iters.v);
+				o.iters.v = NULL, o.iters.n = 0;
+				o.iters_all = 1;
+			} else if (parse_list(optarg, &o.iters) < 0) {
+				errmsg("invalid --iterations '%s' (a list: 3,5-7; or all)", optarg);
+				usage_exit(usage);
+			} else {
+				o.iters_all = 0;
+			}
+			break;
 		case 'h':
 			printf("usage: %s\n\n%s", usage, help);
 			return close_stdout();
@@ -717,6 +974,16 @@ main(int argc, char **argv)
 	}
 	argc -= optind;
 	argv += optind;
+	o.events_max = EVENTS_MAX;
+	if (getenv("KG_CHROME_EVENTS") != NULL) {
+		int64_t v;
+
+		if (parse_i64(getenv("KG_CHROME_EVENTS"), 0, INT64_MAX, &v) < 0) {
+			errmsg("invalid KG_CHROME_EVENTS '%s'", getenv("KG_CHROME_EVENTS"));
+			return 2;
+		}
+		o.events_max = (size_t)v;
+	}
 	memset(&R, 0, sizeof(R));
 	config_init(&R.cfg);
 	R.o = &o;
@@ -754,6 +1021,10 @@ main(int argc, char **argv)
 	free(R.rnk);
 	free(R.up);
 	free(R.esc);
+	free(R.iters);
+	free(R.keep);
+	free(o.ranks.v);
+	free(o.iters.v);
 	config_release(&R.cfg);
 	free(R.sb.p);
 	if (rc != 0) {

@@ -621,9 +621,12 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
     FILE *util, int *header)
 {
 	size_t i, j, k, nj = 0, capj = 0, nrows = 0, km = 0, nmrows = 0, capmrows = 0;
-	size_t nprows = 0, capprows = 0, nsrows = 0, capsrows = 0;
+	size_t nprows = 0, capprows = 0, nsrows = 0, capsrows = 0, nrrows = 0, caprrows = 0;
 	size_t nstr = r->nstr;
-	struct row *jobs = NULL, *mrows = NULL, *prows = NULL, *srows = NULL;
+	struct row *jobs = NULL, *mrows = NULL, *prows = NULL, *srows = NULL, *rrows = NULL;
+	/* a job in text: its summary first (job rows, median, memory,
+	 * collectives), each rank's rows after it, at the section's end */
+	int defer = o->fmt == F_TEXT && s->job && !o->wi->collect;
 	/* exposed time per kernel: of each row (rexpo), summed over a rank's
 	 * rows (s->expo), and of each job iteration's slowest rank (jexpo) */
 	int tops = o->fmt == F_TEXT && o->top > 0 && !o->wi->collect;
@@ -660,7 +663,10 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 		if (s->sim)
 			view(s, s->t + i, j - i, 1, &row.s, rexpo, util, row.rank, row.iter);
 		row.uspan = unprofiled_span(s, s->t + i, j - i);
-		print_row(o->fmt, o->wi, &row, header);
+		if (defer)
+			VEC_PUSH(rrows, nrrows, caprrows, row);
+		else
+			print_row(o->fmt, o->wi, &row, header);
 		if (!s->job && o->fmt == F_TEXT)
 			VEC_PUSH(srows, nsrows, capsrows, row);
 		if (row.mem.alloc >= 0 && !s->job)
@@ -763,7 +769,15 @@ report_section(const struct opts *o, struct section *s, const struct kg_reader *
 		perf_missing(o->wi, jobs, nj);
 	else
 		perf_missing(o->wi, srows, nsrows);
+	if (nrrows > 0) {
+		int h = 0;
+
+		printf("  each rank:\n");
+		for (k = 0; k < nrrows; k++)
+			print_row(o->fmt, o->wi, &rrows[k], &h);
+	}
 out:
+	free(rrows);
 	free(srows);
 	free(prows);
 	free(mrows);
@@ -935,6 +949,10 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 				free(ss);
 			}
 			report_section(o, &s, &in.r, util, header);
+			if (whatif_unrelated(o->wi))
+				warnmsg("%s: no iteration and rank in common with the base %s: "
+				    "nothing to compare (a graph of another job?)", in.name,
+				    o->wi->base);
 			if (colls != NULL)
 				colls_csv(&s.colls, &in.r, colls, cheader);
 			if (comm != NULL)

@@ -219,6 +219,65 @@ struct cstat {
 	size_t ne, cape;
 };
 
+/* A call predicted OUTLIER_PCT or more off, for check's list of them. */
+#define OUTLIER_PCT 50
+#define OUTLIERS 5
+/* Below this a kernel's time can be its fixed cost: launch, the first
+ * wave, the tail (a few us on current GPUs). */
+#define LAUNCH_US 20
+
+struct outlier {
+	size_t i;
+	double e, p;
+};
+
+static int
+cmp_outlier(const void *a, const void *b)
+{
+	const struct outlier *x = a, *y = b;
+
+	return x->e < y->e ? 1 : x->e > y->e ? -1 : x->i < y->i ? -1 : x->i > y->i;
+}
+
+/*
+ * The OUTLIERS calls predicted furthest off, each with why, from its
+ * roofline R (its FLOPs and bytes at the GPU's best, as its shape says
+ * them), traced T and predicted P: T below R/2 cannot be that shape's
+ * (a misread shape: the dims read are not the ones the kernel ran on);
+ * R a fifth of T or less in a short call is a launch-bound call (its
+ * time the kernel's fixed cost, which no shape tells); R a fifth of P
+ * or less when P is over twice T, a model whose samples of such small
+ * calls were launch-bound; else the model errs on a shape whose work
+ * fits its time.
+ */
+static void
+outliers(const struct om_model *m, const struct calls *cs, struct outlier *o, size_t n)
+{
+	size_t j;
+
+	if (n == 0)
+		return;
+	qsort(o, n, sizeof(*o), cmp_outlier);
+	printf("outliers (%d%% off or more: %zu), the worst:\n", OUTLIER_PCT, n);
+	for (j = 0; j < n && j < OUTLIERS; j++) {
+		const struct mcall *x = &cs->c[o[j].i];
+		double r = om_roofline_us(m, &x->d), t = x->us, p = o[j].p;
+
+		printf("  %-9s %+8.0f%%  traced %.3f us, predicted %.3f us, its work %.3f us: ",
+		    om_class_name[x->d.cls], (p - t) / t * 100, t, p, r);
+		if (r > 0 && t < r / 2)
+			printf("a misread shape (its dims need more than the traced time)");
+		else if (t < LAUNCH_US && r <= t / 5)
+			printf("launch-bound (the kernel's fixed cost, which no shape tells)");
+		else if (p > 2 * t && r <= p / 5)
+			printf("the model's samples of such small calls were launch-bound");
+		else
+			printf("the model errs on this shape (its work fits its time)");
+		printf("; %s %s\n", x->op != NULL && x->op[0] ? x->op : "-",
+		    x->dims != NULL ? x->dims : "-");
+	}
+}
+
 static int
 cmd_check(const struct opts *o, int argc, char **argv)
 {
@@ -227,7 +286,8 @@ cmd_check(const struct opts *o, int argc, char **argv)
 	struct cstat st[OM_NCLASS];
 	struct read_opts ro = o->r;
 	double total = 0, min_us = o->min_us_set ? o->min_us : 0;
-	size_t i;
+	struct outlier *out = NULL;
+	size_t i, nout = 0, capout = 0;
 	int c, k, rc = 1;
 
 	if (argc < 1) {
@@ -283,10 +343,13 @@ cmd_check(const struct opts *o, int argc, char **argv)
 		total += x->us;
 		if (p >= 0) {
 			double e = fabs(p - x->us) / x->us * 100;
+			struct outlier ol = { i, e, p };
 
 			s->npred++;
 			s->err += e;
 			VEC_PUSH(s->e, s->ne, s->cape, e);
+			if (e >= OUTLIER_PCT)
+				VEC_PUSH(out, nout, capout, ol);
 		}
 	}
 	if (!o->csv) {
@@ -330,9 +393,11 @@ cmd_check(const struct opts *o, int argc, char **argv)
 			printf("%9.2f %8s\n", err / (double)np, "-");
 		else
 			printf("%9s %8s\n", "-", "-");
+		outliers(&m, &cs, out, nout);
 	}
 	rc = close_stdout();
 out:
+	free(out);
 	for (c = 0; c < OM_NCLASS; c++)
 		free(st[c].e);
 	calls_release(&cs);

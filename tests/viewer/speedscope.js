@@ -2,15 +2,19 @@
 // beside this file) under headless Chromium and prints what speedscope
 // made of it: the profile's name and how many profiles (one per thread
 // or stream that has events) it parsed, as "PROFILES NAME"; with a
-// second argument, a PNG screenshot of the flame chart there.
-// Usage: node speedscope.js FILE.json [SHOT.png]
+// second argument (not -), a PNG screenshot of the flame chart there;
+// with a third, what speedscope made of the file, through its Export
+// button: its own JSON format, every profile's frames opened and closed
+// at the times it computed (the durations it draws).
+// Usage: node speedscope.js FILE.json [SHOT.png | -] [EXPORT.json]
 'use strict';
 const path = require('path');
 const { chromium } = require('playwright-core');
 
 async function main() {
 	const file = path.resolve(process.argv[2]);
-	const shot = process.argv[3];
+	const shot = process.argv[3] === '-' ? undefined : process.argv[3];
+	const exported = process.argv[4];
 	const exe = process.env.CHROMIUM || '/usr/bin/chromium';
 	const browser = await chromium.launch({
 		executablePath: exe,
@@ -18,7 +22,8 @@ async function main() {
 			'--disable-background-networking', '--disable-component-update', '--disable-sync'],
 	});
 	try {
-		const page = await browser.newPage({ viewport: { width: 1200, height: 700 } });
+		const page = await browser.newPage({ viewport: { width: 1200, height: 700 },
+			acceptDownloads: true });
 		const errors = [];
 		page.on('pageerror', (e) => errors.push(String(e)));
 		const index = path.join(__dirname, 'node_modules/speedscope/dist/release/index.html');
@@ -32,6 +37,13 @@ async function main() {
 		const n = m ? Number(m[2]) : 1;
 		if (shot)
 			await page.screenshot({ path: shot });
+		if (exported) {
+			const [download] = await Promise.all([
+				page.waitForEvent('download', { timeout: 60000 }),
+				page.getByText(/^\W*Export$/).first().click(),
+			]);
+			await download.saveAs(exported);
+		}
 		console.log(`${n} ${await page.title()}`);
 		if (errors.length)
 			console.error(errors.join('\n'));

@@ -39,6 +39,7 @@ whatif_header(struct whatif *w, const struct kg_header *h)
 	w->cfg.groups = w->edited; /* the degrees only for a prediction */
 	w->shown = 0;
 	w->nranks = w->cfg.nranks;
+	w->nrows = w->nbased = 0;
 	for (i = 0; i < h->ntools; i++)
 		len += strlen(h->tools[i]) + 3;
 	free(w->made);
@@ -65,8 +66,10 @@ config_text(struct whatif *w, const struct kg_reader *r)
 
 	config_finish(c, r);
 	printf("  configuration: %lld rank%s", (long long)c->nranks, c->nranks == 1 ? "" : "s");
-	if (c->world > 0 && c->world != c->nranks)
+	if (c->world > c->nranks)
 		printf(" (of %lld)", (long long)c->world);
+	else if (c->world > 0 && c->world < c->nranks) /* a degree set lower */
+		printf(" (for a job of %lld)", (long long)c->world);
 	if (c->dp > 0)
 		printf(", dp %lld", (long long)c->dp);
 	printf(", tp %lld", (long long)c->tp);
@@ -74,6 +77,8 @@ config_text(struct whatif *w, const struct kg_reader *r)
 		printf(", pp %lld", (long long)c->pp);
 	if (c->layers > 0)
 		printf(", %lld layers", (long long)c->layers);
+	if (c->hidden > 0)
+		printf(", hidden %lld", (long long)c->hidden);
 	if (c->mbs > 0)
 		printf(", %lld micro-batches", (long long)c->mbs);
 	if (c->gpu[0] != '\0') {
@@ -106,6 +111,12 @@ whatif_text(struct whatif *w, const struct kg_reader *r, int fmt)
 		printf("  base: %s, %s\n", w->base, w->nb == 0 ? "no iteration" :
 		    sim ? "simulated" : "measured");
 	}
+}
+
+int
+whatif_unrelated(const struct whatif *w)
+{
+	return w->base != NULL && !w->collect && w->nrows > 0 && w->nbased == 0;
 }
 
 static double
@@ -203,6 +214,8 @@ print_row(int fmt, struct whatif *w, const struct row *r, int *header)
 		return;
 	}
 	b = w->base != NULL ? base_of(w, r) : NULL;
+	w->nrows++;
+	w->nbased += b != NULL;
 	if (fmt == F_CSV) {
 		if (!*header) {
 			printf("rank,iteration,measured_ns,simulated_ns,error_pct,"

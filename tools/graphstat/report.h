@@ -75,6 +75,7 @@ struct whatif {
 	struct brow *b;
 	size_t nb, capb;
 	int64_t base_ranks;      /* the base's number of ranks */
+	size_t nrows, nbased;    /* the section's rows, and those with a base row */
 };
 
 void whatif_init(struct whatif *w);
@@ -85,6 +86,11 @@ void whatif_header(struct whatif *w, const struct kg_header *h);
 void whatif_task(struct whatif *w, const struct kg_task *t);
 /* In text, before a section's rows: what it predicts (edited graphs) and against what. */
 void whatif_text(struct whatif *w, const struct kg_reader *r, int fmt);
+/*
+ * At a section's end: 1 when --base was given and none of its rows
+ * (iteration and rank) meets the section's, which has rows.
+ */
+int whatif_unrelated(const struct whatif *w);
 /* One row in fmt (or kept, when reading the base). */
 void print_row(int fmt, struct whatif *w, const struct row *r, int *header);
 /*

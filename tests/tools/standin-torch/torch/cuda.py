@@ -1,0 +1,6 @@
+def set_device(d):
+    pass
+
+
+def is_available():
+    return True

@@ -869,8 +869,10 @@ unlike_inputs(const struct opts *o)
 	if (first < 0)
 		return;
 	a = &o->to.cls[first], b = &o->src.cls[first];
-	snprintf(others, sizeof(others), more == 0 ? "" : ", and %d more class%s differ so", more,
-	    more == 1 ? "" : "es");
+	others[0] = '\0';
+	if (more > 0)
+		snprintf(others, sizeof(others), ", and %d more class%s differ so", more,
+		    more == 1 ? "" : "es");
 	warnmsg("%s (--model) and %s (--from) were fitted on unlike inputs: class %s has %lld "
 	    "samples in the first and %lld in the second%s; --from divides one's prediction by "
 	    "the other's, so fit both on the same kinds of input (both with a profiled op sweep, "

@@ -611,14 +611,12 @@ bind_of(const struct sim *s, uint32_t x)
 	return &s->bind[block_find(s->bind, s->bindix, x)];
 }
 
-/* Edge i's delay. */
-static int64_t
-delay_of(const struct sim *s, uint32_t i)
+/* Edge i's entry in the long delays (its delay is one). */
+static size_t
+long_delay(const struct sim *s, uint32_t i)
 {
 	size_t lo = 0, hi = s->nldl;
 
-	if (s->edl[i] != DL_LONG)
-		return s->edl[i];
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -627,7 +625,16 @@ delay_of(const struct sim *s, uint32_t i)
 		else
 			hi = mid;
 	}
-	return s->ldl[lo].delay;
+	return lo;
+}
+
+/* Edge i's delay. */
+static int64_t
+delay_of(const struct sim *s, uint32_t i)
+{
+	if (s->edl[i] != DL_LONG)
+		return s->edl[i];
+	return s->ldl[long_delay(s, i)].delay;
 }
 
 /*
@@ -939,21 +946,10 @@ restore(struct sim *s, const int64_t *cut)
 			dl = delay_of(s, k);
 			take = dl < s->rem[x] ? dl : s->rem[x];
 			s->rem[x] -= take;
-			if (s->edl[k] != DL_LONG) {
+			if (s->edl[k] != DL_LONG)
 				s->edl[k] = (uint32_t)(dl - take);
-			} else {
-				size_t lo = 0, hi = s->nldl;
-
-				while (lo < hi) {
-					size_t mid = lo + (hi - lo) / 2;
-
-					if (s->ldl[mid].e < k)
-						lo = mid + 1;
-					else
-						hi = mid;
-				}
-				s->ldl[lo].delay = dl - take;
-			}
+			else
+				s->ldl[long_delay(s, k)].delay = dl - take;
 		}
 	}
 	for (i = 0; i < n; i++)

@@ -140,3 +140,17 @@ csv_col() { # the named column of graphstat --csv's first row
 	grep -q '^-     1              0.920      1.025   +11.41 | .* |      1.005$' text
 	grep -q 'without the profiler: predicted 1.005 ms (1.005 to 1.005), its cost calibrated to a step of 0.600 ms (29.945 us a host event); base 0.601 ms (change +67.35%)' text
 }
+
+@test "unprofiled: a cost taken off a gap of more than 4.3 s (a long delay)" {
+	# two ops 5 s apart: the second loses 30 us of the gap, the first,
+	# with none before it, its 20 us: 5000020 - 50 us
+	cat > long.json <<-'JSON'
+	{"traceEvents": [
+	{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 1000, "dur": 5000100},
+	{"ph": "X", "cat": "cpu_op", "name": "aten::a", "pid": 1, "tid": 1, "ts": 1000, "dur": 20},
+	{"ph": "X", "cat": "cpu_op", "name": "aten::b", "pid": 1, "tid": 1, "ts": 5001000, "dur": 20}]}
+	JSON
+	kineto2graph --profiler-cost 30 long.json > l.kg
+	[ "$(csv_col l.kg simulated_ns)" = 5000020000 ]
+	[ "$(csv_col l.kg unprofiled_ns)" = 4999970000 ]
+}

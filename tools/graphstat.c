@@ -34,6 +34,7 @@
 #include "report.h"
 #include "kg.h"
 #include "psort.h"
+#include "span.h"
 #include "util.h"
 
 static const char usage[] =
@@ -307,21 +308,18 @@ view(struct section *s, const struct stask *t, size_t n, int simv, struct view *
     int64_t *expo, FILE *util, int64_t rank, int64_t iter)
 {
 	size_t i, na = 0, nb = 0, nu = 0;
-	int64_t start = INT64_MAX, end = INT64_MIN, w;
+	int64_t start, end, w;
+	struct span sp;
 
 #define TS(x) (simv ? (x)->ss : (x)->ts)
 #define TE(x) (simv ? (x)->se : (x)->te)
-	for (i = 0; i < n; i++) {
-		const struct stask *x = &t[i];
-		int stream = s->pkind[x->proc] == KG_STREAM;
-
-		if (s->pmain[x->proc] && TS(x) < start)
-			start = TS(x);
-		if ((s->pmain[x->proc] || stream) && TE(x) > end)
-			end = TE(x);
-	}
-	if (start == INT64_MAX)
+	span_init(&sp);
+	for (i = 0; i < n; i++)
+		span_add(&sp, s->pmain[t[i].proc], s->pkind[t[i].proc] == KG_STREAM, TS(&t[i]), TE(&t[i]));
+	if (!span_found(&sp))
 		return -1;
+	start = sp.start;
+	end = sp.end;
 	memset(v, 0, sizeof(*v));
 	v->start = start;
 	v->end = end;
@@ -407,20 +405,15 @@ view(struct section *s, const struct stask *t, size_t n, int simv, struct view *
 static int64_t
 unprofiled_span(const struct section *s, const struct stask *t, size_t n)
 {
-	int64_t start = INT64_MAX, end = INT64_MIN;
+	struct span sp;
 	size_t i;
 
 	if (!s->usim)
 		return -1;
-	for (i = 0; i < n; i++) {
-		const struct stask *x = &t[i];
-
-		if (s->pmain[x->proc] && x->us < start)
-			start = x->us;
-		if ((s->pmain[x->proc] || s->pkind[x->proc] == KG_STREAM) && x->ue > end)
-			end = x->ue;
-	}
-	return start == INT64_MAX ? -1 : end - start;
+	span_init(&sp);
+	for (i = 0; i < n; i++)
+		span_add(&sp, s->pmain[t[i].proc], s->pkind[t[i].proc] == KG_STREAM, t[i].us, t[i].ue);
+	return span_found(&sp) ? sp.end - sp.start : -1;
 }
 
 struct rank_kernel {
@@ -911,18 +904,7 @@ process(const struct opts *o, const char *path, FILE *util, FILE *colls, FILE *c
 				kg_cov_add(&s.cov, in.rec.cov.name[i], in.rec.cov.val[i]);
 			break;
 		case KG_R_END: {
-			int have_main = 0;
-
-			/* no main thread named for a rank: take its first thread */
-			for (size_t i = 0; i < s.np; i++) {
-				if (s.pkind[i] != KG_THREAD)
-					continue;
-				have_main = 0;
-				for (size_t q = 0; q < s.np; q++)
-					have_main |= s.pmain[q] && s.prank[q] == s.prank[i];
-				if (!have_main)
-					s.pmain[i] = 1;
-			}
+			span_default_main(s.pmain, s.pkind, s.prank, s.np);
 			if (s.n == 0)
 				s.sim = s.usim = 0;
 			if (o->critical && !o->wi->collect) {

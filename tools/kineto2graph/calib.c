@@ -8,9 +8,7 @@
  * an event (each task's `pc` its count), read back into the simulator
  * (common/sim.h), and run again for each cost tried.
  *
- * A step's span is graphstat's: from the first start of the
- * iteration's tasks on the main thread to the latest end of its tasks
- * on the main thread and on GPU streams.
+ * A step's span is graphstat's (common/span.h).
  */
 #include <errno.h>
 #include <math.h>
@@ -18,6 +16,7 @@
 #include <string.h>
 
 #include "k2g.h"
+#include "span.h"
 #include "sim.h"
 #include "util.h"
 
@@ -39,9 +38,10 @@ struct ctask {
 struct cal {
 	struct sim *s;
 	struct ctask *t;
-	int64_t *pev, *cut, *span;
+	int64_t *pev, *cut, *step;
+	struct span *sp;
 	size_t n, cap, capp;
-	uint8_t *pmain, *pstream;
+	uint8_t *pmain, *pkind;
 	size_t np;
 	const int64_t *iters;
 	int64_t *itv;
@@ -84,7 +84,8 @@ static int64_t
 median_step(struct cal *c, int64_t cost, int64_t *lo, int64_t *hi)
 {
 	size_t ni = c->niters > 0 ? c->niters : 1, i, k;
-	int64_t *a = c->span, *b = c->span + ni, *m = c->span + 2 * ni, med;
+	int64_t *m = c->step, med;
+	struct span *sp = c->sp;
 	const int64_t *ss, *se;
 
 	for (i = 0; i < c->n; i++)
@@ -94,21 +95,17 @@ median_step(struct cal *c, int64_t cost, int64_t *lo, int64_t *hi)
 	ss = sim_starts(c->s);
 	se = sim_ends(c->s);
 	for (i = 0; i < ni; i++)
-		a[i] = INT64_MAX, b[i] = INT64_MIN;
+		span_init(&sp[i]);
 	for (i = 0; i < c->n; i++) {
 		long x = iter_index(c, c->t[i].it);
 		uint32_t p = c->t[i].proc;
 
-		if (x < 0)
-			continue;
-		if (c->pmain[p] && ss[i] < a[x])
-			a[x] = ss[i];
-		if ((c->pmain[p] || c->pstream[p]) && se[i] > b[x])
-			b[x] = se[i];
+		if (x >= 0)
+			span_add(&sp[x], c->pmain[p], c->pkind[p] == KG_STREAM, ss[i], se[i]);
 	}
 	for (i = k = 0; i < ni; i++)
-		if (a[i] != INT64_MAX && b[i] > a[i])
-			m[k++] = b[i] - a[i];
+		if (span_found(&sp[i]) && sp[i].end > sp[i].start)
+			m[k++] = sp[i].end - sp[i].start;
 	if (k == 0)
 		return -1;
 	qsort(m, k, sizeof(*m), cmp_i64p);
@@ -187,7 +184,7 @@ load(struct cal *c, FILE *fp, char *err, size_t errlen)
 {
 	struct kg_reader r;
 	struct kg_rec rec;
-	int t, rc = -1, main_seen = 0;
+	int t, rc = -1;
 
 	kg_reader_init(&r, fp);
 	r.no_ahead = 1;
@@ -202,10 +199,9 @@ load(struct cal *c, FILE *fp, char *err, size_t errlen)
 			qsort(c->itv, c->niters, sizeof(*c->itv), cmp_i64p);
 		} else if (t == KG_R_PROC) {
 			grow(&c->pmain, &c->capp, c->np + 1, 1);
-			c->pstream = xrealloc(c->pstream, c->capp);
+			c->pkind = xrealloc(c->pkind, c->capp);
 			c->pmain[c->np] = (uint8_t)rec.proc.main;
-			c->pstream[c->np] = rec.proc.kind == KG_STREAM;
-			main_seen |= rec.proc.main;
+			c->pkind[c->np] = (uint8_t)rec.proc.kind;
 			c->np++;
 			sim_proc(c->s, &rec.proc);
 		} else if (t == KG_R_TASK) {
@@ -227,20 +223,13 @@ load(struct cal *c, FILE *fp, char *err, size_t errlen)
 	}
 	if (t < 0)
 		snprintf(err, errlen, "the graph read back: %s", r.err);
-	if (rc == 0 && !main_seen) {
-		/* no main thread named: the first thread, as graphstat takes it */
-		size_t i;
-
-		for (i = 0; i < c->np && !c->pmain[i]; i++)
-			if (!c->pstream[i]) {
-				c->pmain[i] = 1;
-				break;
-			}
-	}
+	if (rc == 0)
+		span_default_main(c->pmain, c->pkind, NULL, c->np);
 	kg_rec_release(&rec);
 	kg_reader_release(&r);
 	c->cut = xmalloc((c->n + 1) * sizeof(*c->cut));
-	c->span = xmalloc(3 * (c->niters + 1) * sizeof(*c->span));
+	c->step = xmalloc((c->niters + 1) * sizeof(*c->step));
+	c->sp = xmalloc((c->niters + 1) * sizeof(*c->sp));
 	return rc;
 }
 
@@ -309,7 +298,7 @@ out:
 	kg_cov_release(&cov);
 	if (c.s != NULL)
 		sim_free(c.s);
-	free(c.t), free(c.pev), free(c.cut), free(c.span), free(c.pmain), free(c.pstream);
+	free(c.t), free(c.pev), free(c.cut), free(c.step), free(c.sp), free(c.pmain), free(c.pkind);
 	free(c.itv);
 	fclose(fp);
 	return rc;

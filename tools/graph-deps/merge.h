@@ -28,6 +28,7 @@ int merge_run(char **paths, int n, const char *output, int verbose);
 /* the job's tools entry, and what gout_close names */
 #define PRODUCER "graph-deps " KG_VERSION
 
+/* A rank: its section's header, its counts, its frames held for the second pass. */
 struct rank {
 	int64_t rank, world, tbase, clk;
 	char *gpu;               /* the header's (1.5), owned; "" if unknown */
@@ -73,6 +74,7 @@ struct i64map {
 	size_t cap, n; /* cap: a power of two, or 0 */
 };
 
+/* The job: every rank's, as the first pass took them into it; one owner, merge_run. */
 struct job {
 	struct intern str;
 	struct i64map rkmap, itmap; /* the ranks (to their index) and iterations taken */
@@ -91,14 +93,17 @@ struct job {
 	size_t nre, capre;
 };
 
+/* A rank's string id as the job's (KG_NONE, or one past its strings: KG_NONE). */
 static inline uint32_t
 remap(const uint32_t *smap, size_t n, uint32_t id)
 {
 	return id == KG_NONE || id >= n ? KG_NONE : smap[id];
 }
 
-/* read.c: the first pass, every input read and taken into j in input
- * order; 1 after telling what stops the merge */
+/*
+ * read.c: the first pass, every input read and taken into j in input
+ * order; 1 after telling what stops the merge
+ */
 int read_inputs(struct job *j, char **paths, int n);
 void i64map_release(struct i64map *m);
 

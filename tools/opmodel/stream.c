@@ -230,23 +230,22 @@ feed_run(void *arg)
 }
 
 /*
- * What kineto2graph said on its standard error, each line as this
- * program's: its name for the input it read ("-") is path.
+ * What kineto2graph said on its standard error (e[0..n), read whole),
+ * each line as this program's: its name for the input it read ("-") is
+ * path. Where it said nothing, how it ended.
  */
 static void
-relay(FILE *e, const char *path, const char *k2g, int st)
+relay(char *e, size_t n, const char *path, const char *k2g, int st)
 {
 	static const char pre[] = "kineto2graph: ";
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
+	char *m, *nl;
 	int said = 0;
 
-	while ((n = getline(&line, &cap, e)) > 0) {
-		char *m = line;
-
-		if (line[n - 1] == '\n')
-			line[n - 1] = '\0';
+	for (m = e; m < e + n; m = nl + 1) {
+		nl = memchr(m, '\n', (size_t)(e + n - m));
+		if (nl == NULL)
+			nl = e + n;
+		*nl = '\0';
 		if (strncmp(m, pre, sizeof(pre) - 1) == 0)
 			m += sizeof(pre) - 1;
 		if (strncmp(m, "-: ", 3) == 0)
@@ -255,7 +254,6 @@ relay(FILE *e, const char *path, const char *k2g, int st)
 			errmsg("%s", m);
 		said = 1;
 	}
-	free(line);
 	if (!said && WIFSIGNALED(st))
 		errmsg("%s: %s: %s", path, k2g, strsignal(WTERMSIG(st)));
 	else if (!said)
@@ -282,6 +280,8 @@ read_trace(struct calls *cs, const char *path, FILE *in, const struct src *src,
 	struct kg_reader r;
 	pthread_t th;
 	FILE *out, *err;
+	char buf[4096], *ebuf = NULL;
+	size_t k, ne = 0;
 	pid_t pid;
 	int rc = -1, e, st, i;
 
@@ -329,6 +329,14 @@ read_trace(struct calls *cs, const char *path, FILE *in, const struct src *src,
 		kg_reader_release(&r);
 	}
 	fclose(out); /* a kineto2graph still writing ends on SIGPIPE */
+	/* its standard error to its end before the feed is waited for: it
+	 * never waits on a full pipe there while the feed waits on it */
+	while ((k = fread(buf, 1, sizeof(buf), err)) > 0) {
+		ebuf = xrealloc(ebuf, ne + k + 1);
+		memcpy(ebuf + ne, buf, k);
+		ne += k;
+	}
+	fclose(err);
 	if (e == 0)
 		pthread_join(th, NULL);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
@@ -339,12 +347,12 @@ read_trace(struct calls *cs, const char *path, FILE *in, const struct src *src,
 		rc = 1;
 	} else if (rc < 0 || (rc == 0 && st != 0)) {
 		if (st != 0)
-			relay(err, path, k2g, st);
+			relay(ebuf, ne, path, k2g, st);
 		else
 			errmsg("%s: %s: %s", path, k2g, rerr);
 		rc = 1;
 	}
-	fclose(err);
+	free(ebuf);
 out:
 	for (i = 0; i < 6; i++)
 		if (fd[i] >= 0)

@@ -152,8 +152,6 @@ instance(struct tg_job *J, int g, uint32_t k, int n, int kind, int64_t bytes, in
 		grow(&J->inst, &J->capinst, J->ninst + 1, sizeof(*J->inst));
 	in = &J->inst[J->ninst];
 	in->n = (uint16_t)n;
-	in->arrived = 0;
-	in->tmax = in->end = TG_UNSET;
 	in->xfer = model_coll(&J->c.hw, kind, bytes, n, internode, &proto);
 	f = 1.0 + 0.03 * tg_gauss(tg_hash(J->c.seed ^ 0xc011ec7ULL, (uint64_t)g, k));
 	in->xfer = (int64_t)(in->xfer * f);

@@ -7,9 +7,10 @@
  * calls) and runs it twice: once to record what the simulation needs
  * (the GPU ops of each rank with their durations, the dependencies
  * between them and the calls that block the host), once per written
- * rank to emit the trace. sim.c places every GPU op of every rank and
- * ends every blocking call, collectives ending together on all their
- * participants. emit.c writes gzip-compressed JSON.
+ * rank to emit the trace. jobsim.c places every GPU op of every rank and
+ * ends every blocking call with graphsim's simulator (common/sim.h),
+ * collectives ending together on all their participants. emit.c writes
+ * gzip-compressed JSON.
  *
  * The timing model (hw.c, model.c) is tracegen's own: the ground truth of
  * the traces. No other tool may include this header or link these files;
@@ -82,8 +83,9 @@ enum { P_LL, P_LL128, P_SIMPLE };
 /*
  * A GPU op of one rank, numbered in launch order. `ready` is the time it
  * may start on an idle stream (its launch call's end plus the launch
- * latency): host-local while recording, the job's clock once launched in
- * the simulation. A collective's end comes from its instance.
+ * latency), host-local: the simulation adds the shift of the blocking
+ * calls before its launch. A collective's ops all end at the last
+ * arrival plus its instance's transfer.
  */
 struct gop {
 	int64_t ready, dur;
@@ -94,7 +96,6 @@ struct gop {
 	int32_t egap;        /* ... from the end of an op it waits for (event) */
 	uint16_t ndep;
 	uint8_t stream;
-	uint8_t reg;         /* arrival registered with its instance */
 };
 
 /*
@@ -127,8 +128,8 @@ struct tg_rank {
 
 /* One collective (or one send/recv pair), as all its participants see it. */
 struct inst {
-	int64_t tmax, end, xfer;
-	uint16_t n, arrived;
+	int64_t xfer;
+	uint16_t n;          /* participants */
 	uint8_t proto, kind;
 };
 
@@ -186,11 +187,12 @@ void job_release(struct tg_job *J);
 /* The record pass over every rank. */
 void job_record(struct tg_job *J);
 struct jw;
-/* The emit pass of one rank into w (after sim_run). */
+/* The emit pass of one rank into w (after job_sim). */
 void job_emit(struct tg_job *J, int rank, struct jw *w);
 
-/* sim.c: place every GPU op and end every blocking call. -1 on a deadlock. */
-int sim_run(struct tg_job *J, char *err, size_t errlen);
+/* jobsim.c: place every GPU op and end every blocking call (after
+ * job_record). -1 with err set on a deadlock (a bug in job.c). */
+int job_sim(struct tg_job *J, char *err, size_t errlen);
 
 /*
  * emit.c: a JSON writer into a gzip file. Text goes into a growable

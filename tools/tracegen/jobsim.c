@@ -16,11 +16,12 @@
  * (an event) plus the longer gap after an event. A collective's ops, one
  * a participant, are joined by `rank` edges: each holds its stream from
  * its arrival and all end at the last arrival plus the transfer (their
- * duration). What tracegen's own simulator placed by passes over the
- * ranks until nothing moved, these times, to the nanosecond.
+ * duration). These are, to the nanosecond, the times tracegen's own
+ * simulator found before (passes over the ranks until nothing moved):
+ * the traces are the same bytes.
  *
  * This file only builds the section and reads the times back; the
- * record is job.c's, the waiting is sim.c's.
+ * record is job.c's, the waiting is common/sim.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +66,7 @@ add_edge(struct sim *s, uint32_t src, uint32_t dst, int kind, int64_t delay)
 /*
  * After a failed run, what tracegen's own simulation said of a job that
  * deadlocks: the first rank with a blocking call or a stream's op that
- * never ended (a bug in job.c).
+ * never ended (a bug in the program).
  */
 static void
 deadlock(const struct tg_job *J, const struct sim *s, const struct rtask *rt, char *err,

@@ -2,10 +2,10 @@
  * tracegen's private parts: synthetic Kineto traces of a Megatron-style
  * GPT training job, one file per rank.
  *
- * A job is generated in three steps. job.c holds the program every rank
+ * A job is generated in three steps. job.c runs the program every rank
  * runs (the host's ops, launches, event records and waits, blocking
- * calls) and runs it twice: once to record what the simulation needs
- * (the GPU ops of each rank with their durations, the dependencies
+ * calls; the generator below) twice: once to record what the simulation
+ * needs (the GPU ops of each rank with their durations, the dependencies
  * between them and the calls that block the host), once per written
  * rank to emit the trace. jobsim.c places every GPU op of every rank and
  * ends every blocking call with graphsim's simulator (common/sim.h),
@@ -136,7 +136,7 @@ struct inst {
 /* A data-parallel gradient bucket of a pipeline stage. */
 struct bucket {
 	int64_t numel;
-	int after;   /* launched after the backward of this item (see job.c) */
+	int after;   /* launched after the backward of this item (see layers.c) */
 };
 
 /* The job: configuration, derived sizes, and every rank's record. */
@@ -155,7 +155,7 @@ struct tg_job {
 	/* Buckets per stage. */
 	struct bucket **bk;
 	int *nbk;
-	/* Kernel templates (job.c). */
+	/* Kernel templates (kernels.c). */
 	struct kt *kt;
 	int nkt;
 	struct ot *ot;
@@ -192,7 +192,7 @@ void job_emit(struct tg_job *J, int rank, struct jw *w);
 /* The program job.c runs is below (the generator). */
 
 /* jobsim.c: place every GPU op and end every blocking call (after
- * job_record). -1 with err set on a deadlock (a bug in job.c). */
+ * job_record). -1 with err set on a deadlock (a bug in the program). */
 int job_sim(struct tg_job *J, char *err, size_t errlen);
 
 /*

@@ -13,7 +13,7 @@
  *
  * How a dimension is told apart (the roles) is in rules.c and in
  * graph-scale-hidden(1); the traced sizes are found in find.c; the times
- * in time.c.
+ * in time.c; the table of (operator, dims) pairs is pairs.c's.
  *
  * State: one section at a time, held whole (common/graph.h), with a
  * table of its distinct (operator, dims) pairs and their new dims.
@@ -64,87 +64,6 @@ static const char help[] =
     "Without --model, GEMMs and attention scale by FLOPs and the rest by bytes.\n"
     "With no FILE, or FILE -, read standard input. See graph-scale-hidden(1).\n";
 
-static uint64_t
-pkey(uint32_t op, uint32_t sh)
-{
-	uint64_t k = ((uint64_t)op << 32 | sh) * 0x9E3779B97F4A7C15ull;
-
-	return k ^ (k >> 29);
-}
-
-static struct pair *
-pairs_get(struct pairs *ps, uint32_t op, uint32_t sh, int *isnew)
-{
-	size_t i;
-
-	if (2 * (ps->n + 1) > ps->nslot) {
-		size_t ns = ps->nslot ? 2 * ps->nslot : 256, k;
-
-		free(ps->slot);
-		ps->slot = xcalloc(ns, sizeof(*ps->slot));
-		ps->nslot = ns;
-		for (k = 0; k < ps->n; k++) {
-			i = pkey(ps->p[k].op, ps->p[k].sh) & (ns - 1);
-			while (ps->slot[i])
-				i = (i + 1) & (ns - 1);
-			ps->slot[i] = (uint32_t)k + 1;
-		}
-	}
-	i = pkey(op, sh) & (ps->nslot - 1);
-	while (ps->slot[i]) {
-		struct pair *p = &ps->p[ps->slot[i] - 1];
-
-		if (p->op == op && p->sh == sh) {
-			*isnew = 0;
-			return p;
-		}
-		i = (i + 1) & (ps->nslot - 1);
-	}
-	{
-		struct pair p = { op, sh, sh, 0, NULL };
-
-		VEC_PUSH(ps->p, ps->n, ps->cap, p);
-	}
-	ps->slot[i] = (uint32_t)ps->n;
-	*isnew = 1;
-	return &ps->p[ps->n - 1];
-}
-
-static void
-pairs_release(struct pairs *ps)
-{
-	size_t i;
-
-	for (i = 0; i < ps->n; i++)
-		free(ps->p[i].text);
-	free(ps->p);
-	free(ps->slot);
-	memset(ps, 0, sizeof(*ps));
-}
-
-/* The operator a task's dims belong to: a CPU op's own name, else its op. */
-static uint32_t
-task_op(const struct kg_task *t)
-{
-	return t->kind == KG_CPU ? t->name : t->op;
-}
-
-/* Every (operator, dims) pair of the section, with its count of tasks. */
-static void
-collect(const struct graph *g, struct pairs *ps)
-{
-	size_t i;
-
-	for (i = 0; i < g->ntask; i++) {
-		const struct kg_task *t = &g->task[i];
-		uint32_t op = task_op(t);
-		int isnew;
-
-		if (t->shapes != KG_NONE && op != KG_NONE)
-			pairs_get(ps, op, t->shapes, &isnew)->n++;
-	}
-}
-
 /* The new dims of every pair; the new strings go to rs. */
 static void
 reshape_all(const struct kg_reader *r, const struct hid_sizes *a, const struct hid_sizes *b,
@@ -159,18 +78,6 @@ reshape_all(const struct kg_reader *r, const struct hid_sizes *a, const struct h
 		if (p->text != NULL)
 			p->nsh = rs_strs_id(rs, p->text);
 	}
-}
-
-/* The new dims text of a task's (operator, dims), or NULL: unchanged. */
-const struct pair *
-hid_pair_of(struct pairs *ps, const struct kg_task *t)
-{
-	int isnew;
-	uint32_t op = task_op(t);
-
-	if (t->shapes == KG_NONE || op == KG_NONE)
-		return NULL;
-	return pairs_get(ps, op, t->shapes, &isnew);
 }
 
 /*
@@ -271,7 +178,7 @@ scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const ch
 	memset(&ps, 0, sizeof(ps));
 	memset(&cn, 0, sizeof(cn));
 	rs_strs_init(&rs, g->nstr);
-	collect(g, &ps);
+	hid_pairs_collect(g, &ps);
 	{
 		struct hid_op *ho = xmalloc((ps.n + 1) * sizeof(*ho));
 		size_t i;
@@ -367,7 +274,7 @@ scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const ch
 	}
 	rc = 0;
 out:
-	pairs_release(&ps);
+	hid_pairs_release(&ps);
 	rs_strs_release(&rs);
 	return rc;
 }

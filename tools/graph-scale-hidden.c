@@ -19,7 +19,6 @@
  * table of its distinct (operator, dims) pairs and their new dims.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +34,7 @@
 #include "pgroup.h"
 #include "reshape.h"
 #include "util.h"
+#include "whatif.h"
 
 #define PRODUCER "graph-scale-hidden " KG_VERSION
 
@@ -63,6 +63,18 @@ static const char help[] =
     "\n"
     "Without --model, GEMMs and attention scale by FLOPs and the rest by bytes.\n"
     "With no FILE, or FILE -, read standard input. See graph-scale-hidden(1).\n";
+
+/* The tool's own options; whatif.h reads the others. */
+static const struct option own[] = {
+	{ "ffn", required_argument, NULL, 'f' },
+	{ "heads", required_argument, NULL, 'n' },
+	{ "model", required_argument, NULL, 'M' },
+	{ "from", required_argument, NULL, 'F' },
+	{ "from-hidden", required_argument, NULL, 'H' },
+	{ "from-ffn", required_argument, NULL, 'G' },
+	{ "from-heads", required_argument, NULL, 'N' },
+	{ NULL, 0, NULL, 0 }
+};
 
 /* The new dims of every pair; the new strings go to rs. */
 static void
@@ -162,9 +174,10 @@ scale_memory(struct graph *g, const struct kg_reader *r, struct pairs *ps, doubl
 }
 
 static int
-scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const char *name,
-    int index, struct gout *out)
+scale(void *arg, struct graph *g, const struct kg_reader *r, const char *name, int index,
+    struct gout *out)
 {
+	const struct opts *o = arg;
 	struct hid_sizes a, b;
 	struct pairs ps;
 	struct rs_strs rs;
@@ -279,37 +292,6 @@ out:
 	return rc;
 }
 
-static int
-process(const struct opts *o, const char *path, struct gout *out)
-{
-	struct gin in;
-	struct graph g;
-	int t, rc = 0, index = 0;
-
-	if (gin_open(&in, path) < 0)
-		return 1;
-	graph_init(&g);
-	while (rc == 0 && (t = gin_read(&in)) > 0)
-		if (graph_take(&g, t, &in.rec))
-			rc = scale(o, &g, &in.r, in.name, index++, out);
-	if (t < 0 && rc == 0)
-		rc = 1;
-	graph_release(&g);
-	gin_close(&in);
-	return rc;
-}
-
-static int
-load(const char *path, struct om_model *m)
-{
-	char err[256];
-	int rc = om_load_path(m, path, err, sizeof(err));
-
-	if (rc < 0)
-		errmsg("%s: %s", path, err);
-	return rc;
-}
-
 static int64_t
 size_arg(const char *what, const char *s)
 {
@@ -325,32 +307,16 @@ size_arg(const char *what, const char *s)
 int
 main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "ffn", required_argument, NULL, 'f' },
-		{ "heads", required_argument, NULL, 'n' },
-		{ "model", required_argument, NULL, 'M' },
-		{ "from", required_argument, NULL, 'F' },
-		{ "from-hidden", required_argument, NULL, 'H' },
-		{ "from-ffn", required_argument, NULL, 'G' },
-		{ "from-heads", required_argument, NULL, 'N' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
-	const char *output = NULL;
 	struct opts o;
-	struct gout g;
-	int c, i, rc = 0;
+	struct whatif_tool w = {
+		.own = own,
+		.name = "graph-scale-hidden", .usage = usage, .help = help, .producer = PRODUCER,
+	};
+	int c, rc;
 
-	cli_init("graph-scale-hidden");
 	memset(&o, 0, sizeof(o));
-	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+	while ((c = whatif_getopt(&w, argc, argv)) != -1) {
 		switch (c) {
-		case 'o':
-			output = optarg;
-			break;
 		case 'f':
 			o.ffn = size_arg("--ffn", optarg);
 			break;
@@ -372,53 +338,17 @@ main(int argc, char **argv)
 		case 'N':
 			o.from.heads = size_arg("--from-heads", optarg);
 			break;
-		case 'q':
-			quiet = 1;
-			break;
-		case 'h':
-			printf("usage: %s\n\n%s", usage, help);
-			return close_stdout();
-		case 'V':
-			version_exit();
-		default:
-			usage_exit(usage);
 		}
 	}
-	argc -= optind;
-	argv += optind;
-	if (argc < 1) {
-		errmsg("missing the hidden size H");
-		usage_exit(usage);
-	}
-	if (parse_i64(argv[0], 1, (int64_t)1 << 30, &o.h) < 0) {
-		errmsg("invalid hidden size '%s' (a positive integer)", argv[0]);
-		usage_exit(usage);
-	}
+	whatif_number(&w, &o.h, (int64_t)1 << 30, "the hidden size H", "hidden size",
+	    " (a positive integer)");
 	if (o.frommodel != NULL && o.model == NULL) {
 		errmsg("--from needs --model (the GPU to predict)");
 		usage_exit(usage);
 	}
-	argc--;
-	argv++;
-	if (o.model != NULL && load(o.model, &o.to) < 0)
+	if (whatif_models(o.model, o.frommodel, &o.to, &o.src, &o.have_to, &o.have_src) != 0)
 		return 1;
-	o.have_to = o.model != NULL;
-	if (o.frommodel != NULL) {
-		if (load(o.frommodel, &o.src) < 0) {
-			om_model_release(&o.to);
-			return 1;
-		}
-		o.have_src = 1;
-	}
-	if (gout_open(&g, output, KG_LEVEL) < 0) {
-		rc = 1;
-	} else {
-		if (argc == 0)
-			rc = process(&o, NULL, &g);
-		for (i = 0; i < argc && rc == 0; i++)
-			rc = process(&o, argv[i], &g);
-		rc = gout_close(&g, rc, PRODUCER);
-	}
+	rc = whatif_run_graphs(&w, scale, &o);
 	if (o.have_to)
 		om_model_release(&o.to);
 	if (o.have_src)

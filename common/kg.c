@@ -1,11 +1,11 @@
 /*
  * kg: what the graph stream's writer and reader share (kg.h is the
- * interface; kg_int.h what the codec's files share among themselves).
- * The names of the enums a stream spells out, a task and an edge at
- * their defaults, the coverage map, and the one way an error is put
- * into an `err` buffer. The writer is kgwrite.c; the reader kgread.c
- * (its buffer and kg_read), kgdecode.c (a record decoded where it lies:
- * tasks and edges) and kgrecords.c (the records around them).
+ * interface; kg_int.h what the codec's files share among themselves):
+ * the names of the enums a stream spells out, the coverage map, and the
+ * one way an error is put into an `err` buffer. The writer is
+ * kgwrite.c; the reader is kgread.c (its buffer and kg_read),
+ * kgdecode.c (a record decoded where it lies: tasks and edges) and
+ * kgrecords.c (the records around them).
  */
 #include "kg.h"
 
@@ -42,38 +42,6 @@ kg_seterr(char *err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, 256, fmt, ap);
 	va_end(ap);
-}
-
-/*
- * Field by field: the reader starts every task from here, and a memset
- * of the struct first (a string instruction) costs more than the stores.
- */
-void
-kg_task_init(struct kg_task *t)
-{
-	t->id = 0;
-	t->proc = t->name = KG_NONE;
-	t->kind = 0;
-	t->dur = t->ts = 0;
-	t->odur = t->iter = t->corr = -1;
-	t->op = t->shapes = t->itypes = t->ocall = KG_NONE;
-	t->bytes = 0;
-	t->coll = 0;
-	t->gsize = t->seq = -1;
-	t->pg = t->pgr = t->dtype = KG_NONE;
-	t->phase = 0;
-	t->mb = t->layer = t->stage = -1;
-	t->mpeak = t->mrpeak = -1;
-	t->mnet = 0;
-	t->mexc = -1;
-	t->prof = 0;
-}
-
-void
-kg_edge_init(struct kg_edge *e)
-{
-	memset(e, 0, sizeof(*e));
-	e->on = e->via = e->at = KG_NONE;
 }
 
 void

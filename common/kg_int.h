@@ -1,13 +1,16 @@
 /*
  * kg_int: what the graph-stream codec's files share, private to them
- * (kg.h is the interface): kg.c the names and records both sides use,
- * kgwrite.c the writer, kgread.c the reader's buffer and kg_read,
- * kgdecode.c a record decoded where it lies (tasks and edges, on a fast
- * path and a general one), kgrecords.c the decoders of the records
- * around them (header, str, proc, cov, sim, end).
+ * (kg.h is the interface): kg.c the names and the coverage map both
+ * sides use, kgwrite.c the writer, kgread.c the reader's buffer and
+ * kg_read, kgdecode.c a record decoded where it lies (tasks and edges,
+ * on a fast path and a general one), kgrecords.c the decoders of the
+ * records around them (header, str, proc, cov, sim, end).
  *
- * The helpers below that a task or an edge passes through are static
- * inline: the decoder is the hot path of every tool that reads a graph.
+ * The decoder's helpers (the cursor, struct dec, and what reads a value
+ * at it or checks one) are static inline here, as they were static in
+ * the one file the codec was: a task or an edge passes through most of
+ * them, and the decoder is the hot path of every tool that reads a
+ * graph. No function here prints or exits.
  */
 #ifndef KG_KG_INT_H
 #define KG_KG_INT_H
@@ -60,13 +63,16 @@ struct dec {
 
 /* Decode the record at the cursor; its type, or -1 (kgdecode.c). */
 int kg_dec_record(struct dec *d, struct kg_rec *rec);
-/* The records other than tasks and edges (kgrecords.c): 0 or -1. */
+/*
+ * The records other than tasks and edges (kgrecords.c), their npairs
+ * pairs after the type into rec: 0 or -1.
+ */
 int kg_dec_header(struct dec *d, uint32_t npairs, struct kg_header *h);
-int kg_dec_str(struct dec *d, uint32_t npairs, uint32_t *idp);
-int kg_dec_proc(struct dec *d, uint32_t npairs, struct kg_proc *p);
-int kg_dec_cov(struct dec *d, uint32_t npairs, struct kg_cov *c);
-int kg_dec_sim(struct dec *d, uint32_t npairs, struct kg_sim *s);
-int kg_dec_end(struct dec *d, uint32_t npairs);
+int kg_dec_str(struct dec *d, uint32_t npairs, struct kg_rec *rec);
+int kg_dec_proc(struct dec *d, uint32_t npairs, struct kg_rec *rec);
+int kg_dec_cov(struct dec *d, uint32_t npairs, struct kg_rec *rec);
+int kg_dec_sim(struct dec *d, uint32_t npairs, struct kg_rec *rec);
+int kg_dec_end(struct dec *d, uint32_t npairs, struct kg_rec *rec);
 
 static inline int
 fielderr(struct dec *d, const char *key, const char *what)
@@ -187,28 +193,32 @@ fast_id(const unsigned char *p, uint32_t *v)
 	return q;
 }
 
+/* An integer (an id) at the cursor: the fast path's read where its bytes are in hand. */
 static inline int
 get_i64(struct dec *d, const char *key, int64_t *v)
 {
-	const unsigned char *q;
+	const unsigned char *q = d->c.end - d->c.p >= INT_ROOM ? fast_i64(d->c.p, v) : NULL;
 
-	if (d->c.end - d->c.p >= INT_ROOM && (q = fast_i64(d->c.p, v)) != NULL) {
-		d->c.p = q;
-		return 0;
-	}
-	return get_i64_slow(d, key, v);
+	return q != NULL ? (d->c.p = q, 0) : get_i64_slow(d, key, v);
 }
 
 static inline int
 get_u32(struct dec *d, const char *key, uint32_t *v)
 {
-	const unsigned char *q;
+	const unsigned char *q = d->c.end - d->c.p >= INT_ROOM ? fast_id(d->c.p, v) : NULL;
 
-	if (d->c.end - d->c.p >= INT_ROOM && (q = fast_id(d->c.p, v)) != NULL) {
-		d->c.p = q;
-		return 0;
-	}
-	return get_u32_slow(d, key, v);
+	return q != NULL ? (d->c.p = q, 0) : get_u32_slow(d, key, v);
+}
+
+/* The next value, which must be of MessagePack type `type` (what: its name, for the error). */
+static inline int
+get_of(struct dec *d, const char *key, int type, const char *what, struct mp_val *x)
+{
+	if (mp_next(&d->c, x) < 0)
+		return -1;
+	if (x->type != type)
+		return fielderr(d, key, what);
+	return 0;
 }
 
 static inline int
@@ -216,10 +226,8 @@ get_str(struct dec *d, const char *key, const char **s, size_t *len)
 {
 	struct mp_val x;
 
-	if (mp_next(&d->c, &x) < 0)
+	if (get_of(d, key, MP_STR, "a string", &x) < 0)
 		return -1;
-	if (x.type != MP_STR)
-		return fielderr(d, key, "a string");
 	*s = x.s;
 	*len = x.n;
 	return 0;
@@ -361,6 +369,8 @@ required(struct dec *d, int have, const char *const *keys, int n)
 {
 	int i;
 
+	if ((~have & ((1 << n) - 1)) == 0)
+		return 0;
 	for (i = 0; i < n; i++)
 		if (!(have & 1 << i))
 			return missing(d, keys[i]);

@@ -108,6 +108,39 @@ fast_key(const unsigned char *p)
 }
 
 /*
+ * Field by field: the reader starts every task from here, and a memset
+ * of the struct first (a string instruction) costs more than the stores.
+ * Here, beside the decoder, which inlines them.
+ */
+void
+kg_task_init(struct kg_task *t)
+{
+	t->id = 0;
+	t->proc = t->name = KG_NONE;
+	t->kind = 0;
+	t->dur = t->ts = 0;
+	t->odur = t->iter = t->corr = -1;
+	t->op = t->shapes = t->itypes = t->ocall = KG_NONE;
+	t->bytes = 0;
+	t->coll = 0;
+	t->gsize = t->seq = -1;
+	t->pg = t->pgr = t->dtype = KG_NONE;
+	t->phase = 0;
+	t->mb = t->layer = t->stage = -1;
+	t->mpeak = t->mrpeak = -1;
+	t->mnet = 0;
+	t->mexc = -1;
+	t->prof = 0;
+}
+
+void
+kg_edge_init(struct kg_edge *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->on = e->via = e->at = KG_NONE;
+}
+
+/*
  * A task's or an edge's fields, one list for both paths. The fast path
  * (fast) reads a value at q, where bytes enough for any value the
  * writers put there are in hand (FAST_ROOM), and gives NULL for any it
@@ -219,10 +252,8 @@ task_field(struct dec *d, uint64_t kc, const unsigned char *q, int fast, struct 
 	case KC2('m', 'x'):
 		return val_i64(d, q, fast, "mx", &t->mexc);
 	case KC2('b', 'y'): /* on the general path only */
-		if (fast || mp_next(&d->c, &x) < 0)
+		if (fast || get_of(d, "by", MP_UINT, "an integer", &x) < 0)
 			return NULL;
-		if (x.type != MP_UINT)
-			return fielderr(d, "by", "an integer"), NULL;
 		t->bytes = x.u;
 		return d->c.p;
 	default:
@@ -264,10 +295,8 @@ edge_field(struct dec *d, uint64_t kc, const unsigned char *q, int fast, struct 
 			e->graph = *q == 0xc3;
 			return q + 1;
 		}
-		if (mp_next(&d->c, &x) < 0)
+		if (get_of(d, "gl", MP_BOOL, "a boolean", &x) < 0)
 			return NULL;
-		if (x.type != MP_BOOL)
-			return fielderr(d, "gl", "a boolean"), NULL;
 		e->graph = x.b;
 		return d->c.p;
 	default:
@@ -458,10 +487,17 @@ dec_type(struct dec *d, const char **type, size_t *tlen, uint32_t *npairs)
 int
 kg_dec_record(struct dec *d, struct kg_rec *rec)
 {
+	/* the records of a section other than tasks and edges */
+	static const char *const other[] = { "str", "proc", "cov", "sim", "end" };
+	static const int other_type[] = { KG_R_STR, KG_R_PROC, KG_R_COV, KG_R_SIM, KG_R_END };
+	static int (*const dec_other[])(struct dec *, uint32_t, struct kg_rec *) = {
+		kg_dec_str, kg_dec_proc, kg_dec_cov, kg_dec_sim, kg_dec_end
+	};
 	struct kg_reader *r = d->r;
 	const char *type;
 	size_t tlen;
 	uint32_t n;
+	int i;
 
 	if (dec_type(d, &type, &tlen, &n) < 0)
 		return -1;
@@ -497,21 +533,10 @@ kg_dec_record(struct dec *d, struct kg_rec *rec)
 		kg_seterr(r->err, "record %llu: expected a header", (unsigned long long)r->nrec + 1);
 		return -1;
 	}
-	if (TYPEIS("task"))
-		return dec_task(d, n, &rec->task) < 0 ? -1 : KG_R_TASK;
-	if (TYPEIS("edge"))
-		return dec_edge(d, n, &rec->edge) < 0 ? -1 : KG_R_EDGE;
-	if (TYPEIS("str"))
-		return kg_dec_str(d, n, &rec->str_id) < 0 ? -1 : KG_R_STR;
-	if (TYPEIS("proc"))
-		return kg_dec_proc(d, n, &rec->proc) < 0 ? -1 : KG_R_PROC;
-	if (TYPEIS("cov"))
-		return kg_dec_cov(d, n, &rec->cov) < 0 ? -1 : KG_R_COV;
-	if (TYPEIS("sim"))
-		return kg_dec_sim(d, n, &rec->sim) < 0 ? -1 : KG_R_SIM;
-	if (TYPEIS("end"))
-		return kg_dec_end(d, n) < 0 ? -1 : KG_R_END;
 #undef TYPEIS
+	/* (a task or an edge, in a section, was decoded above) */
+	if ((i = lookup(other, 5, type, tlen)) >= 0)
+		return dec_other[i](d, n, rec) < 0 ? -1 : other_type[i];
 	/* Unknown: it must still be well formed. */
 	while (n-- > 0)
 		if (mp_skip(&d->c) < 0 || mp_skip(&d->c) < 0)

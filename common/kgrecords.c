@@ -72,7 +72,12 @@ get_copy(struct dec *d, const char *key, char **to)
 int
 kg_dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 {
+	/* the plain integers, and the strings the reader keeps */
+	static const char *const ikeys[] = { "rank", "world", "gpu_mem", "gpu_sms" };
+	static const char *const skeys[] = { "producer", "source", "gpu", "failed" };
 	struct kg_reader *r = d->r;
+	int64_t *ints[] = { &h->rank, &h->world, &h->gpu_mem, &h->gpu_sms };
+	char **strs[] = { &r->producer, &r->source, &r->gpu, &r->failed };
 	struct mp_val k, x;
 	uint32_t i, j;
 	int have_format = 0, have_major = 0, have_unit = 0;
@@ -90,9 +95,17 @@ kg_dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 	h->pcal = "";
 	h->pcost = h->ustep = -1;
 	for (i = 0; i < npairs; i++) {
+		int at;
+
 		if (get_key(d, &k) < 0)
 			return -1;
-		if (MP_IS(&k, "format")) {
+		if ((at = lookup(ikeys, 4, k.s, k.n)) >= 0) {
+			if (get_i64(d, ikeys[at], ints[at]) < 0)
+				return -1;
+		} else if ((at = lookup(skeys, 4, k.s, k.n)) >= 0) {
+			if (get_copy(d, skeys[at], strs[at]) < 0)
+				return -1;
+		} else if (MP_IS(&k, "format")) {
 			if (get_str(d, "format", &s, &len) < 0)
 				return -1;
 			if (len != strlen(KG_FORMAT) || memcmp(s, KG_FORMAT, len) != 0) {
@@ -115,15 +128,6 @@ kg_dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 			if (get_i64(d, "minor", &v) < 0)
 				return -1;
 			h->minor = (uint32_t)v;
-		} else if (MP_IS(&k, "producer")) {
-			if (get_copy(d, "producer", &r->producer) < 0)
-				return -1;
-		} else if (MP_IS(&k, "source")) {
-			if (get_copy(d, "source", &r->source) < 0)
-				return -1;
-		} else if (MP_IS(&k, "gpu")) {
-			if (get_copy(d, "gpu", &r->gpu) < 0)
-				return -1;
 		} else if (MP_IS(&k, "pcal")) {
 			if (get_str(d, "pcal", &s, &len) < 0)
 				return -1;
@@ -141,21 +145,6 @@ kg_dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 			if (*f < 0 || *f > KG_TIME_MAX)
 				return fielderr(d, k.s[0] == 'p' ? "pcost" : "ustep",
 				    "a time of 0 to 2^53 ns");
-		} else if (MP_IS(&k, "failed")) {
-			if (get_copy(d, "failed", &r->failed) < 0)
-				return -1;
-		} else if (MP_IS(&k, "gpu_mem")) {
-			if (get_i64(d, "gpu_mem", &h->gpu_mem) < 0)
-				return -1;
-		} else if (MP_IS(&k, "gpu_sms")) {
-			if (get_i64(d, "gpu_sms", &h->gpu_sms) < 0)
-				return -1;
-		} else if (MP_IS(&k, "rank")) {
-			if (get_i64(d, "rank", &h->rank) < 0)
-				return -1;
-		} else if (MP_IS(&k, "world")) {
-			if (get_i64(d, "world", &h->world) < 0)
-				return -1;
 		} else if (MP_IS(&k, "tbase")) {
 			if (get_i64(d, "tbase", &h->tbase) < 0)
 				return -1;
@@ -174,19 +163,15 @@ kg_dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 			}
 			have_unit = 1;
 		} else if (MP_IS(&k, "section") || MP_IS(&k, "sections")) {
-			if (mp_next(&d->c, &x) < 0)
+			if (get_of(d, k.n == 7 ? "section" : "sections", MP_UINT, "an integer >= 0", &x) < 0)
 				return -1;
-			if (x.type != MP_UINT)
-				return fielderr(d, k.n == 7 ? "section" : "sections", "an integer >= 0");
 			if (k.n == 7)
 				h->section = x.u;
 			else
 				h->sections = x.u;
 		} else if (MP_IS(&k, "xxh3")) {
-			if (mp_next(&d->c, &x) < 0)
+			if (get_of(d, "xxh3", MP_UINT, "an integer", &x) < 0)
 				return -1;
-			if (x.type != MP_UINT)
-				return fielderr(d, "xxh3", "an integer");
 			h->xxh3 = x.u;
 		} else if (MP_IS(&k, "ranks") || MP_IS(&k, "clk") || MP_IS(&k, "t0")) {
 			int which = k.s[0] == 'r' ? 0 : k.s[0] == 'c' ? 1 : 2;
@@ -196,10 +181,8 @@ kg_dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 			size_t *ca = which == 0 ? &r->capranks : which == 1 ? &r->capclk : &r->capt0;
 			uint32_t n;
 
-			if (mp_next(&d->c, &x) < 0)
+			if (get_of(d, key, MP_ARRAY, "an array", &x) < 0)
 				return -1;
-			if (x.type != MP_ARRAY)
-				return fielderr(d, key, "an array");
 			if (*na + x.n > KG_RANKS_MAX)
 				return limiterr(d, key, *na + x.n, KG_RANKS_MAX);
 			for (j = 0, n = x.n; j < n; j++) {
@@ -213,10 +196,8 @@ kg_dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 			const char *key = iters ? "iters" : "tools";
 			uint32_t n;
 
-			if (mp_next(&d->c, &x) < 0)
+			if (get_of(d, key, MP_ARRAY, "an array", &x) < 0)
 				return -1;
-			if (x.type != MP_ARRAY)
-				return fielderr(d, key, "an array");
 			if (iters && r->niters + x.n > KG_ITERS_MAX)
 				return limiterr(d, key, r->niters + x.n, KG_ITERS_MAX);
 			if (!iters && r->ntools + x.n > KG_TOOLS_MAX)
@@ -279,7 +260,7 @@ kg_dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 }
 
 int
-kg_dec_str(struct dec *d, uint32_t npairs, uint32_t *idp)
+kg_dec_str(struct dec *d, uint32_t npairs, struct kg_rec *rec)
 {
 	struct kg_reader *r = d->r;
 	struct mp_val k;
@@ -311,15 +292,16 @@ kg_dec_str(struct dec *d, uint32_t npairs, uint32_t *idp)
 	}
 	grow(&r->str, &r->capstr, r->nstr + 1, sizeof(*r->str));
 	r->str[r->nstr++] = xstrndup(s, len);
-	*idp = id;
+	rec->str_id = id;
 	return 0;
 }
 
 int
-kg_dec_proc(struct dec *d, uint32_t npairs, struct kg_proc *p)
+kg_dec_proc(struct dec *d, uint32_t npairs, struct kg_rec *rec)
 {
 	static const char *const pk[] = { "thread", "stream" };
 	static const char *const need[] = { "id", "k", "pid", "tid" };
+	struct kg_proc *p = &rec->proc;
 	struct kg_reader *r = d->r;
 	struct mp_val k, x;
 	uint32_t i;
@@ -386,8 +368,9 @@ kg_dec_proc(struct dec *d, uint32_t npairs, struct kg_proc *p)
 }
 
 int
-kg_dec_cov(struct dec *d, uint32_t npairs, struct kg_cov *c)
+kg_dec_cov(struct dec *d, uint32_t npairs, struct kg_rec *rec)
 {
+	struct kg_cov *c = &rec->cov;
 	struct mp_val k, x, kk;
 	uint32_t i, j, n;
 
@@ -400,10 +383,8 @@ kg_dec_cov(struct dec *d, uint32_t npairs, struct kg_cov *c)
 				return -1;
 			continue;
 		}
-		if (mp_next(&d->c, &x) < 0)
+		if (get_of(d, "c", MP_MAP, "a map", &x) < 0)
 			return -1;
-		if (x.type != MP_MAP)
-			return fielderr(d, "c", "a map");
 		if (c->n + x.n > KG_COV_MAX)
 			return limiterr(d, "c", c->n + x.n, KG_COV_MAX);
 		for (j = 0, n = x.n; j < n; j++) {
@@ -435,10 +416,8 @@ dec_sim_times(struct dec *d, const char *key, int which, size_t *n)
 	uint32_t j;
 	int k;
 
-	if (mp_next(&d->c, &x) < 0)
+	if (get_of(d, key, MP_ARRAY, "an array", &x) < 0)
 		return -1;
-	if (x.type != MP_ARRAY)
-		return fielderr(d, key, "an array");
 	*n = x.n;
 	/* a count that is not the section's is refused before anything is
 	 * allocated for it */
@@ -498,8 +477,9 @@ sim_check(struct dec *d, const int64_t *ss, const int64_t *se, size_t n, const c
 }
 
 int
-kg_dec_sim(struct dec *d, uint32_t npairs, struct kg_sim *s)
+kg_dec_sim(struct dec *d, uint32_t npairs, struct kg_rec *rec)
 {
+	struct kg_sim *s = &rec->sim;
 	struct kg_reader *r = d->r;
 	struct mp_val k;
 	uint32_t i;
@@ -593,7 +573,7 @@ kg_dec_sim(struct dec *d, uint32_t npairs, struct kg_sim *s)
 }
 
 int
-kg_dec_end(struct dec *d, uint32_t npairs)
+kg_dec_end(struct dec *d, uint32_t npairs, struct kg_rec *rec)
 {
 	static const char *const keys[] = { "tasks", "edges", "procs", "strs" };
 	struct kg_reader *r = d->r;

@@ -7,9 +7,9 @@
  * general path, which reads any well-formed MessagePack and says what
  * is wrong; both go through one list of each record's fields
  * (task_field, edge_field). The other records' decoders are in
- * kgrecords.c. Nothing is decided here about the stream as a whole
- * (kgread.c): a task's references are checked against the section so
- * far, no more.
+ * kgrecords.c; the record's place in the stream (a header first, a
+ * section closed before the next) is checked here, the section's run
+ * and the stream's end in kgread.c.
  */
 #include "kg.h"
 

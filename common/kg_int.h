@@ -24,7 +24,7 @@
 void kg_seterr(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Set the count called name[0..len) to v, or add v to it (add). */
 void kg_cov_set(struct kg_cov *c, const char *name, size_t len, int64_t v, int add);
-/* Drop the current section's strings and header (kgread.c). */
+/* Drop the current section's strings and header (kgrecords.c). */
 void kg_free_section(struct kg_reader *r);
 /* Fill r->ecode and r->elen, for the decoder (kgdecode.c). */
 void kg_enum_codes(struct kg_reader *r);

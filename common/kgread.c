@@ -48,27 +48,6 @@ kg_reader_init(struct kg_reader *r, FILE *fp)
 }
 
 void
-kg_free_section(struct kg_reader *r)
-{
-	size_t i;
-
-	for (i = 0; i < r->nstr; i++)
-		free(r->str[i]);
-	r->nstr = 0;
-	for (i = 0; i < r->ntools; i++)
-		free(r->tools[i]);
-	r->ntools = 0;
-	r->niters = 0;
-	r->nranks = r->nclk = r->nt0 = 0;
-	free(r->producer);
-	free(r->source);
-	free(r->gpu);
-	free(r->pcal);
-	free(r->failed);
-	r->producer = r->source = r->gpu = r->pcal = r->failed = NULL;
-}
-
-void
 kg_reader_release(struct kg_reader *r)
 {
 	kg_free_section(r);

@@ -69,6 +69,28 @@ get_copy(struct dec *d, const char *key, char **to)
 	return 0;
 }
 
+/* Free what a section's header and strings left in the reader. */
+void
+kg_free_section(struct kg_reader *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nstr; i++)
+		free(r->str[i]);
+	r->nstr = 0;
+	for (i = 0; i < r->ntools; i++)
+		free(r->tools[i]);
+	r->ntools = 0;
+	r->niters = 0;
+	r->nranks = r->nclk = r->nt0 = 0;
+	free(r->producer);
+	free(r->source);
+	free(r->gpu);
+	free(r->pcal);
+	free(r->failed);
+	r->producer = r->source = r->gpu = r->pcal = r->failed = NULL;
+}
+
 int
 kg_dec_header(struct dec *d, uint32_t npairs, struct kg_header *h)
 {

@@ -110,7 +110,7 @@ struct memtask {
 };
 
 /* The event array a comparator sorts indices into (qsort has no context
- * argument). */
+ * argument); launch.c's, set by launch.c and graph.c before they sort. */
 extern const struct ev *sort_ev;
 
 static inline int64_t
@@ -153,10 +153,11 @@ void profiled_events(struct gb *g, const uint32_t *cpu, size_t ncpu, const uint8
 void join_launches(struct gb *g, const uint32_t *cpu, size_t ncpu, const uint32_t *gpu, size_t ngpu,
     struct kg_cov *cov);
 
-/* runtime.c: rule 4 over the runtime calls rts (in time order); a call's
- * duration as simulated (get_dur), the host time a prefix-cut call
- * leaves to the gap after it (tail_of); what a call does (rt_role). */
+/* runtime.c: rule 4 over the runtime calls rts (in time order). */
 void bind_runtime(struct gb *g, uint32_t *rts, size_t nrt);
+/* rtcall.c: a call's duration as simulated (get_dur), the host time a
+ * prefix-cut call leaves to the gap after it (tail_of); what a call
+ * does (rt_role). */
 int64_t get_dur(const struct gb *g, uint32_t x);
 int64_t tail_of(const struct gb *g, uint32_t x);
 int rt_role(struct gb *g, uint32_t name);

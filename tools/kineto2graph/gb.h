@@ -1,10 +1,26 @@
 /*
  * kineto2graph's build of one trace's graph (graph.c and the files of
- * its rules: steps.c, launch.c, runtime.c, deps.c, task.c; umap.c): the
+ * its rules: steps.c, launch.c, runtime.c, rtcall.c, deps.c, task.c;
+ * umap.c): the
  * build's state (struct gb, one for a graph_build, which owns every
  * array in it), the map it keys by correlation ids and events, and the
  * calls between those files. Arrays indexed by event hold KG_NONE where
  * they do not apply. Private to those files.
+ *
+ * Calls between the build's files go one way, down this list:
+ *
+ *     calib.c            calls graph.c
+ *     graph.c            calls runtime.c, task.c, deps.c, launch.c,
+ *                        steps.c, tags.c, rtcall.c, umap.c
+ *     runtime.c          calls deps.c, rtcall.c, umap.c
+ *     deps.c             calls steps.c, rtcall.c, umap.c
+ *     task.c             calls tags.c, rtcall.c
+ *     launch.c           calls steps.c, umap.c
+ *     rtcall.c           calls umap.c
+ *     steps.c, tags.c,
+ *     umap.c             call none of them
+ *
+ * (graph.c and runtime.c also name processors through events.c, jp.h.)
  */
 #ifndef K2G_GB_H
 #define K2G_GB_H

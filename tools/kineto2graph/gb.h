@@ -1,10 +1,9 @@
 /*
  * kineto2graph's build of one trace's graph (graph.c and the files of
  * its rules: steps.c, launch.c, runtime.c, rtcall.c, deps.c, task.c;
- * umap.c): the
- * build's state (struct gb, one for a graph_build, which owns every
- * array in it), the map it keys by correlation ids and events, and the
- * calls between those files. Arrays indexed by event hold KG_NONE where
+ * umap.c): the build's state (struct gb, one for a graph_build, which
+ * owns every array in it), the map it keys by correlation ids and
+ * events, and the calls between those files. Arrays indexed by event hold KG_NONE where
  * they do not apply. Private to those files.
  *
  * Calls between the build's files go one way, down this list:

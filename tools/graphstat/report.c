@@ -529,3 +529,143 @@ print_median(const struct whatif *w, const struct row *rows, size_t n)
 	free(uv);
 	free(ubv);
 }
+
+static int
+cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The median of the n known (>= 0) of v[0..n), sorted in place; -1 none. */
+static double
+dmedian(double *v, size_t n)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		if (v[i] >= 0)
+			v[k++] = v[i];
+	if (k == 0)
+		return -1;
+	qsort(v, k, sizeof(*v), cmp_dbl);
+	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+}
+
+/* FLOPs with an SI prefix, four figures: "72.99 T". */
+static const char *
+si(double v, char *b, size_t len)
+{
+	static const char pre[] = " kMGTPE";
+	int k = 0;
+
+	while (v >= 1000 && k < 6)
+		v /= 1000, k++;
+	if (k == 0)
+		snprintf(b, len, "%.4g", v);
+	else
+		snprintf(b, len, "%.4g %c", v, pre[k]);
+	return b;
+}
+
+/* tokens/s (per GPU), TFLOP/s per GPU and MFU, each where known. */
+static void
+rates_text(double tps, int64_t gpus, double tfl, double mfu)
+{
+	const char *sep = "";
+
+	if (tps >= 0 && gpus > 0)
+		printf("%.0f tokens/s (%.0f per GPU)", tps, tps / (double)gpus);
+	else if (tps >= 0)
+		printf("%.0f tokens/s", tps);
+	if (tps >= 0)
+		sep = ", ";
+	if (tfl >= 0) {
+		printf("%s%.1f TFLOP/s per GPU", sep, tfl);
+		sep = ", ";
+	}
+	if (mfu >= 0)
+		printf("%sMFU %.1f%%", sep, 100 * mfu);
+}
+
+void
+perf_text(const struct whatif *w, const struct row *rows, size_t n)
+{
+	double *v, tps, tfl, mfu, btps = -1, btfl = -1, bmfu = -1;
+	char b1[32];
+	const struct perf *p;
+	const struct brow *b;
+	size_t i, nb = 0;
+	int base = 0;
+
+	if (n == 0 || w->collect)
+		return;
+	p = &rows[n / 2].perf;
+	if (!p->have)
+		return; /* perf_missing says so */
+	v = xmalloc(n * sizeof(*v));
+#define MED(out, expr) do { \
+	for (i = 0; i < n; i++) \
+		v[i] = (expr); \
+	out = dmedian(v, n); \
+} while (0)
+	MED(tps, perf_tokens_per_s(&rows[i].perf, row_span(w, &rows[i])));
+	MED(tfl, perf_tflops(&rows[i].perf, row_span(w, &rows[i])));
+	MED(mfu, perf_mfu(&rows[i].perf, row_span(w, &rows[i])));
+	for (i = 0; i < n; i++)
+		nb += whatif_base_of(w, &rows[i]) != NULL;
+	if (nb > 0) {
+		base = 1;
+		MED(btps, (b = whatif_base_of(w, &rows[i])) != NULL ? b->tps : -1);
+		MED(btfl, (b = whatif_base_of(w, &rows[i])) != NULL ? b->tfl : -1);
+		MED(bmfu, (b = whatif_base_of(w, &rows[i])) != NULL ? b->mfu : -1);
+	}
+#undef MED
+	free(v);
+	if (tps >= 0 || tfl >= 0 || mfu >= 0) {
+		printf("  throughput%s: ", n > 1 ? " (the iterations' median)" : "");
+		rates_text(tps, p->gpus, tfl, mfu);
+		if (base && (btps >= 0 || btfl >= 0 || bmfu >= 0)) {
+			printf("; base ");
+			rates_text(btps, -1, btfl, bmfu);
+			if (mfu >= 0 && bmfu >= 0)
+				printf(" (MFU %+.1f points)", 100 * (mfu - bmfu));
+		}
+		putchar('\n');
+	}
+	printf("  FLOPs a step per GPU: hardware %s", si(p->hw, b1, sizeof(b1)));
+	printf(" (GEMMs %s", si(p->gemm, b1, sizeof(b1)));
+	printf(", attention %s%s", si(p->attn, b1, sizeof(b1)),
+	    p->causal ? ", its mask taken as causal" : "");
+	if (p->recomp > 0)
+		printf(", %lld attention forwards recomputed in the backward", (long long)p->recomp);
+	printf(")");
+	if (p->model >= 0) {
+		printf(", model %s (6 N T: %lld parameters, %lld tokens a data-parallel replica",
+		    si(p->model, b1, sizeof(b1)), (long long)p->params,
+		    (long long)(p->tokens / (p->dp > 0 ? p->dp : 1)));
+		printf("; attention %s)", si(p->attn_model, b1, sizeof(b1)));
+	}
+	printf("; other ops %s apart (an element each)\n", si(p->other, b1, sizeof(b1)));
+	if (p->tokens >= 0)
+		printf("  tokens a step: %lld (data-parallel degree %lld, %lld GPU%s)\n",
+		    (long long)p->tokens, (long long)p->dp, (long long)p->gpus,
+		    p->gpus == 1 ? "" : "s");
+	else
+		printf("  tokens a step: no loss nor embedding call with shapes in the graph:"
+		    " no tokens/s, model FLOPs nor MFU\n");
+	if (p->peak > 0)
+		printf("  GPU peak: %g TFLOP/s dense bf16/fp16 (%s)\n", p->peak, p->gpu);
+	else if (w->cfg.gpu[0] != '\0')
+		printf("  GPU peak: not known for %s: no MFU (--peak-tflops TFLOPS)\n", w->cfg.gpu);
+	else
+		printf("  GPU peak: the graph names no GPU: no MFU (--peak-tflops TFLOPS)\n");
+}
+
+void
+perf_missing(const struct whatif *w, const struct row *rows, size_t n)
+{
+	if (n > 0 && !w->collect && !rows[n / 2].perf.have)
+		printf("  FLOPs, tokens/s and MFU: no operator shapes in the graph (record_shapes)\n");
+}

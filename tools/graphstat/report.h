@@ -8,6 +8,17 @@
  *
  * State: the section's collectives (a copy of each record, for the
  * groups' degrees) when the graph is a prediction; the base's rows.
+ *
+ * Calls between graphstat's files go one way, down this list:
+ *
+ *     graphstat.c        calls report.c, critical.c, colls.c, flops.c, memest.c
+ *     report.c           calls flops.c (a row's rates and its "flops" object)
+ *     critical.c         calls colls.c
+ *     colls.c, flops.c,
+ *     memest.c           call none of them
+ *
+ * So the text that reports a step's work (perf_text) is here, beside the
+ * rows it sums, and flops.c only counts and makes rates.
  */
 #ifndef KG_REPORT_H
 #define KG_REPORT_H
@@ -106,7 +117,7 @@ const struct brow *whatif_base_of(const struct whatif *w, const struct row *r);
 int64_t row_span(const struct whatif *w, const struct row *r);
 /*
  * After a section's rows (text): the median of their tokens/s, TFLOP/s
- * per GPU and MFU, the FLOPs a step behind them, and the base's (flops.c).
+ * per GPU and MFU, the FLOPs a step behind them, and the base's.
  */
 void perf_text(const struct whatif *w, const struct row *rows, size_t n);
 /* At a section's end (text): that its rows have no shapes to count FLOPs from. */

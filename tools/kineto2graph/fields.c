@@ -11,12 +11,49 @@
  * error (jp_fail); an unknown one passes. Where a value sits is parse.c's;
  * what a complete event becomes, events.c's.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "jp.h"
 #include "k2g.h"
 #include "util.h"
+
+/* The reader's failure: the message into p->err; 0 for YAJL to stop. */
+int
+jp_fail(struct jp *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(p->err, sizeof(p->err), fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+/* A known key's name, for messages. */
+const char *
+keyname(int k)
+{
+	static const char *const n[] = {
+		"", "ph", "cat", "name", "pid", "tid", "ts", "dur", "args",
+		"args.correlation", "args.stream", "args.device", "args.bytes",
+		"args.Input Dims", "args.Collective name", "args.In msg nelems",
+		"args.Out msg nelems", "args.Group size", "args.dtype",
+		"args.Process Group Name", "args.Process Group Ranks", "args.Seq",
+		"args.cuda_sync_kind", "args.wait_on_stream",
+		"args.wait_on_cuda_event_record_corr_id", "args.name", "args.Input type",
+		"args.Sequence number", "args.Module Hierarchy", "args.Total Allocated",
+		"args.Total Reserved", "args.Bytes", "args.Device Type",
+		"traceEvents", "baseTimeNanoseconds", "distributedInfo",
+		"distributedInfo.rank", "distributedInfo.world_size",
+		"distributedInfo.pg_config", "pg_config.pg_name", "pg_config.ranks",
+		"deviceProperties", "deviceProperties.id", "deviceProperties.name",
+		"deviceProperties.totalGlobalMem", "deviceProperties.numSms"
+	};
+	return n[k];
+}
 
 /* Times (ts, dur, baseTimeNanoseconds) are kept within half the int64
  * range, so that sums and differences of two never overflow: +-146 years

@@ -1,10 +1,25 @@
 /*
  * kineto2graph's build of one trace's graph (graph.c and the files of
- * its rules: steps.c, launch.c, runtime.c, deps.c, task.c; umap.c): the
- * build's state (struct gb, one for a graph_build, which owns every
- * array in it), the map it keys by correlation ids and events, and the
- * calls between those files. Arrays indexed by event hold KG_NONE where
+ * its rules: steps.c, launch.c, runtime.c, rtcall.c, deps.c, task.c;
+ * umap.c): the build's state (struct gb, one for a graph_build, which
+ * owns every array in it), the map it keys by correlation ids and
+ * events, and the calls between those files. Arrays indexed by event hold KG_NONE where
  * they do not apply. Private to those files.
+ *
+ * Calls between the build's files go one way, down this list:
+ *
+ *     calib.c            calls graph.c
+ *     graph.c            calls runtime.c, task.c, deps.c, launch.c,
+ *                        steps.c, tags.c, rtcall.c, umap.c
+ *     runtime.c          calls deps.c, rtcall.c, umap.c
+ *     deps.c             calls steps.c, rtcall.c, umap.c
+ *     task.c             calls tags.c, rtcall.c
+ *     launch.c           calls steps.c, umap.c
+ *     rtcall.c           calls umap.c
+ *     steps.c, tags.c,
+ *     umap.c             call none of them
+ *
+ * (graph.c and runtime.c also name processors through events.c, jp.h.)
  */
 #ifndef K2G_GB_H
 #define K2G_GB_H
@@ -110,7 +125,7 @@ struct memtask {
 };
 
 /* The event array a comparator sorts indices into (qsort has no context
- * argument). */
+ * argument); launch.c's, set by launch.c and graph.c before they sort. */
 extern const struct ev *sort_ev;
 
 static inline int64_t
@@ -153,10 +168,11 @@ void profiled_events(struct gb *g, const uint32_t *cpu, size_t ncpu, const uint8
 void join_launches(struct gb *g, const uint32_t *cpu, size_t ncpu, const uint32_t *gpu, size_t ngpu,
     struct kg_cov *cov);
 
-/* runtime.c: rule 4 over the runtime calls rts (in time order); a call's
- * duration as simulated (get_dur), the host time a prefix-cut call
- * leaves to the gap after it (tail_of); what a call does (rt_role). */
+/* runtime.c: rule 4 over the runtime calls rts (in time order). */
 void bind_runtime(struct gb *g, uint32_t *rts, size_t nrt);
+/* rtcall.c: a call's duration as simulated (get_dur), the host time a
+ * prefix-cut call leaves to the gap after it (tail_of); what a call
+ * does (rt_role). */
 int64_t get_dur(const struct gb *g, uint32_t x);
 int64_t tail_of(const struct gb *g, uint32_t x);
 int rt_role(struct gb *g, uint32_t name);

@@ -42,8 +42,6 @@
 #include "psort.h"
 #include "util.h"
 
-const struct ev *sort_ev; /* qsort has no context argument */
-
 /*
  * The GPU the rank ran on: deviceProperties lists the node's devices
  * (8 on the DLRM and HTA traces), so the one is the device that most of

@@ -3,6 +3,18 @@
  * parse.c (where a token sits), fields.c (a value), events.c (an event
  * kept) and split.c (a large file parsed in two halves at once): the
  * parser's state and what they share of it. Private to those files.
+ *
+ * Calls between the reader's files go one way, down this list:
+ *
+ *     json.c, split.c    call parse.c, events.c
+ *     parse.c            calls fields.c, events.c
+ *     fields.c, events.c call none of them
+ *
+ * but for json.c and split.c, which call each other: trace_read (json.c)
+ * hands a large file to split.c, and split.c reads the second half with
+ * json.c's input (input_*), string scan (scan_strings) and struct trace
+ * (trace_init, trace_release). Those pieces could go to a file below
+ * both; until they do, the pair is the one circle left in kineto2graph.
  */
 #ifndef K2G_JP_H
 #define K2G_JP_H
@@ -122,9 +134,9 @@ struct strscan {
 
 /* The parser's callbacks (parse.c): their context is a struct jp. */
 extern const yajl_callbacks jp_callbacks;
-/* parse.c: p->err set from fmt; 0, for a callback to return (YAJL stops). */
+/* fields.c: p->err set from fmt; 0, for a callback to return (YAJL stops). */
 int jp_fail(struct jp *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The name of key k (enum key) for messages: "args.correlation". */
+/* fields.c: the name of key k (enum key) for messages: "args.correlation". */
 const char *keyname(int k);
 /*
  * fields.c. on_scalar: a scalar value where it sits: number text,

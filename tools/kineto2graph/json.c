@@ -632,22 +632,3 @@ trace_release(struct trace *t)
 	kg_cov_release(&t->cov);
 	memset(t, 0, sizeof(*t));
 }
-
-uint32_t
-trace_proc(struct trace *t, int64_t pid, int64_t tid, int gpu)
-{
-	struct tproc np;
-	size_t i;
-
-	/* Few processors (threads and streams): a linear scan from the end
-	 * finds the usual one at once. */
-	for (i = t->nproc; i-- > 0;)
-		if (t->proc[i].tid == tid && t->proc[i].pid == pid && t->proc[i].gpu == gpu)
-			return (uint32_t)i;
-	np.pid = pid;
-	np.tid = tid;
-	np.gpu = gpu;
-	np.name = KG_NONE;
-	VEC_PUSH(t->proc, t->nproc, t->capproc, np);
-	return (uint32_t)(t->nproc - 1);
-}

@@ -13,6 +13,8 @@
 #include "k2g.h"
 #include "util.h"
 
+const struct ev *sort_ev; /* qsort has no context argument */
+
 /* Runtime calls by correlation id, then start. */
 static int
 cmp_corr(const void *a, const void *b)

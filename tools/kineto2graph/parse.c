@@ -11,24 +11,12 @@
  * on_scalar (fields.c). A container where a known key wants another
  * kind of value is an error, worded here, as the nesting past MAX_DEPTH.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "jp.h"
 #include "k2g.h"
 #include "util.h"
-
-int
-jp_fail(struct jp *p, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(p->err, sizeof(p->err), fmt, ap);
-	va_end(ap);
-	return 0;
-}
 
 /* What a known key's value must be, for messages. */
 static const char *
@@ -45,28 +33,6 @@ expects(int k)
 	default:
 		return "an integer";
 	}
-}
-
-const char *
-keyname(int k)
-{
-	static const char *const n[] = {
-		"", "ph", "cat", "name", "pid", "tid", "ts", "dur", "args",
-		"args.correlation", "args.stream", "args.device", "args.bytes",
-		"args.Input Dims", "args.Collective name", "args.In msg nelems",
-		"args.Out msg nelems", "args.Group size", "args.dtype",
-		"args.Process Group Name", "args.Process Group Ranks", "args.Seq",
-		"args.cuda_sync_kind", "args.wait_on_stream",
-		"args.wait_on_cuda_event_record_corr_id", "args.name", "args.Input type",
-		"args.Sequence number", "args.Module Hierarchy", "args.Total Allocated",
-		"args.Total Reserved", "args.Bytes", "args.Device Type",
-		"traceEvents", "baseTimeNanoseconds", "distributedInfo",
-		"distributedInfo.rank", "distributedInfo.world_size",
-		"distributedInfo.pg_config", "pg_config.pg_name", "pg_config.ranks",
-		"deviceProperties", "deviceProperties.id", "deviceProperties.name",
-		"deviceProperties.totalGlobalMem", "deviceProperties.numSms"
-	};
-	return n[k];
 }
 
 #define KEQ(lit) (len == sizeof(lit) - 1 && memcmp(s, lit, sizeof(lit) - 1) == 0)

@@ -5,7 +5,8 @@
  * synchronizations and cross-stream event waits, explicit from cuda_sync
  * records or inferred; blocking copies; the time a launch call keeps
  * when its work began before it returned. The calls whose time is cut
- * keep their new one here (set_dur; get_dur, tail_of read it). It runs
+ * keep their new one here (set_dur; get_dur, tail_of in rtcall.c read
+ * it). It runs
  * twice: a dry pass settles the durations and the waits' holds (rule 6
  * needs both), the second writes the edges (edge, deps.c).
  */
@@ -43,41 +44,6 @@ set_dur(struct gb *g, uint32_t x, int64_t d, int prefix)
 		g->durv[i] = d;
 	}
 	g->durpre[i] = (uint8_t)prefix;
-}
-
-/* Host time a prefix-cut call leaves to the gap after it. */
-int64_t
-tail_of(const struct gb *g, uint32_t x)
-{
-	uint32_t i = umap_get(&g->newdur, x);
-
-	return i != KG_NONE && g->durpre[i] ? g->t->ev[x].dur - g->durv[i] : 0;
-}
-
-int64_t
-get_dur(const struct gb *g, uint32_t x)
-{
-	uint32_t i = umap_get(&g->newdur, x);
-
-	return i == KG_NONE ? g->t->ev[x].dur : g->durv[i];
-}
-
-/*
- * What a runtime call does (an rtapi role, rtapi.h: CUDA and HIP alike);
- * asked once a name (g->rtc, 0 before; the role plus one): a trace makes
- * millions of calls of a few dozen names.
- */
-int
-rt_role(struct gb *g, uint32_t name)
-{
-	int c;
-
-	if (name < g->nrtc && g->rtc[name] != 0)
-		return g->rtc[name] - 1;
-	c = rtapi_role(g->t->str.str[name]);
-	if (name < g->nrtc)
-		g->rtc[name] = (uint8_t)(c + 1);
-	return c;
 }
 
 /* What a pending cross-stream wait remembers until the next launch on its stream. */

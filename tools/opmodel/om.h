@@ -2,6 +2,18 @@
  * opmodel's private parts: the operator calls read from the inputs
  * (input.c: graph streams, Kineto traces through the kineto2graph
  * program, kernel-timing sweeps as JSON lines), and the fit (fit.c).
+ *
+ * Calls between the files go one way, down this list:
+ *
+ *     opmodel.c          calls input.c, calls.c, fit.c
+ *     input.c            calls stream.c, src.c, calls.c
+ *     stream.c           calls src.c, calls.c
+ *     src.c, calls.c,
+ *     fit.c              call none of them
+ *
+ * input.c tells the inputs apart and reads sweeps; stream.c reads graph
+ * streams and traces; both read their bytes through src.c and add to
+ * calls.c's list.
  */
 #ifndef OM_PRIV_H
 #define OM_PRIV_H
@@ -61,7 +73,7 @@ void calls_release(struct calls *cs);
 int calls_read(struct calls *cs, const char *path, const struct read_opts *o, int sms_for);
 
 /*
- * What input.c's readers share with stream.c's.
+ * What input.c's readers share with stream.c's: src.c and calls.c.
  */
 /*
  * An input through zlib (plain or gzip, told apart by content), as a
@@ -78,6 +90,13 @@ struct src {
 	int cut;             /* the gzip data ended inside a member */
 	int err;             /* errno of a read that failed, or 0 */
 };
+/*
+ * Open path ("-": stdin) as a src on *fp; 0, 1 after the message, or 2
+ * when it holds nothing but whitespace ("empty input"). The first bytes
+ * after the whitespace are in s->head (at least 8 where the input has
+ * them).
+ */
+int src_open(struct src *s, const char *path, FILE **fp);
 /* A read of the src that failed: 1 after the message. */
 int src_error(const struct src *s, const char *path);
 /* The GPU an input names: the first one it gives, checked against the

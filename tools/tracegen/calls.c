@@ -9,7 +9,7 @@
  * events with the times the simulation gave.
  *
  * What the program does with them (layers.c, coll.c, schedule.c) is not
- * here; nor the collectives' metadata (coll.c), which a collective's
+ * here; nor the collectives' metadata (nccl.c), which a collective's
  * launch writes.
  */
 #include <stdarg.h>

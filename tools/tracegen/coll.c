@@ -3,9 +3,9 @@
  * and its id, the collective instances every participant of a group
  * shares (made by the first to reach one, with its transfer time from
  * the timing model), and the c10d collectives and pipeline send/recv
- * pairs of a rank's program with the NCCL metadata Kineto writes for
- * them. An instance's k-th call on every participant is the same
- * instance: each rank counts its calls per group in the same order.
+ * pairs of a rank's program (nccl.c words the NCCL metadata Kineto
+ * writes for them). An instance's k-th call on every participant is the
+ * same instance: each rank counts its calls per group in the same order.
  *
  * The launch itself is calls.c's; where the collectives go in the
  * program is layers.c's and schedule.c's.
@@ -16,11 +16,6 @@
 
 #include "tg.h"
 #include "util.h"
-
-const char *const gdesc[NGKIND] = {
-	"TENSOR_MODEL_PARALLEL_GROUP", "DATA_PARALLEL_GROUP",
-	"PIPELINE_MODEL_PARALLEL_GROUP", "MODEL_PARALLEL_GROUP"
-};
 
 /* The ranks of the group of kind k that holds rank r, ascending. */
 int
@@ -98,68 +93,6 @@ instance(struct tg_job *J, int g, uint32_t k, int n, int kind, int64_t bytes, in
 	in->proto = (uint8_t)proto;
 	in->kind = (uint8_t)kind;
 	return (uint32_t)J->ninst++;
-}
-
-static const char *const dtname[] = { "BFloat16", "Float", "Long" };
-
-void
-write_nccl_meta(struct gen *G, struct jw *w, const struct collmeta *m, int op)
-{
-	static const char *const cname[] = { "allreduce", "broadcast", "send", "recv",
-		"allgather", "reducescatter" };
-	int64_t in = m->nelems, out = m->nelems;
-
-	if (m->ckind == C_ALLGATHER)
-		in = m->nelems / G->gsize[m->gkind];
-	else if (m->ckind == C_REDUCESCATTER)
-		out = m->nelems / G->gsize[m->gkind];
-
-	jw_puts(w, "\"Collective name\": \"");
-	jw_puts(w, cname[m->ckind]);
-	jw_puts(w, "\", \"In msg nelems\": ");
-	jw_int(w, in);
-	jw_puts(w, ", \"Out msg nelems\": ");
-	jw_int(w, out);
-	jw_puts(w, ", \"Group size\": ");
-	jw_int(w, G->gsize[m->gkind]);
-	jw_puts(w, ", \"dtype\": \"");
-	jw_puts(w, dtname[m->dtype]);
-	jw_puts(w, "\", \"In split size\": \"[]\", \"Out split size\": \"[]\", "
-	    "\"Process Group Name\": \"");
-	jw_puts(w, G->pgname[m->gkind]);
-	jw_puts(w, "\", \"Process Group Description\": \"");
-	jw_puts(w, gdesc[m->gkind]);
-	jw_puts(w, "\", \"Process Group Ranks\": \"");
-	jw_puts(w, G->pgranks[m->gkind]);
-	jw_puts(w, "\"");
-	if (op) {
-		jw_puts(w, ", \"Global rank start\": ");
-		jw_int(w, G->gstart[m->gkind]);
-		jw_puts(w, ", \"Global rank stride\": ");
-		jw_int(w, G->gstride[m->gkind]);
-	}
-}
-
-void
-nccl_name(char *buf, size_t n, const struct collmeta *m, int proto)
-{
-	static const char *const pn[] = { "LL", "LL128", "SIMPLE" };
-	static const char *const dn[] = { "bf16", "f32", "i64" };
-
-	if (m->ckind == C_ALLREDUCE)
-		snprintf(buf, n, "ncclDevKernel_AllReduce_%s_%s_RING_%s(ncclDevKernelArgsStorage<4096ul>)",
-		    m->redop ? "Max" : "Sum", dn[m->dtype], pn[proto]);
-	else if (m->ckind == C_BROADCAST)
-		snprintf(buf, n, "ncclDevKernel_Broadcast_RING_%s(ncclDevKernelArgsStorage<4096ul>)",
-		    pn[proto]);
-	else if (m->ckind == C_ALLGATHER)
-		snprintf(buf, n, "ncclDevKernel_AllGather_RING_%s(ncclDevKernelArgsStorage<4096ul>)",
-		    pn[proto]);
-	else if (m->ckind == C_REDUCESCATTER)
-		snprintf(buf, n, "ncclDevKernel_ReduceScatter_Sum_%s_RING_%s(ncclDevKernelArgsStorage<4096ul>)",
-		    dn[m->dtype], pn[proto]);
-	else
-		snprintf(buf, n, "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)");
 }
 
 /*

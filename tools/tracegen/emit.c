@@ -226,6 +226,9 @@ jw_close(struct jw *w)
 	return err;
 }
 
+/* The CUDA stream ids a rank's streams have in the trace. */
+const int tg_stream_id[NSTREAM] = { 7, 13, 17, 21, 25, 29 };
+
 void
 ev_begin(struct jw *w)
 {

@@ -34,8 +34,6 @@
 #include "kernels.h"
 #include "util.h"
 
-const int tg_stream_id[NSTREAM] = { 7, 13, 17, 21, 25, 29 };
-
 /*
  * --clock-skew: rank r's host clock runs this far off the job's, in
  * [-skew, skew], from the seed and the rank alone. It moves the trace's

@@ -20,6 +20,26 @@
  * pass is local (it does not see the time a blocking call waits), and the
  * simulation turns it into the job's clock by the shift each blocking
  * call adds (see struct blk).
+ *
+ * Calls between the files go one way, down this list; no file calls one
+ * above it:
+ *
+ *     tracegen.c         calls job.c, jobsim.c, hw.c, emit.c
+ *     job.c              calls schedule.c, coll.c, nccl.c, kernels.c, model.c, emit.c
+ *     jobsim.c           calls emit.c
+ *     schedule.c         calls layers.c, mem.c, coll.c, calls.c, emit.c
+ *     layers.c           calls mem.c, coll.c, calls.c, emit.c
+ *     mem.c              calls calls.c, kernels.c, emit.c
+ *     coll.c             calls calls.c, nccl.c, model.c, emit.c
+ *     calls.c            calls nccl.c, kernels.c, model.c, emit.c
+ *     nccl.c             calls emit.c
+ *     kernels.c          calls model.c
+ *     model.c, hw.c,
+ *     emit.c             call none of them
+ *
+ * So what a collective's launch writes of it (nccl.c) is below both
+ * calls.c, which launches it, and coll.c, which makes it; the streams'
+ * ids in the trace (tg_stream_id) are emit.c's.
  */
 #ifndef TG_H
 #define TG_H
@@ -71,7 +91,7 @@ struct tg_cfg {
 
 /* Streams of a rank, and their CUDA stream ids in the trace. */
 enum { ST_COMPUTE, ST_TP, ST_DP, ST_MP, ST_PREV, ST_NEXT, NSTREAM };
-extern const int tg_stream_id[NSTREAM];
+extern const int tg_stream_id[NSTREAM];  /* emit.c */
 
 /* Process-group kinds. P2P groups are directed pairs: (sender, direction). */
 enum { G_TP, G_DP, G_PP, G_MP, NGKIND };
@@ -234,9 +254,9 @@ void ev_meta(struct jw *w, const char *name, int64_t pid, int64_t tid, int64_t t
 /*
  * The generator: one rank's program, in either mode (job.c). Its state
  * is struct gen; its parts are calls.c (the host's calls), coll.c (the
- * process groups and collectives), mem.c (the allocator's events),
- * layers.c (a micro-batch's forward and backward) and schedule.c (an
- * iteration). Nothing in the program's control flow may depend on
+ * process groups and collectives; nccl.c their metadata), mem.c (the
+ * allocator's events), layers.c (a micro-batch's forward and backward)
+ * and schedule.c (an iteration). Nothing in the program's control flow may depend on
  * G->emit, or the record and emit passes would part.
  */
 
@@ -354,14 +374,9 @@ struct collmeta {
 	int64_t nelems;
 };
 
-extern const char *const gdesc[NGKIND];  /* each kind's Process Group Description */
 int group_members(const struct tg_job *J, int kind, int r, int *out);
 int group_id(const struct tg_job *J, int kind, int r);
 int node_of(const struct tg_job *J, int r);
-/* A collective's NCCL metadata into w: for the kernel, or (op) for
- * record_param_comms. */
-void write_nccl_meta(struct gen *G, struct jw *w, const struct collmeta *m, int op);
-void nccl_name(char *buf, size_t n, const struct collmeta *m, int proto);
 int coll(struct gen *G, int gk, int ckind, int dtype, int redop, int64_t nelems, int wait,
     struct evt *done);
 
@@ -369,6 +384,13 @@ enum { SEND_NEXT = 1, RECV_PREV = 2, SEND_PREV = 4, RECV_NEXT = 8 };
 /* The sends and receives of ops (SEND_NEXT | ...) a stage has, in
  * Megatron's order; the compute stream waits for them. */
 void p2p(struct gen *G, int ops);
+
+/* nccl.c: a collective's NCCL metadata. */
+extern const char *const gdesc[NGKIND];  /* each kind's Process Group Description */
+/* A collective's NCCL metadata into w: for the kernel, or (op) for
+ * record_param_comms. */
+void write_nccl_meta(struct gen *G, struct jw *w, const struct collmeta *m, int op);
+void nccl_name(char *buf, size_t n, const struct collmeta *m, int proto);
 
 /* mem.c: the allocator's events. */
 void mem_event(struct gen *G, int64_t bytes);

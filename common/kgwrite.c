@@ -417,28 +417,28 @@ put_map(unsigned char *p, unsigned n)
  * buffer, byte for byte as msgpack-c's packer would (its callback per
  * value took a fifth of a writing tool's time). A record is at most
  * REC_MAX bytes: 30 pairs of a key under 6 bytes and a value of 9, or a
- * kind's name (under 32 bytes; the tables are ours). The map's size is
- * counted before the pairs are written; KEY counts them again, and a
- * record whose two counts differ (a field added to one list and not the
- * other) fails the writer instead of leaving a stream no reader can read.
+ * kind's name (under 32 bytes; the tables are ours). The pairs are
+ * written after room for the longest map head (map16, 3 bytes) and
+ * counted as they go (KEY); map_end then writes the head their count
+ * takes, moving them up two bytes where it is a fixmap's one, so that
+ * each record's fields are listed once.
  */
 #define REC_MAX 1024
+#define MAP_HEAD 3
 
 /*
- * The end of a record encoded up to p: its pairs counted again against
- * the n its map said, the buffer grown over it, the record counted
- * (*count, for the end record).
+ * The end of a record whose head is at h and pairs at [h + MAP_HEAD, p):
+ * the head written for its pairs, the buffer grown over it, the record
+ * counted (*count, for the end record).
  */
 static int
-put_end(struct kg_writer *w, unsigned char *p, const char *rec, unsigned n, unsigned pairs,
-    uint64_t *count)
+put_end(struct kg_writer *w, unsigned char *h, unsigned char *p, unsigned pairs, uint64_t *count)
 {
-	if (pairs != n) {
-		kg_seterr(w->err, "internal error: a %s record of %u pairs under a map of %u", rec,
-		    pairs, n);
-		w->failed = 1;
-		return -1;
+	if (pairs < 16) {
+		memmove(h + 1, h + MAP_HEAD, (size_t)(p - (h + MAP_HEAD)));
+		p -= MAP_HEAD - 1;
 	}
+	put_map(h, pairs);
 	w->sbuf.size = (size_t)((char *)p - w->sbuf.data);
 	(*count)++;
 	return record_done(w);
@@ -447,42 +447,22 @@ put_end(struct kg_writer *w, unsigned char *p, const char *rec, unsigned n, unsi
 #define KEY(lit) (pairs++, p = put_short(p, (lit), sizeof(lit) - 1))
 #define KV_I64(lit, v) (KEY(lit), p = put_i64(p, (v)))
 #define KV_NAME(lit, v) (KEY(lit), p = put_short(p, (v), strlen(v)))
+/* A pair written only when cond holds (the field is not its default). */
+#define OPT_I64(cond, lit, v) do { if (cond) KV_I64(lit, v); } while (0)
+#define OPT_NAME(cond, lit, v) do { if (cond) KV_NAME(lit, v); } while (0)
 
 int
 kg_write_task(struct kg_writer *w, const struct kg_task *t)
 {
-	unsigned char *p;
-	unsigned n = 8, pairs = 0;
+	unsigned char *h, *p;
+	unsigned pairs = 0;
 
-	if (w->failed)
-		return -1;
-	if (wtime(w, "task", t->id, "d", t->dur, 0) < 0 ||
+	if (w->failed || wtime(w, "task", t->id, "d", t->dur, 0) < 0 ||
 	    wtime(w, "task", t->id, "ts", t->ts, -KG_TIME_MAX) < 0 ||
 	    (t->odur >= 0 && wtime(w, "task", t->id, "od", t->odur, 0) < 0))
 		return -1;
-	n += t->odur >= 0 && t->odur != t->dur;
-	n += t->corr >= 0;
-	n += t->op != KG_NONE;
-	n += t->shapes != KG_NONE;
-	n += t->itypes != KG_NONE;
-	n += t->ocall != KG_NONE;
-	n += t->bytes != 0;
-	n += t->coll != KG_COLL_NONE;
-	n += t->gsize >= 0;
-	n += t->pg != KG_NONE;
-	n += t->pgr != KG_NONE;
-	n += t->seq >= 0;
-	n += t->dtype != KG_NONE;
-	n += t->phase != KG_PH_NONE;
-	n += t->mb >= 0;
-	n += t->layer >= 0;
-	n += t->stage >= 0;
-	n += t->mpeak >= 0 ? 2 : 0;
-	n += t->mrpeak >= 0;
-	n += t->mpeak >= 0 && t->mexc >= 0;
-	n += t->prof > 0;
-	p = sbuf_room(w, REC_MAX);
-	p = put_map(p, n);
+	h = sbuf_room(w, REC_MAX);
+	p = h + MAP_HEAD;
 	KV_NAME("r", "task");
 	KV_I64("id", t->id);
 	KV_I64("p", t->proc);
@@ -491,90 +471,59 @@ kg_write_task(struct kg_writer *w, const struct kg_task *t)
 	KV_I64("d", t->dur);
 	KV_I64("ts", t->ts);
 	KV_I64("it", t->iter);
-	if (t->odur >= 0 && t->odur != t->dur)
-		KV_I64("od", t->odur);
-	if (t->corr >= 0)
-		KV_I64("corr", t->corr);
-	if (t->op != KG_NONE)
-		KV_I64("op", t->op);
-	if (t->shapes != KG_NONE)
-		KV_I64("sh", t->shapes);
-	if (t->itypes != KG_NONE)
-		KV_I64("ty", t->itypes);
-	if (t->ocall != KG_NONE)
-		KV_I64("oc", t->ocall);
+	OPT_I64(t->odur >= 0 && t->odur != t->dur, "od", t->odur);
+	OPT_I64(t->corr >= 0, "corr", t->corr);
+	OPT_I64(t->op != KG_NONE, "op", t->op);
+	OPT_I64(t->shapes != KG_NONE, "sh", t->shapes);
+	OPT_I64(t->itypes != KG_NONE, "ty", t->itypes);
+	OPT_I64(t->ocall != KG_NONE, "oc", t->ocall);
 	if (t->bytes != 0) {
 		KEY("by");
 		p = put_u64(p, t->bytes);
 	}
-	if (t->coll != KG_COLL_NONE)
-		KV_NAME("coll", kg_coll_name[t->coll]);
-	if (t->gsize >= 0)
-		KV_I64("gs", t->gsize);
-	if (t->pg != KG_NONE)
-		KV_I64("pg", t->pg);
-	if (t->pgr != KG_NONE)
-		KV_I64("pgr", t->pgr);
-	if (t->seq >= 0)
-		KV_I64("seq", t->seq);
-	if (t->dtype != KG_NONE)
-		KV_I64("dt", t->dtype);
-	if (t->phase != KG_PH_NONE)
-		KV_NAME("ph", kg_phase_name[t->phase]);
-	if (t->mb >= 0)
-		KV_I64("mb", t->mb);
-	if (t->layer >= 0)
-		KV_I64("ly", t->layer);
-	if (t->stage >= 0)
-		KV_I64("st", t->stage);
+	OPT_NAME(t->coll != KG_COLL_NONE, "coll", kg_coll_name[t->coll]);
+	OPT_I64(t->gsize >= 0, "gs", t->gsize);
+	OPT_I64(t->pg != KG_NONE, "pg", t->pg);
+	OPT_I64(t->pgr != KG_NONE, "pgr", t->pgr);
+	OPT_I64(t->seq >= 0, "seq", t->seq);
+	OPT_I64(t->dtype != KG_NONE, "dt", t->dtype);
+	OPT_NAME(t->phase != KG_PH_NONE, "ph", kg_phase_name[t->phase]);
+	OPT_I64(t->mb >= 0, "mb", t->mb);
+	OPT_I64(t->layer >= 0, "ly", t->layer);
+	OPT_I64(t->stage >= 0, "st", t->stage);
 	if (t->mpeak >= 0) {
 		KV_I64("ma", t->mpeak);
 		KV_I64("mn", t->mnet);
 		if (t->mexc >= 0)
 			KV_I64("mx", t->mexc);
 	}
-	if (t->mrpeak >= 0)
-		KV_I64("mr", t->mrpeak);
-	if (t->prof > 0)
-		KV_I64("pc", t->prof);
-	return put_end(w, p, "task", n, pairs, &w->ntasks);
+	OPT_I64(t->mrpeak >= 0, "mr", t->mrpeak);
+	OPT_I64(t->prof > 0, "pc", t->prof);
+	return put_end(w, h, p, pairs, &w->ntasks);
 }
 
 int
 kg_write_edge(struct kg_writer *w, const struct kg_edge *e)
 {
-	unsigned char *p;
-	unsigned n = 4, pairs = 0;
+	unsigned char *h, *p;
+	unsigned pairs = 0;
 
-	if (w->failed)
+	if (w->failed || wtime(w, "edge", w->nedges, "dl", e->delay, 0) < 0)
 		return -1;
-	if (wtime(w, "edge", w->nedges, "dl", e->delay, 0) < 0)
-		return -1;
-	n += e->delay != 0;
-	n += e->how != KG_HOW_TRACE;
-	n += e->on != KG_NONE;
-	n += e->via != KG_NONE;
-	n += e->at != KG_NONE;
-	n += e->graph != 0;
-	p = sbuf_room(w, REC_MAX);
-	p = put_map(p, n);
+	h = sbuf_room(w, REC_MAX);
+	p = h + MAP_HEAD;
 	KV_NAME("r", "edge");
 	KV_I64("src", e->src);
 	KV_I64("dst", e->dst);
 	KV_NAME("k", kg_edge_kind_name[e->kind]);
-	if (e->delay != 0)
-		KV_I64("dl", e->delay);
-	if (e->how != KG_HOW_TRACE)
-		KV_NAME("how", kg_how_name[e->how]);
-	if (e->on != KG_NONE)
-		KV_I64("on", e->on);
-	if (e->via != KG_NONE)
-		KV_I64("via", e->via);
-	if (e->at != KG_NONE)
-		KV_I64("at", e->at);
+	OPT_I64(e->delay != 0, "dl", e->delay);
+	OPT_NAME(e->how != KG_HOW_TRACE, "how", kg_how_name[e->how]);
+	OPT_I64(e->on != KG_NONE, "on", e->on);
+	OPT_I64(e->via != KG_NONE, "via", e->via);
+	OPT_I64(e->at != KG_NONE, "at", e->at);
 	if (e->graph)
 		KEY("gl"), *p++ = 0xc3; /* true */
-	return put_end(w, p, "edge", n, pairs, &w->nedges);
+	return put_end(w, h, p, pairs, &w->nedges);
 }
 
 int

@@ -32,7 +32,7 @@ LIBS = -lm -pthread $(PKG_LIBS)
 
 TOOLS = kineto2graph graphcat graph-deps graphsim graphstat tracegen graph-scale-dp graph-scale-layers graph-scale-pp graph2chrome graphplot
 TOOLS += opmodel graph-retime
-TOOLS += graph-scale-hidden graph-scale-tp
+TOOLS += graph-scale-hidden graph-scale-tp graph-scale-batch
 BINS = $(TOOLS:%=bin/%)
 MANS = $(TOOLS:%=doc/%.1)
 
@@ -80,6 +80,10 @@ EXTRA_LIBS_opmodel = -lxgboost -lgomp
 EXTRA_LIBS_graph-retime = -lxgboost -lgomp
 EXTRA_LIBS_graph-scale-hidden = -lxgboost -lgomp
 EXTRA_LIBS_graph-scale-tp = -lxgboost -lgomp
+# graph-scale-batch re-times as graph-scale-hidden does, with its objects.
+EXTRA_LIBS_graph-scale-batch = -lxgboost -lgomp
+EXTRA_OBJ_graph-scale-batch = build/tools/graph-scale-hidden/time.o build/tools/graph-scale-hidden/rules.o
+build/tools/graph-scale-batch.o build/tools/graph-scale-batch/%.o: ALL_CFLAGS += -Itools/graph-scale-hidden
 EXTRA_OBJ_opmodel = $(patsubst %.c,build/%.o,$(wildcard tools/kineto2graph/*.c))
 build/tools/opmodel/%.o: ALL_CFLAGS += -Itools/kineto2graph
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))

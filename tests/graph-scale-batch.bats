@@ -170,8 +170,11 @@ EOF2
 	run -1 --separate-stderr graph-scale-batch --base-mbs 5 --mbs 10 tok.kg
 	[ "$stderr" = "graph-scale-batch: tok.kg: section 0: cannot find the traced sequence length: no attention or layer norm with a [batch, sequence, hidden] input (give --base-seq)" ]
 	graph-scale-batch -q --base-mbs 5 --base-seq 8 --mbs 10 tok.kg > t.kg
-	# given, the tokens follow: [40,8] -> [80,8]
-	[ "$(kernels t.kg | grep -c '\[80,8\]')" -eq 4 ]
+	# given, the tokens follow: [40,8] -> [80,8] in the norm, the three
+	# addmm and the LM head's mm; [batch x heads, ...] is not read where
+	# no attention tells the heads: it stays
+	[ "$(kernels t.kg | grep -c '\[80,8\]')" -eq 5 ]
+	[ "$(kernels t.kg | grep attention)" = "aten::_cudnn_attention_forward [[10,8,4],[10,8,4],[10,8,4],[],[]] 1000" ]
 }
 
 @test "graph-scale-batch: a tensor-parallel job's sequence must divide among its ranks; its activation collectives follow the tokens, its gradients' stay (tracegen)" {

@@ -69,7 +69,7 @@ build/libcommon.a: $(COMMON_OBJ)
 	$(AR) rcs $@ $^
 
 define tool_rule
-bin/$(1): $(call tool_objs,$(1)) $(CLI_OBJ) build/libcommon.a build/flags
+bin/$(1): $(call tool_objs,$(1)) $$(EXTRA_OBJ_$(1)) $(CLI_OBJ) build/libcommon.a build/flags
 	@mkdir -p bin
 	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(filter-out build/flags,$$^) $$(LIBS) $$(EXTRA_LIBS_$(1))
 endef

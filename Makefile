@@ -39,6 +39,14 @@ MANS = $(TOOLS:%=doc/%.1)
 COMMON_SRC = $(wildcard common/*.c)
 COMMON_OBJ = $(COMMON_SRC:%.c=build/%.o)
 CLI_OBJ = build/tools/cli.o
+# The what-if tools' main() skeleton (tools/whatif.h): only they link it
+# (EXTRA_OBJ_NAME: objects linked into bin/NAME besides its own).
+WHATIF_TOOLS = graph-scale-dp graph-scale-layers graph-scale-pp graph-scale-hidden graph-scale-tp \
+	graph-retime
+$(foreach t,$(WHATIF_TOOLS),$(eval EXTRA_OBJ_$(t) += build/tools/whatif.o))
+# and of those, the ones that take an op model (--model) its loading,
+# apart because it links libxgboost.
+$(foreach t,graph-scale-hidden graph-scale-tp graph-retime,$(eval EXTRA_OBJ_$(t) += build/tools/whatif-om.o))
 
 # A tool is tools/NAME.c plus, when it has grown, tools/NAME/*.c.
 tool_objs = build/tools/$(1).o $(patsubst %.c,build/%.o,$(wildcard tools/$(1)/*.c))
@@ -160,7 +168,8 @@ fuzz_tools_whatif = graph-scale-layers graph-scale-pp graph-scale-dp graph-scale
 # fuzz/run fits)
 FUZZ_COMMON = $(filter-out build/fuzz/common/opmodel.o build/fuzz/common/reshape.o,$(COMMON_SRC:%.c=build/fuzz/%.o)) \
 	build/fuzz/tools/cli.o build/fuzz/fuzz/fuzz.o
-fuzz_extra_whatif = build/fuzz/common/opmodel.o build/fuzz/common/reshape.o
+fuzz_extra_whatif = build/fuzz/common/opmodel.o build/fuzz/common/reshape.o \
+	build/fuzz/tools/whatif.o build/fuzz/tools/whatif-om.o
 fuzz_libs_whatif = -lxgboost -lgomp
 
 # A tool's main file is built with its main renamed NAME_main.

@@ -48,7 +48,11 @@ const struct ev *sort_ev; /* qsort has no context argument */
  * The GPU the rank ran on: deviceProperties lists the node's devices
  * (8 on the DLRM and HTA traces), so the one is the device that most of
  * the selected GPU tasks ran on (a stream's pid is its device); with no
- * GPU task, the only device listed, if one is.
+ * GPU task, the only device listed, if one is. When the GPU tasks ran
+ * on no device listed and every device listed is of one kind, that kind:
+ * the process saw only such GPUs (ROCm's kernels can carry the physical
+ * device while deviceProperties numbers the visible ones from 0, as in
+ * the vLLM MI300X trace).
  */
 static void
 set_gpu(const struct trace *t, const uint32_t *gpu, size_t ngpu, struct kg_header *h)
@@ -72,8 +76,15 @@ set_gpu(const struct trace *t, const uint32_t *gpu, size_t ngpu, struct kg_heade
 			best = t->dev[i].id, bestn = n;
 	}
 	free(per);
+	if (ngpu > 0 && bestn == 0) {
+		for (i = 1; i < t->ndev; i++)
+			if (t->dev[i].name != t->dev[0].name || t->dev[i].sms != t->dev[0].sms ||
+			    t->dev[i].mem != t->dev[0].mem)
+				return;
+		best = t->dev[0].id;
+	}
 	for (i = 0; i < t->ndev; i++) {
-		if (t->dev[i].id != best || (ngpu > 0 && bestn == 0))
+		if (t->dev[i].id != best)
 			continue;
 		if (t->dev[i].name != KG_NONE)
 			h->gpu = t->str.str[t->dev[i].name];

@@ -13,13 +13,15 @@
  *
  * The rules that tell a dimension apart are in graph-scale-batch/rules.c
  * and graph-scale-batch(1); the traced sizes are found in find.c; the
- * times are graph-scale-hidden's (tools/graph-scale-hidden/time.c).
+ * times are graph-scale-hidden's (tools/graph-scale-hidden/time.c), and
+ * so is the table of the section's (operator, dims) pairs (pairs.c).
+ * main() is the what-if tools' skeleton (tools/whatif.h, whatif-om.c
+ * for --model and --from).
  *
  * State: one section at a time, held whole (common/graph.h), with a
  * table of its distinct (operator, dims) pairs and their new dims.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +37,7 @@
 #include "opmodel.h"
 #include "reshape.h"
 #include "util.h"
+#include "whatif.h"
 
 #define PRODUCER "graph-scale-batch " KG_VERSION
 
@@ -63,89 +66,22 @@ static const char help[] =
     "FLOPs and the rest by bytes. With no FILE, or FILE -, read standard input.\n"
     "See graph-scale-batch(1).\n";
 
-/* The options beside graph-scale-hidden's (hid.h's struct opts: the models). */
-static int64_t new_s, new_b, base_s, base_b;
+/* The tool's options: graph-scale-hidden's (hid.h's struct opts: the
+ * models) and the sizes. */
+struct bopts {
+	struct opts o;
+	int64_t new_s, new_b, base_s, base_b;
+};
 
-static uint64_t
-pkey(uint32_t op, uint32_t sh)
-{
-	uint64_t k = ((uint64_t)op << 32 | sh) * 0x9E3779B97F4A7C15ull;
-
-	return k ^ (k >> 29);
-}
-
-static struct pair *
-pairs_get(struct pairs *ps, uint32_t op, uint32_t sh, int *isnew)
-{
-	size_t i;
-
-	if (2 * (ps->n + 1) > ps->nslot) {
-		size_t ns = ps->nslot ? 2 * ps->nslot : 256, k;
-
-		free(ps->slot);
-		ps->slot = xcalloc(ns, sizeof(*ps->slot));
-		ps->nslot = ns;
-		for (k = 0; k < ps->n; k++) {
-			i = pkey(ps->p[k].op, ps->p[k].sh) & (ns - 1);
-			while (ps->slot[i])
-				i = (i + 1) & (ns - 1);
-			ps->slot[i] = (uint32_t)k + 1;
-		}
-	}
-	i = pkey(op, sh) & (ps->nslot - 1);
-	while (ps->slot[i]) {
-		struct pair *p = &ps->p[ps->slot[i] - 1];
-
-		if (p->op == op && p->sh == sh) {
-			*isnew = 0;
-			return p;
-		}
-		i = (i + 1) & (ps->nslot - 1);
-	}
-	{
-		struct pair p = { op, sh, sh, 0, NULL };
-
-		VEC_PUSH(ps->p, ps->n, ps->cap, p);
-	}
-	ps->slot[i] = (uint32_t)ps->n;
-	*isnew = 1;
-	return &ps->p[ps->n - 1];
-}
-
-static void
-pairs_release(struct pairs *ps)
-{
-	size_t i;
-
-	for (i = 0; i < ps->n; i++)
-		free(ps->p[i].text);
-	free(ps->p);
-	free(ps->slot);
-	memset(ps, 0, sizeof(*ps));
-}
-
-/* The operator a task's dims belong to: a CPU op's own name, else its op. */
-static uint32_t
-task_op(const struct kg_task *t)
-{
-	return t->kind == KG_CPU ? t->name : t->op;
-}
-
-/* Every (operator, dims) pair of the section, with its count of tasks. */
-static void
-collect(const struct graph *g, struct pairs *ps)
-{
-	size_t i;
-
-	for (i = 0; i < g->ntask; i++) {
-		const struct kg_task *t = &g->task[i];
-		uint32_t op = task_op(t);
-		int isnew;
-
-		if (t->shapes != KG_NONE && op != KG_NONE)
-			pairs_get(ps, op, t->shapes, &isnew)->n++;
-	}
-}
+static const struct option own[] = {
+	{ "seq", required_argument, NULL, 's' },
+	{ "mbs", required_argument, NULL, 'b' },
+	{ "model", required_argument, NULL, 'M' },
+	{ "from", required_argument, NULL, 'F' },
+	{ "base-seq", required_argument, NULL, 'S' },
+	{ "base-mbs", required_argument, NULL, 'B' },
+	{ NULL, 0, NULL, 0 }
+};
 
 /* The new dims of every pair; the new strings go to rs. */
 static void
@@ -161,19 +97,6 @@ reshape_all(const struct kg_reader *r, const struct bat_sizes *a, int64_t nb, in
 		if (p->text != NULL)
 			p->nsh = rs_strs_id(rs, p->text);
 	}
-}
-
-/* The new dims text of a task's (operator, dims), or NULL: unchanged
- * (time.c's, as graph-scale-hidden's). */
-const struct pair *
-hid_pair_of(struct pairs *ps, const struct kg_task *t)
-{
-	int isnew;
-	uint32_t op = task_op(t);
-
-	if (t->shapes == KG_NONE || op == KG_NONE)
-		return NULL;
-	return pairs_get(ps, op, t->shapes, &isnew);
 }
 
 /*
@@ -243,9 +166,11 @@ count_unsized(const struct graph *g, const struct kg_reader *r)
 }
 
 static int
-scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const char *name,
-    int index, struct gout *out)
+scale(void *arg, struct graph *g, const struct kg_reader *r, const char *name, int index,
+    struct gout *out)
 {
+	const struct bopts *bo = arg;
+	const struct opts *o = &bo->o;
 	struct bat_sizes a;
 	struct pairs ps;
 	struct rs_strs rs;
@@ -260,7 +185,7 @@ scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const ch
 	memset(&ps, 0, sizeof(ps));
 	memset(&cn, 0, sizeof(cn));
 	rs_strs_init(&rs, g->nstr);
-	collect(g, &ps);
+	hid_pairs_collect(g, &ps);
 	{
 		struct hid_op *ho = xmalloc((ps.n + 1) * sizeof(*ho));
 
@@ -269,15 +194,15 @@ scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const ch
 			ho[i].dims = kg_str(r, ps.p[i].sh);
 			ho[i].n = ps.p[i].n;
 		}
-		i = bat_find(ho, ps.n, base_b, base_s, &a, err, sizeof(err)) < 0;
+		i = bat_find(ho, ps.n, bo->base_b, bo->base_s, &a, err, sizeof(err)) < 0;
 		free(ho);
 		if (i) {
 			errmsg("%s: section %d: %s", name, index, err);
 			goto out;
 		}
 	}
-	nb = new_b > 0 ? new_b : a.b;
-	ns = new_s > 0 ? new_s : a.s;
+	nb = bo->new_b > 0 ? bo->new_b : a.b;
+	ns = bo->new_s > 0 ? bo->new_s : a.s;
 	if (a.tp > 1 && ns % a.tp != 0) {
 		errmsg("%s: section %d: the sequence %lld does not divide among the %lld "
 		    "tensor-parallel ranks", name, index, (long long)ns, (long long)a.tp);
@@ -339,39 +264,8 @@ scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const ch
 	}
 	rc = 0;
 out:
-	pairs_release(&ps);
+	hid_pairs_release(&ps);
 	rs_strs_release(&rs);
-	return rc;
-}
-
-static int
-process(const struct opts *o, const char *path, struct gout *out)
-{
-	struct gin in;
-	struct graph g;
-	int t, rc = 0, index = 0;
-
-	if (gin_open(&in, path) < 0)
-		return 1;
-	graph_init(&g);
-	while (rc == 0 && (t = gin_read(&in)) > 0)
-		if (graph_take(&g, t, &in.rec))
-			rc = scale(o, &g, &in.r, in.name, index++, out);
-	if (t < 0 && rc == 0)
-		rc = 1;
-	graph_release(&g);
-	gin_close(&in);
-	return rc;
-}
-
-static int
-load(const char *path, struct om_model *m)
-{
-	char err[256];
-	int rc = om_load_path(m, path, err, sizeof(err));
-
-	if (rc < 0)
-		errmsg("%s: %s", path, err);
 	return rc;
 }
 
@@ -390,93 +284,51 @@ size_arg(const char *what, const char *s)
 int
 main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "seq", required_argument, NULL, 's' },
-		{ "mbs", required_argument, NULL, 'b' },
-		{ "model", required_argument, NULL, 'M' },
-		{ "from", required_argument, NULL, 'F' },
-		{ "base-seq", required_argument, NULL, 'S' },
-		{ "base-mbs", required_argument, NULL, 'B' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
+	struct bopts b;
+	struct whatif_tool w = {
+		.own = own,
+		.name = "graph-scale-batch", .usage = usage, .help = help, .producer = PRODUCER,
 	};
-	const char *output = NULL;
-	struct opts o;
-	struct gout g;
-	int c, i, rc = 0;
+	int c, rc;
 
-	cli_init("graph-scale-batch");
-	memset(&o, 0, sizeof(o));
-	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+	memset(&b, 0, sizeof(b));
+	while ((c = whatif_getopt(&w, argc, argv)) != -1) {
 		switch (c) {
-		case 'o':
-			output = optarg;
-			break;
 		case 's':
-			new_s = size_arg("sequence length --seq", optarg);
+			b.new_s = size_arg("sequence length --seq", optarg);
 			break;
 		case 'b':
-			new_b = size_arg("micro-batch size --mbs", optarg);
+			b.new_b = size_arg("micro-batch size --mbs", optarg);
 			break;
 		case 'M':
-			o.model = optarg;
+			b.o.model = optarg;
 			break;
 		case 'F':
-			o.frommodel = optarg;
+			b.o.frommodel = optarg;
 			break;
 		case 'S':
-			base_s = size_arg("--base-seq", optarg);
+			b.base_s = size_arg("--base-seq", optarg);
 			break;
 		case 'B':
-			base_b = size_arg("--base-mbs", optarg);
+			b.base_b = size_arg("--base-mbs", optarg);
 			break;
-		case 'q':
-			quiet = 1;
-			break;
-		case 'h':
-			printf("usage: %s\n\n%s", usage, help);
-			return close_stdout();
-		case 'V':
-			version_exit();
-		default:
-			usage_exit(usage);
 		}
 	}
-	argc -= optind;
-	argv += optind;
-	if (new_s == 0 && new_b == 0) {
+	if (b.new_s == 0 && b.new_b == 0) {
 		errmsg("give the new sequence length (--seq), micro-batch size (--mbs) or both");
 		usage_exit(usage);
 	}
-	if (o.frommodel != NULL && o.model == NULL) {
+	if (b.o.frommodel != NULL && b.o.model == NULL) {
 		errmsg("--from needs --model (the GPU to predict)");
 		usage_exit(usage);
 	}
-	if (o.model != NULL && load(o.model, &o.to) < 0)
+	if (whatif_models(b.o.model, b.o.frommodel, &b.o.to, &b.o.src, &b.o.have_to,
+	    &b.o.have_src) != 0)
 		return 1;
-	o.have_to = o.model != NULL;
-	if (o.frommodel != NULL) {
-		if (load(o.frommodel, &o.src) < 0) {
-			om_model_release(&o.to);
-			return 1;
-		}
-		o.have_src = 1;
-	}
-	if (gout_open(&g, output, KG_LEVEL) < 0) {
-		rc = 1;
-	} else {
-		if (argc == 0)
-			rc = process(&o, NULL, &g);
-		for (i = 0; i < argc && rc == 0; i++)
-			rc = process(&o, argv[i], &g);
-		rc = gout_close(&g, rc, PRODUCER);
-	}
-	if (o.have_to)
-		om_model_release(&o.to);
-	if (o.have_src)
-		om_model_release(&o.src);
+	rc = whatif_run_graphs(&w, scale, &b);
+	if (b.o.have_to)
+		om_model_release(&b.o.to);
+	if (b.o.have_src)
+		om_model_release(&b.o.src);
 	return rc;
 }

@@ -32,7 +32,7 @@ LIBS = -lm -pthread $(PKG_LIBS)
 
 TOOLS = kineto2graph graphcat graph-deps graphsim graphstat tracegen graph-scale-dp graph-scale-layers graph-scale-pp graph2chrome graphplot
 TOOLS += opmodel graph-retime
-TOOLS += graph-scale-hidden graph-scale-tp
+TOOLS += graph-scale-hidden graph-scale-tp graph-scale-batch
 BINS = $(TOOLS:%=bin/%)
 MANS = $(TOOLS:%=doc/%.1)
 
@@ -42,11 +42,11 @@ CLI_OBJ = build/tools/cli.o
 # The what-if tools' main() skeleton (tools/whatif.h): only they link it
 # (EXTRA_OBJ_NAME: objects linked into bin/NAME besides its own).
 WHATIF_TOOLS = graph-scale-dp graph-scale-layers graph-scale-pp graph-scale-hidden graph-scale-tp \
-	graph-retime
+	graph-scale-batch graph-retime
 $(foreach t,$(WHATIF_TOOLS),$(eval EXTRA_OBJ_$(t) += build/tools/whatif.o))
 # and of those, the ones that take an op model (--model) its loading,
 # apart because it links libxgboost.
-$(foreach t,graph-scale-hidden graph-scale-tp graph-retime,$(eval EXTRA_OBJ_$(t) += build/tools/whatif-om.o))
+$(foreach t,graph-scale-hidden graph-scale-tp graph-scale-batch graph-retime,$(eval EXTRA_OBJ_$(t) += build/tools/whatif-om.o))
 
 # A tool is tools/NAME.c plus, when it has grown, tools/NAME/*.c.
 tool_objs = build/tools/$(1).o $(patsubst %.c,build/%.o,$(wildcard tools/$(1)/*.c))
@@ -88,6 +88,11 @@ EXTRA_LIBS_opmodel = -lxgboost -lgomp
 EXTRA_LIBS_graph-retime = -lxgboost -lgomp
 EXTRA_LIBS_graph-scale-hidden = -lxgboost -lgomp
 EXTRA_LIBS_graph-scale-tp = -lxgboost -lgomp
+# graph-scale-batch re-times as graph-scale-hidden does, with its objects.
+EXTRA_LIBS_graph-scale-batch = -lxgboost -lgomp
+EXTRA_OBJ_graph-scale-batch += build/tools/graph-scale-hidden/pairs.o build/tools/graph-scale-hidden/time.o \
+	build/tools/graph-scale-hidden/rules.o
+build/tools/graph-scale-batch.o build/tools/graph-scale-batch/%.o: ALL_CFLAGS += -Itools/graph-scale-hidden
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
 
 # The suite: bats through prove for a closing summary line.

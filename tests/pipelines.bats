@@ -357,6 +357,41 @@ job_rows() { # PREFIX
 	[ "$(cut -d, -f1-4,8 id.csv | sed 1d)" = "$(cut -d, -f1-4,8 sweep.csv | sed 1d | head -2)" ]
 }
 
+@test "pipelines: SEQ and MBS axes with bin/graph-scale-batch give the rows of the pipeline run by hand" {
+	# the tiny job's sequence is 128 and its micro-batch 1: BASE_SEQ tells
+	# the sweep the one; MBS=1 without BASE_MBS is a step (the identity)
+	run -0 --separate-stderr sweep TRACEGEN="$TINY" SEQ='128 256' MBS='1 2' BASE_SEQ=128 \
+	    BATCH_OPTS=-q LAYERS='4 8'
+	[ "$output" = "sweep: $PWD/sweep.csv: 8 points" ]
+	[ "$(ran | grep '^base' | tr '\n' ' ')" = "base base-layers base-mbs1 base-mbs1-l8 base-mbs2 base-mbs2-l8 base-seq256-mbs1 base-seq256-mbs1-l8 base-seq256-mbs2 base-seq256-mbs2-l8 " ]
+	[ "$(head -1 sweep.csv | cut -d, -f1-6)" = "dp,pp,layers,seq,mbs,rank" ]
+	tracegen --preset tiny --jobs 1 -d job
+	kineto2graph job/*.json.gz | graph-deps --merge > base.kg
+	{
+		head -1 sweep.csv
+		graph-scale-batch -q --mbs 1 base.kg | job_rows 2,2,4,128,1
+		graph-scale-batch -q --mbs 1 base.kg | graph-scale-layers 8 | job_rows 2,2,8,128,1
+		graph-scale-batch -q --mbs 2 base.kg | job_rows 2,2,4,128,2
+		graph-scale-batch -q --mbs 2 base.kg | graph-scale-layers 8 | job_rows 2,2,8,128,2
+		graph-scale-batch -q --seq 256 --mbs 1 base.kg | job_rows 2,2,4,256,1
+		graph-scale-batch -q --seq 256 --mbs 1 base.kg | graph-scale-layers 8 | job_rows 2,2,8,256,1
+		graph-scale-batch -q --seq 256 --mbs 2 base.kg | job_rows 2,2,4,256,2
+		graph-scale-batch -q --seq 256 --mbs 2 base.kg | graph-scale-layers 8 | job_rows 2,2,8,256,2
+	} > expected.csv
+	cmp sweep.csv expected.csv
+	# twice the tokens is slower; BASE_MBS=1 leaves the identity's step out
+	t1=$(awk -F, '$4 == 128 && $5 == 1 && $3 == 4 { print $9; exit }' sweep.csv)
+	t2=$(awk -F, '$4 == 128 && $5 == 2 && $3 == 4 { print $9; exit }' sweep.csv)
+	[ "$t2" -gt "$t1" ]
+	n=$(wc -l < work/steps.log)
+	run -0 --separate-stderr sweep TRACEGEN="$TINY" MBS='1 2' BASE_MBS=1 BATCH_OPTS=-q OUT="$PWD/m.csv"
+	[ "$(sed "1,${n}d" work/steps.log | awk '{ print $2 }' | grep '^base' | sort | tr '\n' ' ')" = "base base-layers base-mbs2 " ]
+	[ "$(head -1 m.csv | cut -d, -f1-5)" = "dp,pp,layers,mbs,rank" ]
+	# a size of 0 is refused by make before any step
+	run -2 --separate-stderr sweep TRACEGEN="$TINY" MBS='0 2'
+	[[ $stderr == *"SEQ, MBS: 0 is not a size"* ]]
+}
+
 @test "pipelines: PP, layers and DP together with the real tools share their prefixes" {
 	[ -x "$ROOT/bin/graph-scale-pp" ] || skip "no bin/graph-scale-pp yet"
 	[ -x "$ROOT/bin/graph-scale-layers" ] || skip "no bin/graph-scale-layers yet"

@@ -80,6 +80,7 @@ ops skipped:" ]
 	printf '| dp 2 -> 4 | small | 10.0 | 10.5 | +5.00 |\n| dp 2 -> 2 | small | 10.0 | 10.0 | +0.00 |\n' > "$T/whatif.md"
 	printf '#### Table 1: tp\n\n| from | to | measured ms | predicted ms | error %% |\n|---|---|---:|---:|---:|\n| tp 1 | tp 2 | 10 | 10.1 | +1.00 |\n| tp 2 | tp 1 | 10 | 9.7 | -3.00 |\n' > "$T/tp.md"
 	printf '## Without the profiler\n\n**gpt, calibrated:** 10 predictions, mean absolute error 3.50%%, max 8.66%% (goal: mean 5.0%%, max 10%%).\n' > "$T/unprofiled.md"
+	printf '## Micro-batch and sequence\n\n**op model, unprofiled:** 6 predictions, mean absolute error 4.80%%, max 11.18%% (goal: mean 5%%, max 10%%).\n' > "$T/batch.md"
 	: > "$T/tags.md" ; : > "$T/comm.md"; : > "$T/opmodel.md"; : > "$T/clocks.md"; : > "$T/memory.md"
 	run -0 python3 "$ROOT/bench/accuracy-doc.py" "$T" out/ACCURACY.md "commit x, a day, a machine"
 	[ "$output" = "out/ACCURACY.md: 2 iterations, mean 0.150%, max 0.200%" ]
@@ -92,7 +93,9 @@ ops skipped:" ]
 	# without event edges a is 10% off: the mean of 10 and 0.2
 	grep -q '| without `event` edges | 5.100 | 10.000 | +4.900 |' out/ACCURACY.md
 	grep -q '| the step without the profiler, gpt (host-bound), calibrated by --step-time | real: H100 GPT traces | 10 what-ifs, mean 3.50%, max 8.66% | mean 5%, max 10% |' out/ACCURACY.md
-	for n in replay jobs real tracegen opmodel clocks memory unprofiled; do
+	grep -q '| what-if micro-batch and sequence (graph-scale-batch), op model, host-bound gpt, without the profiler | real: H100 GPT traces | 6 predictions, mean 4.80%, max 11.18% | mean 5%, max 10% |' out/ACCURACY.md
+	grep -q '^- \*\*op model, unprofiled:\*\* 6 predictions, mean absolute error 4.80%' out/ACCURACY.md
+	for n in replay jobs real tracegen opmodel clocks memory unprofiled batch; do
 		grep -q 'commit x, a day, a machine' "out/notes/accuracy-$n.md"
 	done
 }

@@ -2,7 +2,7 @@
  * whatif-om: the op model's part of the what-if skeleton (whatif.h's
  * whatif_models), apart from whatif.c because it links libxgboost: only
  * the tools that re-time by a model (graph-scale-hidden, graph-scale-tp,
- * graph-retime) link this file.
+ * graph-scale-batch, graph-retime) link this file.
  */
 #include "whatif.h"
 

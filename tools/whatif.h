@@ -1,6 +1,6 @@
 /*
  * whatif: the skeleton of a what-if tool's main() (graph-scale-dp,
- * -layers, -pp, -hidden, -tp, graph-retime), in the manner of git's
+ * -layers, -pp, -hidden, -tp, -batch, graph-retime), in the manner of git's
  * parse-options: the options they share are read here, and so is the
  * loop over their inputs, so that a tool keeps its own options and its
  * work on a section. Like cli, it prints and exits.

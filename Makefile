@@ -32,7 +32,7 @@ LIBS = -lm -pthread $(PKG_LIBS)
 
 TOOLS = kineto2graph graphcat graph-deps graphsim graphstat tracegen graph-scale-dp graph-scale-layers graph-scale-pp graph2chrome graphplot
 TOOLS += opmodel graph-retime
-TOOLS += graph-scale-hidden graph-scale-tp
+TOOLS += graph-scale-hidden graph-scale-tp graph-recompute
 BINS = $(TOOLS:%=bin/%)
 MANS = $(TOOLS:%=doc/%.1)
 

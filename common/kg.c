@@ -66,6 +66,7 @@ kg_task_init(struct kg_task *t)
 	t->mnet = 0;
 	t->mexc = -1;
 	t->prof = 0;
+	t->recomp = 0;
 }
 
 void
@@ -582,6 +583,7 @@ kg_write_task(struct kg_writer *w, const struct kg_task *t)
 	n += t->mrpeak >= 0;
 	n += t->mpeak >= 0 && t->mexc >= 0;
 	n += t->prof > 0;
+	n += t->recomp != 0;
 	p = sbuf_room(w, REC_MAX);
 	p = put_map(p, n);
 	KV_NAME("r", "task");
@@ -638,6 +640,8 @@ kg_write_task(struct kg_writer *w, const struct kg_task *t)
 		KV_I64("mr", t->mrpeak);
 	if (t->prof > 0)
 		KV_I64("pc", t->prof);
+	if (t->recomp)
+		KEY("rc"), *p++ = 0xc3; /* true */
 	if (pairs != n)
 		return count_error(w, "task", n, pairs);
 	w->sbuf.size = (size_t)((char *)p - w->sbuf.data);
@@ -2040,6 +2044,12 @@ task_pair(struct dec *d, struct kg_task *t, int *have)
 		break;
 	case KC2('p', 'c'):
 		rc = get_i64(d, "pc", &t->prof);
+		break;
+	case KC2('r', 'c'):
+		rc = mp_next(&d->c, &x);
+		if (rc == 0 && x.type != MP_BOOL)
+			return fielderr(d, "rc", "a boolean");
+		t->recomp = x.b;
 		break;
 	default:
 		rc = mp_skip(&d->c);

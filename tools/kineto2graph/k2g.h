@@ -217,6 +217,7 @@ struct bwdiv {
 struct tagger {
 	struct spans rng;      /* the trace's ranges */
 	struct spans inf;      /* inferred spans (tags_infer) */
+	struct spans rcs;      /* recomputed forward work on backward threads */
 	int rng_tags;          /* TAG_MB, TAG_LY: some range gives one */
 	const uint8_t *bwd;    /* per proc: a backward thread */
 	size_t nproc;
@@ -236,6 +237,7 @@ struct tagger {
 	                          the layers came from module calls) */
 	uint32_t ly_module;    /* the module class taken as the layer, KG_NONE */
 	int64_t ly_noseq;      /* backward calls no sequence number maps */
+	int64_t rc_runs;       /* runs of forward ops a backward node ran again */
 };
 
 /*
@@ -261,7 +263,7 @@ void tags_infer(struct tagger *tg, const struct trace *t, const uint32_t *cpu, s
 /* What tags_at found: from a range, or inferred. */
 enum {
 	TAG_PH = 1, TAG_MB = 2, TAG_LY = 4, TAG_PH_INF = 8, TAG_MB_INF = 16,
-	TAG_LY_INF = 32, TAG_ST_INF = 64
+	TAG_LY_INF = 32, TAG_ST_INF = 64, TAG_RC = 128
 };
 
 /*

@@ -40,6 +40,16 @@
  *   - layers: the unit that repeats most of a forward step's top-level
  *     ops, each repetition a layer; a backward node is in the layer of the
  *     forward op with its sequence number.
+ *   - recomputation (activation checkpointing): forward work a backward
+ *     node runs again before its own, which is in the backward phase and
+ *     tagged as recomputed: under an autograd node (the op inside an
+ *     "autograd::engine::evaluate_function:" range), a run of at least
+ *     MIN_LAYER_OPS of its direct children named as the top-level ops of
+ *     the iteration's forward layers (torch.utils.checkpoint's unpack
+ *     hook recomputes a block inside the first node that needs it), a
+ *     forward attention op alone (selective recomputation), or every
+ *     child of a CheckpointFunctionBackward node but the nodes it runs
+ *     (the reentrant checkpoint's marker).
  * What is not found is left unset and counted; nothing else is guessed.
  */
 #include <stdlib.h>
@@ -455,6 +465,8 @@ struct infer {
 	uint8_t *match;        /* by name id: 0 not tried, 1 matches, 2 does not */
 	struct seg *lp;        /* a step's layers: items [lo, hi) each */
 	size_t nlp, caplp;
+	uint32_t *fwn;         /* the iteration's forward layers' op names, sorted */
+	size_t nfwn, capfwn;
 };
 
 /* Fewer top-level ops than this repeating is no evidence of a layer (a
@@ -786,6 +798,88 @@ struct call {
 	uint32_t proc;
 };
 
+/* Whether op event x is an autograd node: an op inside the engine's
+ * "autograd::engine::evaluate_function: NODE" range. */
+static int
+is_node(const struct infer *in, uint32_t x)
+{
+	const struct trace *t = in->t;
+	uint32_t w = in->encl[x];
+
+	return t->ev[x].cls == EV_OP && w != KG_NONE &&
+	    strncmp(t->str.str[t->ev[w].name], "autograd::engine::evaluate_function:", 36) == 0;
+}
+
+/* A run of a node's direct children that may be recomputed forward work. */
+struct rcrun {
+	uint32_t node;
+	int64_t ts, end;
+	int n, attn, marker;
+};
+
+static void
+rc_flush(struct infer *in, uint32_t proc, struct rcrun *r)
+{
+	if (r->n > 0 && (r->n >= MIN_LAYER_OPS || r->attn || r->marker)) {
+		add_span(&in->tg->rcs, proc, r->ts, r->end, -1, -1);
+		in->tg->rcs.a[in->tg->rcs.n - 1].ph = KG_PH_BWD;
+		in->tg->rc_runs++;
+	}
+	r->n = r->attn = 0;
+}
+
+/*
+ * Recomputation in iteration it's backward runs tg->run[rlo, rhi): the
+ * direct children of an autograd node that run forward work (the
+ * comment at the top of this file), each run of them a span of tg->rcs.
+ */
+static void
+find_recompute(struct infer *in, int32_t it, size_t rlo, size_t rhi)
+{
+	const struct trace *t = in->t;
+	size_t i, pos;
+
+	for (i = rlo; i < rhi; i++) {
+		const struct bwdiv *b = &in->tg->run[i];
+		struct rcrun r;
+
+		memset(&r, 0, sizeof(r));
+		r.node = KG_NONE;
+		for (pos = cpu_at(in, b->proc, b->start); pos < in->ncpu; pos++) {
+			uint32_t x = in->cpu[pos], n = in->encl[x];
+			const struct ev *e = &t->ev[x];
+			const char *nm = t->str.str[e->name];
+			int fwd, attn, marker;
+
+			if (e->proc != b->proc || e->ts >= b->end)
+				break;
+			if (e->cls != EV_OP || in->iter[x] != it || n == KG_NONE || !is_node(in, n))
+				continue;
+			if (n != r.node) {
+				rc_flush(in, b->proc, &r);
+				r.node = n;
+				r.marker = has(t->str.str[t->ev[n].name], "CheckpointFunction");
+			}
+			marker = r.marker &&
+			    strncmp(nm, "autograd::engine::evaluate_function:", 36) != 0;
+			attn = has(nm, "attention") && !has(nm, "backward");
+			fwd = marker || attn || (in->nfwn > 0 &&
+			    bsearch(&e->name, in->fwn, in->nfwn, sizeof(*in->fwn), cmp_u32) != NULL);
+			if (!fwd) {
+				rc_flush(in, b->proc, &r);
+				continue;
+			}
+			if (r.n == 0)
+				r.ts = e->ts, r.end = e->ts + e->dur;
+			if (e->ts + e->dur > r.end)
+				r.end = e->ts + e->dur;
+			r.n++;
+			r.attn |= attn;
+		}
+		rc_flush(in, b->proc, &r);
+	}
+}
+
 /*
  * One iteration: the main thread's items [0, nmain) of in->it are read;
  * the backward runs are tg->run[rlo, rhi), the merged spans tg->bw[blo, bhi).
@@ -874,6 +968,7 @@ infer_iter(struct infer *in, uint32_t main, int32_t it, size_t rlo, size_t rhi, 
 
 	/* Each step's span, its layers and their sequence numbers. */
 	in->nstiv = in->nlyiv = 0;
+	in->nfwn = 0;
 	for (i = 0; i < in->nseg; i++) {
 		const struct seg *s = &in->seg[i];
 		size_t nops = op_names(in, s->lo, s->hi), reps, k;
@@ -893,6 +988,13 @@ infer_iter(struct infer *in, uint32_t main, int32_t it, size_t rlo, size_t rhi, 
 			VEC_PUSH(in->stiv, in->nstiv, in->capstiv, iv);
 		if (step_layers(in, s, nops) < 0)
 			continue;
+		for (k = 0; k < in->nlp; k++) {
+			size_t q;
+
+			for (q = in->lp[k].lo; q < in->lp[k].hi; q++)
+				if (in->it[q].op)
+					VEC_PUSH(in->fwn, in->nfwn, in->capfwn, in->it[q].name);
+		}
 		if (tg->stage < 0)
 			continue; /* no global layer number without the stage */
 		reps = in->nlp;
@@ -963,6 +1065,9 @@ infer_iter(struct infer *in, uint32_t main, int32_t it, size_t rlo, size_t rhi, 
 			tg->ly_noseq++;
 	}
 	free(calls);
+	if (in->nfwn > 1)
+		qsort(in->fwn, in->nfwn, sizeof(*in->fwn), cmp_u32);
+	find_recompute(in, it, rlo, rhi);
 }
 
 static int
@@ -1074,9 +1179,11 @@ tags_infer(struct tagger *tg, const struct trace *t, const uint32_t *cpu, size_t
 	free(in.stiv);
 	free(in.lyiv);
 	free(in.lp);
+	free(in.fwn);
 	free(in.match);
 	free(lay);
 	spans_index(&tg->inf, tg->nproc);
+	spans_index(&tg->rcs, tg->nproc);
 }
 
 int
@@ -1108,6 +1215,15 @@ tags_at(const struct tagger *tg, uint32_t proc, int64_t ts, int64_t it, struct k
 		k->layer = ly, got |= TAG_LY_INF;
 	if (tg->stage >= 0)
 		k->stage = tg->stage, got |= TAG_ST_INF;
+	/* recomputed forward work: in the backward, said so */
+	{
+		int8_t rph = KG_PH_NONE;
+		int32_t rmb, rly;
+
+		if (tg->rcs.n > 0 && spans_at(&tg->rcs, tg->nproc, proc, ts, TAG_PH, &rph, &rmb,
+		    &rly) != 0)
+			k->recomp = 1, got |= TAG_RC;
+	}
 	if (!(got & TAG_PH) && proc < tg->nproc && tg->bwd != NULL && tg->bwd[proc]) {
 		k->phase = KG_PH_BWD, got |= TAG_PH_INF;
 	} else if (!(got & TAG_PH) && proc == tg->main) {
@@ -1132,6 +1248,8 @@ tags_release(struct tagger *tg)
 	free(tg->rng.first);
 	free(tg->inf.a);
 	free(tg->inf.first);
+	free(tg->rcs.a);
+	free(tg->rcs.first);
 	free(tg->bw);
 	free(tg->run);
 	memset(tg, 0, sizeof(*tg));

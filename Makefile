@@ -69,19 +69,17 @@ build/libcommon.a: $(COMMON_OBJ)
 	$(AR) rcs $@ $^
 
 define tool_rule
-bin/$(1): $(call tool_objs,$(1)) $$(EXTRA_OBJ_$(1)) $(CLI_OBJ) build/libcommon.a build/flags
+bin/$(1): $(call tool_objs,$(1)) $(CLI_OBJ) build/libcommon.a build/flags
 	@mkdir -p bin
 	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(filter-out build/flags,$$^) $$(LIBS) $$(EXTRA_LIBS_$(1))
 endef
 # The op model (common/opmodel.c) needs XGBoost's C API; only the tools
-# that use it link it. opmodel reads Kineto traces with kineto2graph's
-# reader and graph builder.
+# that use it link it. opmodel reads graph streams, and a Kineto trace
+# through the kineto2graph program beside it.
 EXTRA_LIBS_opmodel = -lxgboost -lgomp
 EXTRA_LIBS_graph-retime = -lxgboost -lgomp
 EXTRA_LIBS_graph-scale-hidden = -lxgboost -lgomp
 EXTRA_LIBS_graph-scale-tp = -lxgboost -lgomp
-EXTRA_OBJ_opmodel = $(patsubst %.c,build/%.o,$(wildcard tools/kineto2graph/*.c))
-build/tools/opmodel/%.o: ALL_CFLAGS += -Itools/kineto2graph
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
 
 # The suite: bats through prove for a closing summary line.

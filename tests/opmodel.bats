@@ -277,6 +277,61 @@ fit() { # a model of the fixture trace into m.om
 	cmp m.om s.om
 }
 
+@test "opmodel: fit on a graph stream on stdin equals fit on its trace" {
+	opmodel fit -o t.om "$OM/mm.json" > t.txt
+	run -0 --separate-stderr bash -c 'kineto2graph "$1" | opmodel fit -o g.om -' _ "$OM/mm.json"
+	[ "$output" = "$(cat t.txt)" ]
+	[ -z "$stderr" ]
+	cmp t.om g.om
+}
+
+@test "opmodel: check on a graph stream file reads each section as its trace" {
+	fit
+	kineto2graph "$OM/mm.json" "$OM/backtoback.json" > two.kg
+	opmodel check --csv m.om "$OM/mm.json" "$OM/backtoback.json" > t.csv
+	# 12 GEMMs and a memcpy, then the second trace's calls
+	[ "$(wc -l < t.csv)" -gt 14 ]
+	run -0 --separate-stderr opmodel check --csv m.om two.kg
+	[ "$output" = "$(cat t.csv)" ]
+	[ -z "$stderr" ]
+	opmodel check m.om "$OM/mm.json" "$OM/backtoback.json" > t.txt
+	run -0 --separate-stderr opmodel check m.om two.kg
+	[ "$output" = "$(cat t.txt)" ]
+	[ -z "$stderr" ]
+}
+
+@test "opmodel: a graph stream cut short, or one whose writer failed, is refused in one line" {
+	kineto2graph "$OM/mm.json" | head -c 300 > cut.kg
+	run -1 --separate-stderr opmodel fit -o m.om cut.kg
+	[ "$stderr" = "opmodel: cut.kg: truncated graph stream (ends inside a zstd frame)" ]
+	echo 'not json' > bad.json
+	run -1 bash -c 'kineto2graph bad.json > failed.kg'
+	run -1 --separate-stderr opmodel fit -o m.om failed.kg
+	[ "$stderr" = "opmodel: failed.kg: incomplete graph stream: it ends where kineto2graph failed (record 1)" ]
+	# through a pipe the writer said why: its message alone
+	run -1 --separate-stderr bash -c 'kineto2graph bad.json | opmodel fit -o m.om -'
+	[ "$stderr" = "kineto2graph: bad.json: byte 1: invalid JSON (lexical error: invalid string in json text.)" ]
+	[ ! -e m.om ]
+}
+
+@test "opmodel: a trace goes through the kineto2graph beside it, else PATH's, its messages naming the trace" {
+	mkdir lone
+	cp "$ROOT/bin/opmodel" lone/
+	run -1 --separate-stderr env PATH=/nonexistent lone/opmodel fit -o m.om "$OM/mm.json"
+	[ "$stderr" = "opmodel: $OM/mm.json: cannot run kineto2graph: No such file or directory" ]
+	opmodel fit -o t.om "$OM/mm.json" > t.txt
+	run -0 --separate-stderr env PATH="$ROOT/bin:$PATH" lone/opmodel fit -o m.om "$OM/mm.json"
+	[ "$output" = "$(cat t.txt)" ]
+	cmp t.om m.om
+	# one beside it comes first; what it says is said of the trace
+	printf '#!/bin/sh\ncat > /dev/null\necho "kineto2graph: -: byte 7: made up" >&2\nexit 1\n' > lone/kineto2graph
+	chmod +x lone/kineto2graph
+	run -1 --separate-stderr lone/opmodel fit -o m.om "$OM/mm.json"
+	[ "$stderr" = "opmodel: $OM/mm.json: byte 7: made up" ]
+	run -1 --separate-stderr lone/opmodel check t.om - < "$OM/mm.json"
+	[ "$stderr" = "opmodel: -: byte 7: made up" ]
+}
+
 @test "opmodel: the shared H100 sweep fits with trees, and its GEMMs check" {
 	K="$ROOT/../shared/gpu/kernels/h100"
 	[ -f "$K/kernels.jsonl" ] || skip "no ../shared/gpu"

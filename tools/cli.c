@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -64,6 +65,29 @@ const char *
 input_name(const char *path)
 {
 	return path == NULL || strcmp(path, "-") == 0 ? "-" : path;
+}
+
+char *
+cli_sibling(const char *name)
+{
+	char self[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash != NULL) {
+			size_t dl = (size_t)(slash - self) + 1;
+			char *p = xmalloc(dl + strlen(name) + 1);
+
+			memcpy(p, self, dl);
+			strcpy(p + dl, name);
+			if (access(p, X_OK) == 0)
+				return p;
+			free(p);
+		}
+	}
+	return xstrndup(name, strlen(name));
 }
 
 FILE *

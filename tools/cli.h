@@ -35,6 +35,12 @@ void version_exit(void) __attribute__((noreturn));
 /* Open an input operand ("-" = stdin); NULL after printing the message. */
 FILE *open_input(const char *path);
 const char *input_name(const char *path);
+/*
+ * Another kgraph program by name (graphsim, kineto2graph): the path of
+ * the one beside this program's executable when there is one, else the
+ * name alone, for a search of PATH. The caller frees it.
+ */
+char *cli_sibling(const char *name);
 
 /*
  * Binary output: stdout (refused when a terminal) or path. A file is

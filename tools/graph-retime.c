@@ -647,30 +647,6 @@ shq(const char *s)
 	return q;
 }
 
-/* graphsim or graphstat: beside this program when there, else on PATH. */
-static char *
-sibling(const char *name)
-{
-	char self[PATH_MAX], *slash;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-	if (n > 0) {
-		self[n] = '\0';
-		slash = strrchr(self, '/');
-		if (slash != NULL) {
-			size_t dl = (size_t)(slash - self) + 1;
-			char *p = xmalloc(dl + strlen(name) + 1);
-
-			memcpy(p, self, dl);
-			strcpy(p + dl, name);
-			if (access(p, X_OK) == 0)
-				return p;
-			free(p);
-		}
-	}
-	return xstrndup(name, strlen(name));
-}
-
 /*
  * The simulated iteration time of a stream file, ns: each iteration's
  * simulated time (the longest of its ranks), averaged. -1 after a message.
@@ -678,7 +654,7 @@ sibling(const char *name)
 static double
 simulate(const char *file)
 {
-	char *sim = sibling("graphsim"), *stat = sibling("graphstat");
+	char *sim = cli_sibling("graphsim"), *stat = cli_sibling("graphstat");
 	char *qs = shq(sim), *qt = shq(stat), *qf = shq(file), *cmd, *line = NULL;
 	size_t cap = 0, nit = 0, capit = 0, i;
 	struct it { long long it; double ns; } *its = NULL;

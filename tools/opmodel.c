@@ -2,13 +2,15 @@
  * opmodel: fit, check and apply a GPU's model of kernel times from
  * operators and shapes (common/opmodel.h, formats/opmodel.md).
  *
- *   fit     Kineto traces and kernel-timing sweeps in, a model file out
+ *   fit     graph streams, Kineto traces and kernel-timing sweeps in, a
+ *           model file out
  *   check   a model against traces: per call, predicted against traced
  *   predict a model applied to (operator, shapes) lines
  *
  * State: fit and check hold the operator calls of all their inputs (a
- * few hundred bytes a call); a trace is read whole while it is turned
- * into calls (kineto2graph's reader: ~40 bytes an event).
+ * few hundred bytes a call) and one section's GPU tasks at a time (~64
+ * bytes a task); a trace is read whole by the kineto2graph program that
+ * turns it into a graph stream (~40 bytes an event).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -31,8 +33,9 @@ static const char usage[] =
 static const char help[] =
     "Fit, check and apply a GPU's model of kernel times from operators and shapes.\n"
     "\n"
-    "  fit       fit a model on Kineto traces (recorded with record_shapes) and\n"
-    "            kernel-timing sweeps (JSON lines); print what was fitted\n"
+    "  fit       fit a model on graph streams or Kineto traces (recorded with\n"
+    "            record_shapes) and kernel-timing sweeps (JSON lines); print what\n"
+    "            was fitted\n"
     "  check     predict each operator call of the traces and compare, by class\n"
     "  predict   read lines 'OP DIMS [KERNEL]', print 'CLASS US' for each\n"
     "\n"

@@ -9,40 +9,7 @@
 
 #include "cli.h"
 #include "pp.h"
-#include "rtapi.h"
 #include "util.h"
-
-uint32_t
-intern_text(struct build *B, const char *s)
-{
-	size_t i;
-
-	for (i = 0; i < B->nxstr; i++)
-		if (strcmp(B->xstr[i], s) == 0)
-			return B->J->g->nstr + (uint32_t)i;
-	VEC_PUSH(B->xstr, B->nxstr, B->capxstr, xstrndup(s, strlen(s)));
-	return B->J->g->nstr + (uint32_t)(B->nxstr - 1);
-}
-
-/*
- * The plain runtime call of a role (rtapi.h) in the runtime the job's
- * trace used, for a call the tool makes: hipLaunchKernel where the job
- * names a HIP call, else cudaLaunchKernel.
- */
-uint32_t
-intern_call(struct build *B, int role)
-{
-	const struct graph *g = B->J->g;
-	int rt = RTAPI_CUDA;
-	size_t i;
-
-	for (i = 0; i < g->nstr; i++)
-		if (rtapi_runtime(kg_str(B->J->r, (uint32_t)i)) == RTAPI_HIP) {
-			rt = RTAPI_HIP;
-			break;
-		}
-	return intern_text(B, rtapi_call(rt, role));
-}
 
 /* A collective's key: its new group, its place. */
 void

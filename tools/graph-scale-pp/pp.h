@@ -14,14 +14,29 @@
  * for it). A GPU task goes with the call that launched it, the autograd
  * thread's tasks with the backward step that handed them over.
  *
- * schedule.c lays out each new rank's program: its stage's templates and
- * layers, the steps of the new schedule, the sends and receives between
- * them (made anew where the job traced none). build.c writes it from the
- * pieces: pieces are copied with their own edges; program order, the
- * hand-offs and the waits that cross pieces are linked again where the
- * pieces now stand. meet.c has the collectives meet again by what they
- * are (rank edges keyed by group, iteration, unit and place, see struct
- * ckey), re-times those whose link changed, and the gradients.
+ * build.c writes the new job rank by rank. schedule.c lays out each new
+ * rank's program: its stage's templates and layers, the steps of the new
+ * schedule, the sends and receives between them (made anew where the job
+ * traced none), the hand-offs. copy.c writes it from the pieces: pieces
+ * are copied with their own edges, and the waits that cross pieces are
+ * linked again where the pieces now stand; add.c adds each task with its
+ * program order, and the new job's processors, edges and strings.
+ * accum.c makes the gradient adds of the micro-batches after the first.
+ * meet.c has the collectives meet again by what they are (rank edges
+ * keyed by group, iteration, unit and place, see struct ckey), re-times
+ * those whose link changed, and the gradients.
+ *
+ * Calls between the files go one way, down this list; no file calls one
+ * above it, and accum.c and meet.c do not call each other:
+ *
+ *     graph-scale-pp.c   calls build.c, units.c
+ *     build.c            calls schedule.c, copy.c, meet.c, accum.c, add.c
+ *     schedule.c         calls copy.c, meet.c, add.c, units.c
+ *     copy.c             calls accum.c, meet.c, add.c
+ *     accum.c, meet.c    call add.c (meet.c: and units.c)
+ *     add.c, units.c     call none of them
+ *
+ * A function that a file below needs goes in that file or lower.
  */
 #ifndef PP_H
 #define PP_H
@@ -223,16 +238,8 @@ struct stagecfg {
 	int64_t nsrc;           /* the primary's */
 };
 
-/* build.c: the new job, its tasks and edges, piece by piece */
+/* build.c: the new job, rank by rank */
 int job_build(struct job *J, struct kg_writer *w, const char *producer);
-uint32_t role_proc(struct build *B, int64_t role, const struct kg_proc *like);
-uint32_t new_proc(struct build *B, uint32_t tp);
-uint32_t add_task(struct build *B, struct kg_task *t, uint32_t u);
-uint32_t add_copy(struct build *B, struct kg_task *t, uint32_t u);
-const struct kg_task *nt_base(const struct build *B, size_t i);
-void add_edge(struct build *B, const struct kg_edge *tmpl, uint32_t src, uint32_t dst,
-    uint32_t via, uint32_t at);
-void emit(struct build *B, const struct piece *pc, struct ctx *c);
 
 /* accum.c: the gradient accumulation of micro-batches after the first */
 void accum_init(struct build *B);
@@ -248,12 +255,35 @@ void stage_cfg(const struct build *B, int64_t tt, int64_t d, int64_t s, struct s
 uint32_t compute_stream(struct build *B, const struct stagecfg *sc);
 void schedule(struct build *B, const struct stagecfg *sc, int32_t it, int64_t M);
 
+/* copy.c: a piece's copy; its own edges, and those it anchors */
+void emit(struct build *B, const struct piece *pc, struct ctx *c);
+
 /* meet.c: collectives */
-uint32_t intern_text(struct build *B, const char *s);
-uint32_t intern_call(struct build *B, int role);
 void coll_key(struct build *B, uint32_t nt, uint32_t u, const struct ctx *c, int32_t ord);
 int scale_gradients(struct build *B, size_t from, const struct stagecfg *sc);
 int relink(struct build *B);
 size_t meetings(struct build *B);
+
+/* add.c: the new job's processors, tasks, edges and strings */
+uint32_t role_proc(struct build *B, int64_t role, const struct kg_proc *like);
+uint32_t new_proc(struct build *B, uint32_t tp);
+uint32_t add_task(struct build *B, struct kg_task *t, uint32_t u);
+uint32_t add_copy(struct build *B, struct kg_task *t, uint32_t u);
+const struct kg_task *nt_base(const struct build *B, size_t i);
+void add_edge(struct build *B, const struct kg_edge *tmpl, uint32_t src, uint32_t dst,
+    uint32_t via, uint32_t at);
+uint32_t intern_text(struct build *B, const char *s);
+uint32_t intern_call(struct build *B, int role);
+
+/* A task record's lines asked for ahead of its use. */
+static inline void
+fetch_task(const struct kg_task *t)
+{
+	const char *p = (const char *)t;
+	size_t o;
+
+	for (o = 0; o < sizeof(*t); o += 64)
+		__builtin_prefetch(p + o);
+}
 
 #endif

@@ -1,33 +1,28 @@
 /*
- * opmodel's inputs: Kineto traces and kernel-timing sweeps, told apart
- * by content, read into operator calls.
+ * opmodel's inputs: graph streams, Kineto traces and kernel-timing
+ * sweeps, told apart by content, read into operator calls.
  *
- * A trace goes the way kineto2graph takes it (its reader and graph
- * builder, linked in): the graph's GPU tasks, each with the operator
- * that launched it and that operator's Input Dims, grouped into calls
- * (om_calls). The GPU and its SM count come from the trace's
- * deviceProperties. A sweep (the shared kernels.jsonl) has a {"meta"}
- * line naming the GPU, then one measurement a line; each row is turned
- * into the call an operator would make (aten::mm on [[m,k],[k,n]], ...)
- * so that a sweep row and a traced call are described alike.
+ * A graph stream, or a trace through the kineto2graph program, goes to
+ * stream.c. A sweep (the shared kernels.jsonl) has a {"meta"} line
+ * naming the GPU, then one measurement a line; each row is turned into
+ * the call an operator would make (aten::mm on [[m,k],[k,n]], ...) so
+ * that a sweep row and a traced call are described alike.
  *
  * An input is read a buffer at a time through zlib (struct src), never
- * held whole: a trace goes to kineto2graph's reader as it comes, a sweep
- * a line at a time.
+ * held whole: a graph stream goes to the reader as it comes, a trace to
+ * kineto2graph, a sweep a line at a time.
  */
 #define _GNU_SOURCE /* fopencookie */
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <yajl_tree.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include "cli.h"
-#include "k2g.h"
 #include "kg.h"
 #include "om.h"
 #include "util.h"
@@ -51,22 +46,6 @@ calls_release(struct calls *cs)
 	free(cs->c);
 	memset(cs, 0, sizeof(*cs));
 }
-
-/*
- * An input through zlib (plain or gzip, told apart by content), as a
- * FILE for kineto2graph's reader or for a sweep's lines. Its leading
- * whitespace is counted, not kept (a file of gigabytes of it costs no
- * memory), and given back as it is read: its newlines first, so that
- * line numbers and byte offsets stay the file's.
- */
-struct src {
-	gzFile z;
-	uint64_t nl, sp;     /* leading newlines and other whitespace to give back */
-	char *head;          /* the bytes after it, read to tell a sweep from a trace */
-	size_t nhead, ohead;
-	int cut;             /* the gzip data ended inside a member */
-	int err;             /* errno of a read that failed, or 0 */
-};
 
 static ssize_t
 src_get(struct src *s, char *buf, size_t size)
@@ -122,8 +101,7 @@ src_close(void *cookie)
 	return 0;
 }
 
-/* A read of the src that failed: 1 after the message. */
-static int
+int
 src_error(const struct src *s, const char *path)
 {
 	errmsg("%s: %s", path, s->cut ? "truncated gzip data" : strerror(s->err ? s->err : EIO));
@@ -182,7 +160,7 @@ src_open(struct src *s, const char *path, FILE **fp)
 	return 0;
 }
 
-static void
+void
 add_call(struct calls *cs, const struct om_desc *d, double us, int src, const char *kernel,
     const char *op, const char *dims)
 {
@@ -197,9 +175,7 @@ add_call(struct calls *cs, const struct om_desc *d, double us, int src, const ch
 	VEC_PUSH(cs->c, cs->n, cs->cap, c);
 }
 
-/* The GPU an input names: the first one it gives, checked against the
- * others'. 0, or 1 after a message. */
-static int
+int
 set_gpu(struct calls *cs, const char *path, const char *gpu, int sms, const struct read_opts *o)
 {
 	if (o->gpu != NULL)
@@ -219,166 +195,6 @@ set_gpu(struct calls *cs, const char *path, const char *gpu, int sms, const stru
 	if (cs->sms == 0 && sms > 0)
 		cs->sms = sms;
 	return 0;
-}
-
-/* A Kineto trace: through kineto2graph into a graph in memory, read back. */
-static int
-read_trace(struct calls *cs, const char *path, FILE *in, const struct src *src,
-    const struct read_opts *o, int sms_for)
-{
-	struct trace t;
-	struct build_opts bo;
-	struct kg_writer w;
-	struct kg_reader r;
-	struct kg_rec rec;
-	struct kg_cov cov;
-	struct om_task *tk = NULL;
-	size_t ntk = 0, captk = 0, i, gl = 0;
-	char *g = NULL, err[256], gpu[128];
-	uint32_t *call = NULL, nc;
-	FILE *mem;
-	int rc = 1, type, sms, withdims = 0, withop = 0;
-
-	mem = open_memstream(&g, &gl);
-	if (mem == NULL) {
-		errmsg("%s: %s", path, strerror(errno));
-		return 1;
-	}
-	trace_init(&t, path);
-	kg_cov_init(&cov);
-	memset(&bo, 0, sizeof(bo));
-	bo.all_iters = 1;
-	bo.rank = -1;
-	bo.producer = "opmodel " KG_VERSION;
-	if (trace_read(&t, in, err, sizeof(err)) < 0) {
-		if (src->cut || src->err)
-			src_error(src, path);
-		else
-			errmsg("%s: %s", path, err);
-		fclose(mem);
-		goto out;
-	}
-	/* the GPU: the first entry of the trace's deviceProperties */
-	gpu[0] = '\0';
-	sms = 0;
-	if (t.ndev > 0) {
-		if (t.dev[0].name != KG_NONE)
-			snprintf(gpu, sizeof(gpu), "%s", t.str.str[t.dev[0].name]);
-		if (t.dev[0].sms > 0 && t.dev[0].sms <= INT_MAX)
-			sms = (int)t.dev[0].sms;
-	}
-	if (set_gpu(cs, path, gpu, sms, o) != 0) {
-		fclose(mem);
-		goto out;
-	}
-	if (sms_for <= 0)
-		sms_for = o->sms > 0 ? o->sms : sms > 0 ? sms : cs->sms > 0 ? cs->sms : 132;
-	if (kg_writer_init(&w, mem, KG_LEVEL) < 0) {
-		errmsg("%s: %s", path, w.err);
-		fclose(mem);
-		goto out;
-	}
-	type = graph_build(&t, &bo, &w, &cov, err, sizeof(err));
-	if (type == 0 && kg_writer_finish(&w) < 0)
-		type = -2;
-	if (type == -1)
-		errmsg("%s: %s", path, err);
-	else if (type == -2)
-		errmsg("%s: %s", path, w.err);
-	kg_writer_release(&w);
-	fclose(mem);
-	if (type < 0)
-		goto out;
-	mem = fmemopen(g, gl, "rb");
-	if (mem == NULL) {
-		errmsg("%s: %s", path, strerror(errno));
-		goto out;
-	}
-	kg_reader_init(&r, mem);
-	kg_rec_init(&rec);
-	/* one section; its strings stay with the reader until the end */
-	while ((type = kg_read(&r, &rec)) > 0 && type != KG_R_END) {
-		struct om_task x;
-
-		if (type != KG_R_TASK)
-			continue;
-		if (rec.task.kind != KG_KERN && rec.task.kind != KG_CPY && rec.task.kind != KG_SET)
-			continue;
-		x.id = rec.task.id, x.proc = rec.task.proc, x.op = rec.task.op;
-		x.sh = rec.task.shapes, x.name = rec.task.name, x.kind = rec.task.kind;
-		x.ocall = rec.task.ocall, x.ty = rec.task.itypes;
-		x.it = rec.task.iter, x.ts = rec.task.ts, x.dur = rec.task.odur;
-		x.bytes = rec.task.bytes;
-		if (x.kind == KG_KERN && x.op != KG_NONE) {
-			withop++;
-			if (x.sh != KG_NONE)
-				withdims++;
-		}
-		VEC_PUSH(tk, ntk, captk, x);
-	}
-	if (type < 0) {
-		errmsg("%s: %s", path, r.err);
-		goto out2;
-	}
-	if (withop == 0) {
-		errmsg("%s: no GPU kernels launched by operators in the trace", path);
-		goto out2;
-	}
-	if (withdims == 0) {
-		errmsg("%s: no operator shapes (the trace was recorded without record_shapes): "
-		    "record with torch.profiler.profile(record_shapes=True)", path);
-		goto out2;
-	}
-	call = xmalloc((ntk > 0 ? ntk : 1) * sizeof(*call));
-	nc = om_calls(tk, ntk, call);
-	{
-		/* per call: its time, its longest task */
-		double *us = xcalloc(nc > 0 ? nc : 1, sizeof(*us));
-		size_t *top = xmalloc((nc > 0 ? nc : 1) * sizeof(*top));
-
-		for (i = 0; i < nc; i++)
-			top[i] = SIZE_MAX;
-		for (i = 0; i < ntk; i++) {
-			uint32_t c = call[i];
-
-			if (c == UINT32_MAX)
-				continue;
-			us[c] += (double)tk[i].dur / 1e3;
-			if (top[c] == SIZE_MAX || tk[i].dur > tk[top[c]].dur)
-				top[c] = i;
-		}
-		for (i = 0; i < nc; i++) {
-			const struct om_task *x = &tk[top[i]];
-			struct om_call oc;
-			struct om_desc d;
-			const char *op = x->op != KG_NONE ? kg_str(&r, x->op) : "";
-			const char *dims = x->sh != KG_NONE ? kg_str(&r, x->sh) : NULL;
-			const char *kn = kg_str(&r, x->name);
-
-			oc.op = op, oc.dims = dims, oc.kernel = kn;
-			oc.types = x->ty != KG_NONE ? kg_str(&r, x->ty) : NULL;
-			oc.kind = x->kind, oc.bytes = x->bytes, oc.layout = -1;
-			if (om_describe(&oc, sms_for, &d) < 0)
-				continue;
-			if (!d.sized)
-				cs->unsized++;
-			add_call(cs, &d, us[i], SRC_TRACE, kn != NULL ? kn : "", op, dims);
-		}
-		free(us);
-		free(top);
-	}
-	rc = 0;
-out2:
-	kg_rec_release(&rec);
-	kg_reader_release(&r);
-	fclose(mem);
-out:
-	free(call);
-	free(tk);
-	free(g);
-	kg_cov_release(&cov);
-	trace_release(&t);
-	return rc;
 }
 
 static long long
@@ -682,6 +498,8 @@ calls_read(struct calls *cs, const char *path, const struct read_opts *o, int sm
 	if ((src.nhead >= 7 && memcmp(src.head, "{\"meta\"", 7) == 0) ||
 	    (src.nhead >= 5 && memcmp(src.head, "{\"op\"", 5) == 0))
 		rc = read_sweep(cs, path, in, &src, o, sms_for);
+	else if (src.nhead >= 4 && memcmp(src.head, "\x28\xb5\x2f\xfd", 4) == 0)
+		rc = read_stream(cs, path, in, &src, o, sms_for); /* zstd's magic number */
 	else
 		rc = read_trace(cs, path, in, &src, o, sms_for);
 	fclose(in);

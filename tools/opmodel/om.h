@@ -1,13 +1,16 @@
 /*
  * opmodel's private parts: the operator calls read from the inputs
- * (input.c: Kineto traces through kineto2graph's reader and builder,
- * kernel-timing sweeps as JSON lines), and the fit (fit.c).
+ * (input.c: graph streams, Kineto traces through the kineto2graph
+ * program, kernel-timing sweeps as JSON lines), and the fit (fit.c).
  */
 #ifndef OM_PRIV_H
 #define OM_PRIV_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include <zlib.h>
 
 #include "opmodel.h"
 
@@ -50,12 +53,47 @@ struct read_opts {
 void calls_init(struct calls *cs);
 void calls_release(struct calls *cs);
 /*
- * Read one input (a Kineto trace, plain or gzip, or a sweep's JSON
- * lines, told apart by content) and add its calls. 0, or 1 after a
+ * Read one input (a graph stream, a Kineto trace, plain or gzip, or a
+ * sweep's JSON lines, told apart by content) and add its calls. 0, or 1 after a
  * message. `sms_for` is the SM count to describe calls with: the
  * model's for check, the inputs' for fit (0: the file's own).
  */
 int calls_read(struct calls *cs, const char *path, const struct read_opts *o, int sms_for);
+
+/*
+ * What input.c's readers share with stream.c's.
+ */
+/*
+ * An input through zlib (plain or gzip, told apart by content), as a
+ * FILE for the graph-stream reader, kineto2graph or a sweep's lines.
+ * Its leading whitespace is counted, not kept (a file of gigabytes of it costs no
+ * memory), and given back as it is read: its newlines first, so that
+ * line numbers and byte offsets stay the file's.
+ */
+struct src {
+	gzFile z;
+	uint64_t nl, sp;     /* leading newlines and other whitespace to give back */
+	char *head;          /* the bytes after it, read to tell a sweep from a trace */
+	size_t nhead, ohead;
+	int cut;             /* the gzip data ended inside a member */
+	int err;             /* errno of a read that failed, or 0 */
+};
+/* A read of the src that failed: 1 after the message. */
+int src_error(const struct src *s, const char *path);
+/* The GPU an input names: the first one it gives, checked against the
+ * others'. 0, or 1 after a message. */
+int set_gpu(struct calls *cs, const char *path, const char *gpu, int sms,
+    const struct read_opts *o);
+void add_call(struct calls *cs, const struct om_desc *d, double us, int src, const char *kernel,
+    const char *op, const char *dims);
+/*
+ * stream.c: a graph stream on in, and a Kineto trace on in through the
+ * kineto2graph program, read into calls. 0, or 1 after a message.
+ */
+int read_stream(struct calls *cs, const char *path, FILE *in, const struct src *src,
+    const struct read_opts *o, int sms_for);
+int read_trace(struct calls *cs, const char *path, FILE *in, const struct src *src,
+    const struct read_opts *o, int sms_for);
 
 /* Fit: a model from the calls. 0, or 1 after a message. */
 struct fit_opts {

@@ -39,6 +39,14 @@ MANS = $(TOOLS:%=doc/%.1)
 COMMON_SRC = $(wildcard common/*.c)
 COMMON_OBJ = $(COMMON_SRC:%.c=build/%.o)
 CLI_OBJ = build/tools/cli.o
+# The what-if tools' main() skeleton (tools/whatif.h): only they link it
+# (EXTRA_OBJ_NAME: objects linked into bin/NAME besides its own).
+WHATIF_TOOLS = graph-scale-dp graph-scale-layers graph-scale-pp graph-scale-hidden graph-scale-tp \
+	graph-retime
+$(foreach t,$(WHATIF_TOOLS),$(eval EXTRA_OBJ_$(t) += build/tools/whatif.o))
+# and of those, the ones that take an op model (--model) its loading,
+# apart because it links libxgboost.
+$(foreach t,graph-scale-hidden graph-scale-tp graph-retime,$(eval EXTRA_OBJ_$(t) += build/tools/whatif-om.o))
 
 # A tool is tools/NAME.c plus, when it has grown, tools/NAME/*.c.
 tool_objs = build/tools/$(1).o $(patsubst %.c,build/%.o,$(wildcard tools/$(1)/*.c))
@@ -69,7 +77,7 @@ build/libcommon.a: $(COMMON_OBJ)
 	$(AR) rcs $@ $^
 
 define tool_rule
-bin/$(1): $(call tool_objs,$(1)) $(CLI_OBJ) build/libcommon.a build/flags
+bin/$(1): $(call tool_objs,$(1)) $$(EXTRA_OBJ_$(1)) $(CLI_OBJ) build/libcommon.a build/flags
 	@mkdir -p bin
 	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(filter-out build/flags,$$^) $$(LIBS) $$(EXTRA_LIBS_$(1))
 endef
@@ -156,7 +164,8 @@ fuzz_tools_whatif = graph-scale-layers graph-scale-pp graph-scale-dp graph-scale
 # fuzz/run fits)
 FUZZ_COMMON = $(filter-out build/fuzz/common/opmodel.o build/fuzz/common/reshape.o,$(COMMON_SRC:%.c=build/fuzz/%.o)) \
 	build/fuzz/tools/cli.o build/fuzz/fuzz/fuzz.o
-fuzz_extra_whatif = build/fuzz/common/opmodel.o build/fuzz/common/reshape.o
+fuzz_extra_whatif = build/fuzz/common/opmodel.o build/fuzz/common/reshape.o \
+	build/fuzz/tools/whatif.o build/fuzz/tools/whatif-om.o
 fuzz_libs_whatif = -lxgboost -lgomp
 
 # A tool's main file is built with its main renamed NAME_main.

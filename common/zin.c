@@ -1,6 +1,6 @@
 /*
  * zin: a graph-stream reader's decompression, run ahead (see zin.h).
- * Its step does what the reader's own loop does (common/kg.c, fill):
+ * Its step does what the reader's own loop does (common/kgread.c, fill):
  * read IN_CHUNK bytes when it has none, decompress once into a piece,
  * and say what came of it.
  */

@@ -22,7 +22,7 @@ struct zin;
  * (ZIN_IN at most), zstd decompresses it at once, straight into the
  * piece (its single-pass mode), instead of through a window buffer of
  * its own; and a piece that holds whole records the reader takes as
- * its buffer instead of copying it there (common/kg.c, fill_ahead).
+ * its buffer instead of copying it there (common/kgread.c, fill_ahead).
  */
 #define ZIN_PIECE ((size_t)5 << 19)
 #define ZIN_IN ((size_t)5 << 19)

@@ -862,7 +862,7 @@ open("crc.json.gz", "wb").write(gz)'
 	[[ $stderr == 'graphcat: out.kg: incomplete graph stream: it ends where kineto2graph failed (record '*')' ]]
 }
 
-@test "kineto2graph: the header names the GPU the rank's kernels ran on, from deviceProperties" {
+@test "kineto2graph: the header names the GPU the rank's kernels ran on, from deviceProperties, or the one kind listed" {
 	need_traces
 	# worker 3 of the DLRM job: its kernels on device 3 of the 8 listed
 	f=$(echo "$TRACES"/param_dlrm_8rank_v100/kineto/worker3_*.json.gz)
@@ -876,6 +876,21 @@ open("crc.json.gz", "wb").write(gz)'
 	f=$(echo "$TRACES"/hta_sampled_128rank_2ranks/sampled_rank-0.json.gz)
 	if zcat "$f" | grep -q deviceProperties; then return 1; fi
 	[ "$(kineto2graph -q "$f" | graphcat | head -1 | jq -c '[.gpu, .gpu_mem, .gpu_sms]')" = '[null,null,null]' ]
+	# the vLLM MI300X trace lists device 0 and its kernels ran on device 2:
+	# one kind of GPU listed, that one
+	f=$TRACES/amd_rocm/tracelens_mi300x_qwen1.5_0.5b_inference.json.gz
+	[ "$(zcat "$f" | jq -c '[.deviceProperties[].id]')" = '[0]' ]
+	[ "$(zcat "$f" | jq -c '[.traceEvents[] | select(.cat == "kernel") | .args.device] | unique')" = '[2]' ]
+	want=$(zcat "$f" | jq -r '.deviceProperties[0] | [.name, .totalGlobalMem, .numSms] | @tsv')
+	[ "$(kineto2graph -q "$f" | graphcat | head -1 | jq -r '[.gpu, .gpu_mem, .gpu_sms] | @tsv')" = "$want" ]
+	# two kinds listed and the kernels on neither: none named
+	printf '{"deviceProperties": [{"id": 0, "name": "A", "numSms": 1}, {"id": 1, "name": "B", "numSms": 1}], "traceEvents": [
+	{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+	{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"correlation": 1}},
+	{"ph": "X", "cat": "kernel", "name": "k", "pid": 5, "tid": 7, "ts": 20, "dur": 5, "args": {"device": 5, "stream": 7, "correlation": 1}}]}' > two.json
+	[ "$(kineto2graph -q two.json | graphcat | head -1 | jq -c '[.gpu, .gpu_sms]')" = '[null,null]' ]
+	sed -i 's/"name": "B"/"name": "A"/' two.json
+	[ "$(kineto2graph -q two.json | graphcat | head -1 | jq -c '[.gpu, .gpu_sms]')" = '["A",1]' ]
 }
 
 @test "kineto2graph: a task keeps its op's Input type beside its Input Dims" {

@@ -28,7 +28,6 @@
  */
 #include <errno.h>
 #include <fnmatch.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -42,6 +41,7 @@
 #include "kg.h"
 #include "opmodel.h"
 #include "util.h"
+#include "whatif.h"
 
 #define PRODUCER "graph-retime " KG_VERSION
 
@@ -71,6 +71,16 @@ static const char help[] =
     "      --version              the version\n"
     "\n"
     "With no FILE, or FILE -, read standard input. See graph-retime(1).\n";
+
+/* The tool's own options; whatif.h reads the others. */
+static const struct option own[] = {
+	{ "model", required_argument, NULL, 'M' },
+	{ "from", required_argument, NULL, 'F' },
+	{ "absolute", no_argument, NULL, 'A' },
+	{ "speedup", required_argument, NULL, 'S' },
+	{ "sensitivity", optional_argument, NULL, 'Z' },
+	{ NULL, 0, NULL, 0 }
+};
 
 struct speedup {
 	const char *pat; /* NULL: an exact group (sensitivity) */
@@ -521,9 +531,18 @@ no_shapes(const struct section *s)
 	return withop > 0;
 }
 
+/* An input's options, and the groups to count for --sensitivity (NULL: none). */
+struct run {
+	const struct opts *o;
+	struct groups *gs;
+};
+
 static int
-process(const struct opts *o, const char *path, struct gout *g, struct groups *gs)
+process(void *arg, const char *path, struct gout *g)
 {
+	const struct run *ru = arg;
+	const struct opts *o = ru->o;
+	struct groups *gs = ru->gs;
 	struct gin in;
 	struct section s;
 	int t, gpu, rc = 0, index = 0;
@@ -610,20 +629,13 @@ process(const struct opts *o, const char *path, struct gout *g, struct groups *g
 	return rc;
 }
 
-/* All inputs into one stream at path (NULL: stdout). 0, or 1. */
+/* All of w's inputs into one stream at its output. 0, or 1. */
 static int
-run_all(const struct opts *o, int argc, char **argv, const char *path, struct groups *gs)
+run_all(const struct opts *o, const struct whatif_tool *w, struct groups *gs)
 {
-	struct gout g;
-	int i, rc = 0;
+	struct run ru = { o, gs };
 
-	if (gout_open(&g, path, KG_LEVEL) < 0)
-		return 1;
-	if (argc == 0)
-		rc = process(o, NULL, &g, gs);
-	for (i = 0; i < argc && rc == 0; i++)
-		rc = process(o, argv[i], &g, gs);
-	return gout_close(&g, rc, PRODUCER);
+	return whatif_run(w, process, &ru);
 }
 
 /* Shell-quoted copy of s in single quotes. */
@@ -729,8 +741,9 @@ cmp_group(const void *a, const void *b)
 }
 
 static int
-sensitivity(struct opts *o, int argc, char **argv)
+sensitivity(struct opts *o, const struct whatif_tool *w)
 {
+	struct whatif_tool wb = *w;
 	struct groups gs = { NULL, 0, 0 };
 	const char *tmp = getenv("TMPDIR");
 	char *base, *files[2];
@@ -755,7 +768,8 @@ sensitivity(struct opts *o, int argc, char **argv)
 	}
 	sprintf(files[0], "%s/base.kg", base);
 	sprintf(files[1], "%s/variant.kg", base);
-	if (run_all(o, argc, argv, files[0], &gs) != 0 || (t0 = simulate(files[0])) < 0)
+	wb.output = files[0];
+	if (run_all(o, &wb, &gs) != 0 || (t0 = simulate(files[0])) < 0)
 		goto out;
 	for (i = 0; i < gs.n; i++)
 		total += gs.g[i].ns;
@@ -771,18 +785,20 @@ sensitivity(struct opts *o, int argc, char **argv)
 	/* each group twice as fast, on the re-timed graph */
 	{
 		struct opts v = *o;
+		struct whatif_tool wv = *w;
 		char *args[1] = { files[0] };
 
 		v.have_to = v.have_src = 0;
 		v.sp = NULL;
 		v.nsp = v.capsp = 0;
+		wv.output = files[1], wv.argc = 1, wv.argv = args;
 		for (k = 0; k < gs.n && k < (size_t)o->sens; k++) {
 			struct speedup sp = { NULL, gs.g[k].cls, gs.g[k].op, 2 };
 			double t;
 
 			v.sp = &sp;
 			v.nsp = 1;
-			if (run_all(&v, 1, args, files[1], NULL) != 0 || (t = simulate(files[1])) < 0)
+			if (run_all(&v, &wv, NULL) != 0 || (t = simulate(files[1])) < 0)
 				goto out;
 			printf("%-9s %-40.40s %10.3f %6.1f %10.3f %9.3f %7.2f\n",
 			    om_class_name[gs.g[k].cls], *gs.g[k].op ? gs.g[k].op : "-",
@@ -798,17 +814,6 @@ out:
 	for (i = 0; i < gs.n; i++)
 		free(gs.g[i].op);
 	free(gs.g);
-	return rc;
-}
-
-static int
-load(const char *path, struct om_model *m)
-{
-	char err[256];
-	int rc = om_load_path(m, path, err, sizeof(err));
-
-	if (rc < 0)
-		errmsg("%s: %s", path, err);
 	return rc;
 }
 
@@ -859,30 +864,17 @@ unlike_inputs(const struct opts *o)
 int
 main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "model", required_argument, NULL, 'M' },
-		{ "from", required_argument, NULL, 'F' },
-		{ "absolute", no_argument, NULL, 'A' },
-		{ "speedup", required_argument, NULL, 'S' },
-		{ "sensitivity", optional_argument, NULL, 'Z' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
-	const char *output = NULL;
 	struct opts o;
+	struct whatif_tool w = {
+		.own = own,
+		.name = "graph-retime", .usage = usage, .help = help, .producer = PRODUCER,
+	};
 	int c, rc;
 	int64_t v;
 
-	cli_init("graph-retime");
 	memset(&o, 0, sizeof(o));
-	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+	while ((c = whatif_getopt(&w, argc, argv)) != -1) {
 		switch (c) {
-		case 'o':
-			output = optarg;
-			break;
 		case 'M':
 			o.model = optarg;
 			break;
@@ -925,20 +917,8 @@ main(int argc, char **argv)
 				o.sens = v;
 			}
 			break;
-		case 'q':
-			quiet = 1;
-			break;
-		case 'h':
-			printf("usage: %s\n\n%s", usage, help);
-			return close_stdout();
-		case 'V':
-			version_exit();
-		default:
-			usage_exit(usage);
 		}
 	}
-	argc -= optind;
-	argv += optind;
 	if (o.from != NULL && o.model == NULL) {
 		errmsg("--from needs --model (the GPU to predict)");
 		usage_exit(usage);
@@ -947,23 +927,15 @@ main(int argc, char **argv)
 		errmsg("--absolute needs --model and no --from");
 		usage_exit(usage);
 	}
-	if (o.sens > 0 && output != NULL) {
+	if (o.sens > 0 && w.output != NULL) {
 		errmsg("--sensitivity prints a report: no -o");
 		usage_exit(usage);
 	}
-	rc = 0;
-	if (o.model != NULL && load(o.model, &o.to) < 0)
-		rc = 1;
-	o.have_to = o.model != NULL && rc == 0;
-	if (rc == 0 && o.from != NULL) {
-		if (load(o.from, &o.src) < 0)
-			rc = 1;
-		o.have_src = rc == 0;
-		if (o.have_src)
-			unlike_inputs(&o);
-	}
+	rc = whatif_models(o.model, o.from, &o.to, &o.src, &o.have_to, &o.have_src);
+	if (rc == 0 && o.have_src)
+		unlike_inputs(&o);
 	if (rc == 0)
-		rc = o.sens > 0 ? sensitivity(&o, argc, argv) : run_all(&o, argc, argv, output, NULL);
+		rc = o.sens > 0 ? sensitivity(&o, &w) : run_all(&o, &w, NULL);
 	if (o.have_to)
 		om_model_release(&o.to);
 	if (o.have_src)

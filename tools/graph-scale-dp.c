@@ -31,7 +31,6 @@
  * records of its collectives.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +44,7 @@
 #include "kg.h"
 #include "pgroup.h"
 #include "util.h"
+#include "whatif.h"
 
 #define PRODUCER "graph-scale-dp " KG_VERSION
 
@@ -72,6 +72,12 @@ static const char help[] =
     "\n"
     "The input is a job graph (graph-deps --merge) with structure tags.\n"
     "With no FILE, or FILE -, read standard input. See graph-scale-dp(1).\n";
+
+/* The tool's own options; whatif.h reads the others. */
+static const struct option own[] = {
+	{ "dp-group", required_argument, NULL, 'D' },
+	{ NULL, 0, NULL, 0 }
+};
 
 struct opts {
 	int64_t n, gpn;
@@ -706,8 +712,9 @@ process_in(const struct opts *o, struct gin *inp, struct gout *g, int made)
 }
 
 static int
-process(const struct opts *o, const char *path, struct gout *g)
+process(void *arg, const char *path, struct gout *g)
 {
+	const struct opts *o = arg;
 	struct gin in;
 	int rc;
 
@@ -848,43 +855,16 @@ bad:
 int
 main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "gpus-per-node", required_argument, NULL, 'G' },
-		{ "net", required_argument, NULL, 'N' },
-		{ "topology", required_argument, NULL, 'T' },
-		{ "dp-group", required_argument, NULL, 'D' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
-	const char *output = NULL;
 	struct opts o;
-	struct gout g;
-	int c, i, rc = 0, gpn_set = 0;
+	struct whatif_tool w = {
+		.own = own, .verbose = &o.verbose, .gpn = &o.gpn, .given = &o.given,
+		.name = "graph-scale-dp", .usage = usage, .help = help, .producer = PRODUCER,
+	};
+	int c, rc;
 
-	cli_init("graph-scale-dp");
 	memset(&o, 0, sizeof(o));
-	o.gpn = 8;
-	while ((c = getopt_long(argc, argv, "o:qvh", longopts, NULL)) != -1) {
+	while ((c = whatif_getopt(&w, argc, argv)) != -1) {
 		switch (c) {
-		case 'o':
-			output = optarg;
-			break;
-		case 'G':
-			if (parse_i64(optarg, 1, 1 << 20, &o.gpn) < 0) {
-				errmsg("invalid --gpus-per-node '%s'", optarg);
-				usage_exit(usage);
-			}
-			gpn_set = 1;
-			break;
-		case 'N':
-		case 'T':
-			if (cli_links(c == 'N' ? COMM_INTER : -1, optarg, &o.given, usage) != 0)
-				return 1;
-			break;
 		case 'D':
 			free(o.dpg);
 			o.dpg = NULL;
@@ -894,41 +874,11 @@ main(int argc, char **argv)
 				usage_exit(usage);
 			}
 			break;
-		case 'q':
-			quiet = 1;
-			break;
-		case 'v':
-			o.verbose = 1;
-			break;
-		case 'h':
-			printf("usage: %s\n\n%s", usage, help);
-			return close_stdout();
-		case 'V':
-			version_exit();
-		default:
-			usage_exit(usage);
 		}
 	}
-	argc -= optind;
-	argv += optind;
-	if (!gpn_set && o.given.gpn > 0)
-		o.gpn = o.given.gpn;
-	if (argc < 1) {
-		errmsg("missing the new data-parallel degree");
-		usage_exit(usage);
-	}
-	if (parse_i64(argv[0], 1, 1 << 20, &o.n) < 0) {
-		errmsg("invalid data-parallel degree '%s'", argv[0]);
-		usage_exit(usage);
-	}
-	argc--;
-	argv++;
-	if (gout_open(&g, output, KG_LEVEL) < 0)
-		return 1;
-	if (argc == 0)
-		rc = process(&o, NULL, &g);
-	for (i = 0; i < argc && rc == 0; i++)
-		rc = process(&o, argv[i], &g);
+	whatif_number(&w, &o.n, 1 << 20, "the new data-parallel degree", "data-parallel degree",
+	    "");
+	rc = whatif_run(&w, process, &o);
 	free(o.dpg);
-	return gout_close(&g, rc, PRODUCER);
+	return rc;
 }

@@ -13,13 +13,12 @@
  *
  * How a dimension is told apart (the roles) is in rules.c and in
  * graph-scale-hidden(1); the traced sizes are found in find.c; the times
- * in time.c.
+ * in time.c; the table of (operator, dims) pairs is pairs.c's.
  *
  * State: one section at a time, held whole (common/graph.h), with a
  * table of its distinct (operator, dims) pairs and their new dims.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +34,7 @@
 #include "pgroup.h"
 #include "reshape.h"
 #include "util.h"
+#include "whatif.h"
 
 #define PRODUCER "graph-scale-hidden " KG_VERSION
 
@@ -64,86 +64,17 @@ static const char help[] =
     "Without --model, GEMMs and attention scale by FLOPs and the rest by bytes.\n"
     "With no FILE, or FILE -, read standard input. See graph-scale-hidden(1).\n";
 
-static uint64_t
-pkey(uint32_t op, uint32_t sh)
-{
-	uint64_t k = ((uint64_t)op << 32 | sh) * 0x9E3779B97F4A7C15ull;
-
-	return k ^ (k >> 29);
-}
-
-static struct pair *
-pairs_get(struct pairs *ps, uint32_t op, uint32_t sh, int *isnew)
-{
-	size_t i;
-
-	if (2 * (ps->n + 1) > ps->nslot) {
-		size_t ns = ps->nslot ? 2 * ps->nslot : 256, k;
-
-		free(ps->slot);
-		ps->slot = xcalloc(ns, sizeof(*ps->slot));
-		ps->nslot = ns;
-		for (k = 0; k < ps->n; k++) {
-			i = pkey(ps->p[k].op, ps->p[k].sh) & (ns - 1);
-			while (ps->slot[i])
-				i = (i + 1) & (ns - 1);
-			ps->slot[i] = (uint32_t)k + 1;
-		}
-	}
-	i = pkey(op, sh) & (ps->nslot - 1);
-	while (ps->slot[i]) {
-		struct pair *p = &ps->p[ps->slot[i] - 1];
-
-		if (p->op == op && p->sh == sh) {
-			*isnew = 0;
-			return p;
-		}
-		i = (i + 1) & (ps->nslot - 1);
-	}
-	{
-		struct pair p = { op, sh, sh, 0, NULL };
-
-		VEC_PUSH(ps->p, ps->n, ps->cap, p);
-	}
-	ps->slot[i] = (uint32_t)ps->n;
-	*isnew = 1;
-	return &ps->p[ps->n - 1];
-}
-
-static void
-pairs_release(struct pairs *ps)
-{
-	size_t i;
-
-	for (i = 0; i < ps->n; i++)
-		free(ps->p[i].text);
-	free(ps->p);
-	free(ps->slot);
-	memset(ps, 0, sizeof(*ps));
-}
-
-/* The operator a task's dims belong to: a CPU op's own name, else its op. */
-static uint32_t
-task_op(const struct kg_task *t)
-{
-	return t->kind == KG_CPU ? t->name : t->op;
-}
-
-/* Every (operator, dims) pair of the section, with its count of tasks. */
-static void
-collect(const struct graph *g, struct pairs *ps)
-{
-	size_t i;
-
-	for (i = 0; i < g->ntask; i++) {
-		const struct kg_task *t = &g->task[i];
-		uint32_t op = task_op(t);
-		int isnew;
-
-		if (t->shapes != KG_NONE && op != KG_NONE)
-			pairs_get(ps, op, t->shapes, &isnew)->n++;
-	}
-}
+/* The tool's own options; whatif.h reads the others. */
+static const struct option own[] = {
+	{ "ffn", required_argument, NULL, 'f' },
+	{ "heads", required_argument, NULL, 'n' },
+	{ "model", required_argument, NULL, 'M' },
+	{ "from", required_argument, NULL, 'F' },
+	{ "from-hidden", required_argument, NULL, 'H' },
+	{ "from-ffn", required_argument, NULL, 'G' },
+	{ "from-heads", required_argument, NULL, 'N' },
+	{ NULL, 0, NULL, 0 }
+};
 
 /* The new dims of every pair; the new strings go to rs. */
 static void
@@ -159,18 +90,6 @@ reshape_all(const struct kg_reader *r, const struct hid_sizes *a, const struct h
 		if (p->text != NULL)
 			p->nsh = rs_strs_id(rs, p->text);
 	}
-}
-
-/* The new dims text of a task's (operator, dims), or NULL: unchanged. */
-const struct pair *
-hid_pair_of(struct pairs *ps, const struct kg_task *t)
-{
-	int isnew;
-	uint32_t op = task_op(t);
-
-	if (t->shapes == KG_NONE || op == KG_NONE)
-		return NULL;
-	return pairs_get(ps, op, t->shapes, &isnew);
 }
 
 /*
@@ -255,9 +174,10 @@ scale_memory(struct graph *g, const struct kg_reader *r, struct pairs *ps, doubl
 }
 
 static int
-scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const char *name,
-    int index, struct gout *out)
+scale(void *arg, struct graph *g, const struct kg_reader *r, const char *name, int index,
+    struct gout *out)
 {
+	const struct opts *o = arg;
 	struct hid_sizes a, b;
 	struct pairs ps;
 	struct rs_strs rs;
@@ -271,7 +191,7 @@ scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const ch
 	memset(&ps, 0, sizeof(ps));
 	memset(&cn, 0, sizeof(cn));
 	rs_strs_init(&rs, g->nstr);
-	collect(g, &ps);
+	hid_pairs_collect(g, &ps);
 	{
 		struct hid_op *ho = xmalloc((ps.n + 1) * sizeof(*ho));
 		size_t i;
@@ -367,39 +287,8 @@ scale(const struct opts *o, struct graph *g, const struct kg_reader *r, const ch
 	}
 	rc = 0;
 out:
-	pairs_release(&ps);
+	hid_pairs_release(&ps);
 	rs_strs_release(&rs);
-	return rc;
-}
-
-static int
-process(const struct opts *o, const char *path, struct gout *out)
-{
-	struct gin in;
-	struct graph g;
-	int t, rc = 0, index = 0;
-
-	if (gin_open(&in, path) < 0)
-		return 1;
-	graph_init(&g);
-	while (rc == 0 && (t = gin_read(&in)) > 0)
-		if (graph_take(&g, t, &in.rec))
-			rc = scale(o, &g, &in.r, in.name, index++, out);
-	if (t < 0 && rc == 0)
-		rc = 1;
-	graph_release(&g);
-	gin_close(&in);
-	return rc;
-}
-
-static int
-load(const char *path, struct om_model *m)
-{
-	char err[256];
-	int rc = om_load_path(m, path, err, sizeof(err));
-
-	if (rc < 0)
-		errmsg("%s: %s", path, err);
 	return rc;
 }
 
@@ -418,32 +307,16 @@ size_arg(const char *what, const char *s)
 int
 main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "ffn", required_argument, NULL, 'f' },
-		{ "heads", required_argument, NULL, 'n' },
-		{ "model", required_argument, NULL, 'M' },
-		{ "from", required_argument, NULL, 'F' },
-		{ "from-hidden", required_argument, NULL, 'H' },
-		{ "from-ffn", required_argument, NULL, 'G' },
-		{ "from-heads", required_argument, NULL, 'N' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
-	const char *output = NULL;
 	struct opts o;
-	struct gout g;
-	int c, i, rc = 0;
+	struct whatif_tool w = {
+		.own = own,
+		.name = "graph-scale-hidden", .usage = usage, .help = help, .producer = PRODUCER,
+	};
+	int c, rc;
 
-	cli_init("graph-scale-hidden");
 	memset(&o, 0, sizeof(o));
-	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+	while ((c = whatif_getopt(&w, argc, argv)) != -1) {
 		switch (c) {
-		case 'o':
-			output = optarg;
-			break;
 		case 'f':
 			o.ffn = size_arg("--ffn", optarg);
 			break;
@@ -465,53 +338,17 @@ main(int argc, char **argv)
 		case 'N':
 			o.from.heads = size_arg("--from-heads", optarg);
 			break;
-		case 'q':
-			quiet = 1;
-			break;
-		case 'h':
-			printf("usage: %s\n\n%s", usage, help);
-			return close_stdout();
-		case 'V':
-			version_exit();
-		default:
-			usage_exit(usage);
 		}
 	}
-	argc -= optind;
-	argv += optind;
-	if (argc < 1) {
-		errmsg("missing the hidden size H");
-		usage_exit(usage);
-	}
-	if (parse_i64(argv[0], 1, (int64_t)1 << 30, &o.h) < 0) {
-		errmsg("invalid hidden size '%s' (a positive integer)", argv[0]);
-		usage_exit(usage);
-	}
+	whatif_number(&w, &o.h, (int64_t)1 << 30, "the hidden size H", "hidden size",
+	    " (a positive integer)");
 	if (o.frommodel != NULL && o.model == NULL) {
 		errmsg("--from needs --model (the GPU to predict)");
 		usage_exit(usage);
 	}
-	argc--;
-	argv++;
-	if (o.model != NULL && load(o.model, &o.to) < 0)
+	if (whatif_models(o.model, o.frommodel, &o.to, &o.src, &o.have_to, &o.have_src) != 0)
 		return 1;
-	o.have_to = o.model != NULL;
-	if (o.frommodel != NULL) {
-		if (load(o.frommodel, &o.src) < 0) {
-			om_model_release(&o.to);
-			return 1;
-		}
-		o.have_src = 1;
-	}
-	if (gout_open(&g, output, KG_LEVEL) < 0) {
-		rc = 1;
-	} else {
-		if (argc == 0)
-			rc = process(&o, NULL, &g);
-		for (i = 0; i < argc && rc == 0; i++)
-			rc = process(&o, argv[i], &g);
-		rc = gout_close(&g, rc, PRODUCER);
-	}
+	rc = whatif_run_graphs(&w, scale, &o);
 	if (o.have_to)
 		om_model_release(&o.to);
 	if (o.have_src)

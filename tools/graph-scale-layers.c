@@ -46,7 +46,6 @@
  * tasks and edges; a new task as what differs from its source's record
  * (32 bytes: sl.h's struct ntask), made whole only as it is written.
  */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +56,7 @@
 #include "kg.h"
 #include "prefault.h"
 #include "util.h"
+#include "whatif.h"
 
 #define PRODUCER "graph-scale-layers " KG_VERSION
 
@@ -108,9 +108,10 @@ task_at(void *arg, size_t i, struct kg_task *t)
 
 /* Rebuild and write one section; 0, or 1 after a message. */
 static int
-scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, const char *name,
-    int index, struct gout *out)
+scale(void *arg, struct graph *g, const struct kg_reader *r, const char *name, int index,
+    struct gout *out)
 {
+	const struct opts *o = arg;
 	struct ctx c;
 	struct graph_out go;
 	struct out_tasks ot;
@@ -153,85 +154,18 @@ out:
 	return rc;
 }
 
-static int
-process(const struct opts *o, const char *path, struct gout *out)
-{
-	struct gin in;
-	struct graph g;
-	int t, rc = 0, index = 0;
-
-	if (gin_open(&in, path) < 0)
-		return 1;
-	graph_init(&g);
-	while (rc == 0 && (t = gin_read(&in)) > 0)
-		if (graph_take(&g, t, &in.rec))
-			rc = scale(o, &g, &in.r, in.name, index++, out);
-	if (t < 0 && rc == 0)
-		rc = 1;
-	graph_release(&g);
-	gin_close(&in);
-	return rc;
-}
-
 int
 main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "gpus-per-node", required_argument, NULL, 'G' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
-	const char *output = NULL;
 	struct opts o;
-	struct gout g;
-	int c, i, rc = 0;
+	struct whatif_tool w = {
+		.gpn = &o.gpn,
+		.name = "graph-scale-layers", .usage = usage, .help = help, .producer = PRODUCER,
+	};
 
-	cli_init("graph-scale-layers");
 	memset(&o, 0, sizeof(o));
-	o.gpn = 8;
-	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			output = optarg;
-			break;
-		case 'G':
-			if (parse_i64(optarg, 1, 1 << 20, &o.gpn) < 0) {
-				errmsg("invalid --gpus-per-node '%s'", optarg);
-				usage_exit(usage);
-			}
-			break;
-		case 'q':
-			quiet = 1;
-			break;
-		case 'h':
-			printf("usage: %s\n\n%s", usage, help);
-			return close_stdout();
-		case 'V':
-			version_exit();
-		default:
-			usage_exit(usage);
-		}
-	}
-	argc -= optind;
-	argv += optind;
-	if (argc < 1) {
-		errmsg("missing the new layer count");
-		usage_exit(usage);
-	}
-	if (parse_i64(argv[0], 1, 1 << 20, &o.n) < 0) {
-		errmsg("invalid layer count '%s'", argv[0]);
-		usage_exit(usage);
-	}
-	argc--;
-	argv++;
-	if (gout_open(&g, output, KG_LEVEL) < 0)
-		return 1;
-	if (argc == 0)
-		rc = process(&o, NULL, &g);
-	for (i = 0; i < argc && rc == 0; i++)
-		rc = process(&o, argv[i], &g);
-	return gout_close(&g, rc, PRODUCER);
+	while (whatif_getopt(&w, argc, argv) != -1)
+		;
+	whatif_number(&w, &o.n, 1 << 20, "the new layer count", "layer count", "");
+	return whatif_run_graphs(&w, scale, &o);
 }

@@ -11,7 +11,6 @@
  * and the new job: a copied task as what it changes of its template's
  * record (64 bytes, pp.h's struct ntask), a task made here whole.
  */
-#include <getopt.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include "config.h"
 #include "graph-scale-pp/pp.h"
 #include "util.h"
+#include "whatif.h"
 
 #define PRODUCER "graph-scale-pp " KG_VERSION
 
@@ -49,83 +49,64 @@ static const char help[] =
     "structure tags. With no FILE, or FILE -, read standard input.\n"
     "See graph-scale-pp(1).\n";
 
+/* The tool's own options; whatif.h reads the others. */
+static const struct option own[] = {
+	{ "microbatches", required_argument, NULL, 'M' },
+	{ "schedule", required_argument, NULL, 'S' },
+	{ "activation-bytes", required_argument, NULL, 'A' },
+	{ NULL, 0, NULL, 0 }
+};
+
+/* Rebuild and write one section's job; 0, or 1 after a message. */
 static int
-process(const struct opts *o, const char *path, struct gout *out)
+scale(void *arg, struct graph *g, const struct kg_reader *r, const char *name, int index,
+    struct gout *out)
 {
-	struct gin in;
-	struct graph g;
-	int t, rc = 0, index = 0;
+	const struct opts *o = arg;
+	struct job J;
+	int rc;
 
-	if (gin_open(&in, path) < 0)
-		return 1;
-	graph_init(&g);
-	while (rc == 0 && (t = gin_read(&in)) > 0) {
-		struct job J;
+	memset(&J, 0, sizeof(J));
+	J.o = o, J.g = g, J.r = r, J.name = name, J.index = index;
+	rc = job_read(&J);
+	if (rc == 0) {
+		static const char *const keys[] = { "pp", "micro_batches", "world" };
+		int64_t vals[3] = { o->n, o->mb > 0 ? o->mb : -1,
+			config_world_to(&g->h, "pp", J.S, o->n) };
+		char tool[420], set[96];
 
-		if (!graph_take(&g, t, &in.rec))
-			continue;
-		memset(&J, 0, sizeof(J));
-		J.o = o, J.g = &g, J.r = &in.r, J.name = in.name, J.index = index++;
-		rc = job_read(&J);
-		if (rc == 0) {
-			static const char *const keys[] = { "pp", "micro_batches", "world" };
-			int64_t vals[3] = { o->n, o->mb > 0 ? o->mb : -1,
-				config_world_to(&g.h, "pp", J.S, o->n) };
-			char tool[420], set[96];
-
-			config_set_text(set, sizeof(set), keys, vals, 3);
-			snprintf(tool, sizeof(tool), "%s%s%s%s", PRODUCER, set, J.net[0] ? " " : "",
-			    J.net);
-			if (job_build(&J, &out->w, tool) != 0) {
-				if (out->w.failed)
-					errmsg("%s: %s", out->name, out->w.err);
-				rc = 1;
-			}
+		config_set_text(set, sizeof(set), keys, vals, 3);
+		snprintf(tool, sizeof(tool), "%s%s%s%s", PRODUCER, set, J.net[0] ? " " : "",
+		    J.net);
+		if (job_build(&J, &out->w, tool) != 0) {
+			if (out->w.failed)
+				errmsg("%s: %s", out->name, out->w.err);
+			rc = 1;
 		}
-		job_release(&J);
 	}
-	if (t < 0 && rc == 0)
-		rc = 1;
-	graph_release(&g);
-	gin_close(&in);
+	job_release(&J);
 	return rc;
 }
 
 int
 main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "microbatches", required_argument, NULL, 'M' },
-		{ "schedule", required_argument, NULL, 'S' },
-		{ "gpus-per-node", required_argument, NULL, 'G' },
-		{ "net", required_argument, NULL, 'N' },
-		{ "topology", required_argument, NULL, 'T' },
-		{ "activation-bytes", required_argument, NULL, 'A' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
-	const char *output = NULL;
 	struct opts o;
-	struct gout g;
-	int c, i, rc = 0, gpn_set = 0;
+	struct whatif_tool w = {
+		.own = own, .gpn = &o.gpn, .given = &o.given,
+		.name = "graph-scale-pp", .usage = usage, .help = help, .producer = PRODUCER,
+	};
+	int c;
 
-	cli_init("graph-scale-pp");
 	/* The new job's arrays grow by doubling; under glibc's moving mmap
 	 * threshold (it rises to the largest block freed, here 11.5 MB on
 	 * the 15B job) those below it grow on the heap and leave holes
 	 * there: 28 MB of the 15B job's peak, none with a fixed 4 MiB one */
 	mallopt(M_MMAP_THRESHOLD, 4 << 20);
 	memset(&o, 0, sizeof(o));
-	o.gpn = 8;
 	o.sched = SCHED_1F1B;
-	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+	while ((c = whatif_getopt(&w, argc, argv)) != -1) {
 		switch (c) {
-		case 'o':
-			output = optarg;
-			break;
 		case 'M':
 			if (parse_i64(optarg, 1, 1 << 20, &o.mb) < 0) {
 				errmsg("invalid --microbatches '%s'", optarg);
@@ -142,55 +123,14 @@ main(int argc, char **argv)
 				usage_exit(usage);
 			}
 			break;
-		case 'G':
-			if (parse_i64(optarg, 1, 1 << 20, &o.gpn) < 0) {
-				errmsg("invalid --gpus-per-node '%s'", optarg);
-				usage_exit(usage);
-			}
-			gpn_set = 1;
-			break;
-		case 'N':
-		case 'T':
-			if (cli_links(c == 'N' ? COMM_INTER : -1, optarg, &o.given, usage) != 0)
-				return 1;
-			break;
 		case 'A':
 			if (parse_i64(optarg, 1, INT64_C(1) << 50, &o.act) < 0) {
 				errmsg("invalid --activation-bytes '%s'", optarg);
 				usage_exit(usage);
 			}
 			break;
-		case 'q':
-			quiet = 1;
-			break;
-		case 'h':
-			printf("usage: %s\n\n%s", usage, help);
-			return close_stdout();
-		case 'V':
-			version_exit();
-		default:
-			usage_exit(usage);
 		}
 	}
-	argc -= optind;
-	argv += optind;
-	if (!gpn_set && o.given.gpn > 0)
-		o.gpn = o.given.gpn;
-	if (argc < 1) {
-		errmsg("missing the new pipeline depth");
-		usage_exit(usage);
-	}
-	if (parse_i64(argv[0], 1, 1 << 16, &o.n) < 0) {
-		errmsg("invalid pipeline depth '%s'", argv[0]);
-		usage_exit(usage);
-	}
-	argc--;
-	argv++;
-	if (gout_open(&g, output, KG_LEVEL) < 0)
-		return 1;
-	if (argc == 0)
-		rc = process(&o, NULL, &g);
-	for (i = 0; i < argc && rc == 0; i++)
-		rc = process(&o, argv[i], &g);
-	return gout_close(&g, rc, PRODUCER);
+	whatif_number(&w, &o.n, 1 << 16, "the new pipeline depth", "pipeline depth", "");
+	return whatif_run_graphs(&w, scale, &o);
 }

@@ -28,7 +28,6 @@
  * changed and added tasks, edges and processors.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +40,7 @@
 #include "kg.h"
 #include "pgroup.h"
 #include "util.h"
+#include "whatif.h"
 
 #define PRODUCER "graph-scale-tp " KG_VERSION
 
@@ -70,6 +70,15 @@ static const char help[] =
     "The input is a graph with shapes and phase tags (kineto2graph), a job\n"
     "graph (graph-deps --merge) for several ranks.\n"
     "With no FILE, or FILE -, read standard input. See graph-scale-tp(1).\n";
+
+/* The tool's own options; whatif.h reads the others. */
+static const struct option own[] = {
+	{ "sequence-parallel", no_argument, NULL, 'S' },
+	{ "model", required_argument, NULL, 'M' },
+	{ "from", required_argument, NULL, 'F' },
+	{ "launch-us", required_argument, NULL, 'L' },
+	{ NULL, 0, NULL, 0 }
+};
 
 static void
 ctx_release(struct tp *c)
@@ -173,9 +182,10 @@ tp_memory(struct tp *c)
 }
 
 static int
-scale(const struct opts *o, const struct graph *g, const struct kg_reader *r, const char *name,
-    int index, struct gout *out)
+scale(void *arg, struct graph *g, const struct kg_reader *r, const char *name, int index,
+    struct gout *out)
 {
+	const struct opts *o = arg;
 	struct tp c;
 	struct graph_out go;
 	char net[256], tool[512];
@@ -245,71 +255,23 @@ out:
 	return rc;
 }
 
-static int
-process(const struct opts *o, const char *path, struct gout *out)
-{
-	struct gin in;
-	struct graph g;
-	int t, rc = 0, index = 0;
-
-	if (gin_open(&in, path) < 0)
-		return 1;
-	graph_init(&g);
-	while (rc == 0 && (t = gin_read(&in)) > 0)
-		if (graph_take(&g, t, &in.rec))
-			rc = scale(o, &g, &in.r, in.name, index++, out);
-	if (t < 0 && rc == 0)
-		rc = 1;
-	graph_release(&g);
-	gin_close(&in);
-	return rc;
-}
-
-static int
-load(const char *path, struct om_model *m)
-{
-	char err[256];
-	int rc = om_load_path(m, path, err, sizeof(err));
-
-	if (rc < 0)
-		errmsg("%s: %s", path, err);
-	return rc;
-}
-
 int
 main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "sequence-parallel", no_argument, NULL, 'S' },
-		{ "model", required_argument, NULL, 'M' },
-		{ "from", required_argument, NULL, 'F' },
-		{ "gpus-per-node", required_argument, NULL, 'G' },
-		{ "net", required_argument, NULL, 'N' },
-		{ "topology", required_argument, NULL, 'T' },
-		{ "launch-us", required_argument, NULL, 'L' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
-	const char *output = NULL, *model = NULL, *from = NULL;
+	const char *model = NULL, *from = NULL;
 	struct opts o;
-	struct gout g;
-	int c, i, rc = 0, gpn_set = 0;
+	struct whatif_tool w = {
+		.own = own, .verbose = &o.verbose, .gpn = &o.gpn, .given = &o.given,
+		.name = "graph-scale-tp", .usage = usage, .help = help, .producer = PRODUCER,
+	};
+	int c, rc;
 
-	cli_init("graph-scale-tp");
 	memset(&o, 0, sizeof(o));
 	om_model_init(&o.to);
 	om_model_init(&o.src);
-	o.gpn = 8;
 	o.launch = -1;
-	while ((c = getopt_long(argc, argv, "o:qvh", longopts, NULL)) != -1) {
+	while ((c = whatif_getopt(&w, argc, argv)) != -1) {
 		switch (c) {
-		case 'o':
-			output = optarg;
-			break;
 		case 'S':
 			o.sp = 1;
 			break;
@@ -318,18 +280,6 @@ main(int argc, char **argv)
 			break;
 		case 'F':
 			from = optarg;
-			break;
-		case 'G':
-			if (parse_i64(optarg, 1, 1 << 20, &o.gpn) < 0) {
-				errmsg("invalid --gpus-per-node '%s'", optarg);
-				usage_exit(usage);
-			}
-			gpn_set = 1;
-			break;
-		case 'N':
-		case 'T':
-			if (cli_links(c == 'N' ? COMM_INTER : -1, optarg, &o.given, usage) != 0)
-				return 1;
 			break;
 		case 'L': {
 			char *end;
@@ -344,33 +294,10 @@ main(int argc, char **argv)
 			o.launch = llround(us * 1e3);
 			break;
 		}
-		case 'q':
-			quiet = 1;
-			break;
-		case 'v':
-			o.verbose = 1;
-			break;
-		case 'h':
-			printf("usage: %s\n\n%s", usage, help);
-			return close_stdout();
-		case 'V':
-			version_exit();
-		default:
-			usage_exit(usage);
 		}
 	}
-	argc -= optind;
-	argv += optind;
-	if (!gpn_set && o.given.gpn > 0)
-		o.gpn = o.given.gpn;
-	if (argc < 1) {
-		errmsg("missing the new tensor-parallel degree");
-		usage_exit(usage);
-	}
-	if (parse_i64(argv[0], 1, 1 << 20, &o.n) < 0) {
-		errmsg("invalid tensor-parallel degree '%s'", argv[0]);
-		usage_exit(usage);
-	}
+	whatif_number(&w, &o.n, 1 << 20, "the new tensor-parallel degree", "tensor-parallel degree",
+	    "");
 	if (o.n > o.gpn || o.gpn % o.n != 0) {
 		errmsg("tensor-parallel degree %lld does not divide a node of %lld GPUs "
 		    "(--gpus-per-node): a group stays inside one node", (long long)o.n,
@@ -381,29 +308,9 @@ main(int argc, char **argv)
 		errmsg("--from needs --model (the GPU to predict)");
 		usage_exit(usage);
 	}
-	argc--;
-	argv++;
-	if (model != NULL) {
-		if (load(model, &o.to) < 0)
-			return 1;
-		o.have_to = 1;
-	}
-	if (from != NULL) {
-		if (load(from, &o.src) < 0) {
-			om_model_release(&o.to);
-			return 1;
-		}
-		o.have_src = 1;
-	}
-	if (gout_open(&g, output, KG_LEVEL) < 0)
-		rc = 1;
-	else {
-		if (argc == 0)
-			rc = process(&o, NULL, &g);
-		for (i = 0; i < argc && rc == 0; i++)
-			rc = process(&o, argv[i], &g);
-		rc = gout_close(&g, rc, PRODUCER);
-	}
+	if (whatif_models(model, from, &o.to, &o.src, &o.have_to, &o.have_src) != 0)
+		return 1;
+	rc = whatif_run_graphs(&w, scale, &o);
 	om_model_release(&o.to);
 	om_model_release(&o.src);
 	return rc;

@@ -485,7 +485,7 @@ run(struct opts *o, const unsigned char *sel)
 		if (sel[r])
 			ranks[nr++] = r;
 	job_record(&J);
-	if (sim_run(&J, err, sizeof(err)) < 0) {
+	if (job_sim(&J, err, sizeof(err)) < 0) {
 		errmsg("%s", err);
 		rc = 1;
 	} else {

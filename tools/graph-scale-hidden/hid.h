@@ -2,8 +2,9 @@
  * graph-scale-hidden's private parts: the traced sizes found from the
  * operators' shapes (find.c), the rules that rewrite an operator's dims
  * for the new sizes (rules.c), graph-scale-hidden(1) states both; the
- * times (time.c). The main file holds the options, the section's
- * (operator, dims) pairs and the writing.
+ * table of the section's (operator, dims) pairs (pairs.c); the times
+ * (time.c). The main file holds the options, the pairs' new dims and
+ * the writing; it calls the others, and none calls it.
  */
 #ifndef HID_H
 #define HID_H
@@ -80,8 +81,14 @@ struct counts {
 	int64_t model, flops, bytes, optim, unsized, colls, collassumed, unblocked;
 };
 
-/* The new dims of a task's (operator, dims); NULL for a task without. */
+/*
+ * pairs.c: every (operator, dims) pair of the section, counted, into ps;
+ * the pair of a task's (operator, dims), NULL for a task without (the
+ * new dims: its text, or NULL where unchanged); the table freed.
+ */
+void hid_pairs_collect(const struct graph *g, struct pairs *ps);
 const struct pair *hid_pair_of(struct pairs *ps, const struct kg_task *t);
+void hid_pairs_release(struct pairs *ps);
 
 /*
  * time.c: the section's GPU tasks re-timed in place for their new dims

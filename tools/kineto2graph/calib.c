@@ -2,7 +2,7 @@
  * The profiler's cost by the step time the job reports unprofiled
  * (--step-time): the cost of one profiled host event such that the
  * section, simulated with each host task shorter by that cost times the
- * events it accounts for (graph.c, profiled_events), has the median
+ * events it accounts for (steps.c, profiled_events), has the median
  * step given, as near as the step's noise allows, and otherwise stays
  * near the estimate (fit). The section is built once with a cost of 1 ns
  * an event (each task's `pc` its count), read back into the simulator

@@ -1,7 +1,8 @@
 /*
- * kineto2graph's JSON reader, shared by json.c (the parse) and split.c
- * (a large file parsed in two halves at once): the parser's state
- * and what the two share of it. Private to those two files.
+ * kineto2graph's JSON reader, shared by its files: json.c (the reading),
+ * parse.c (where a token sits), fields.c (a value), events.c (an event
+ * kept) and split.c (a large file parsed in two halves at once): the
+ * parser's state and what they share of it. Private to those files.
  */
 #ifndef K2G_JP_H
 #define K2G_JP_H
@@ -15,6 +16,24 @@
 #define CHUNK (256 * 1024)
 #define MAX_DEPTH 64
 #define MAX_STRING (1 << 20)
+
+/* Where a token sits. */
+enum ctx { C_TOP, C_EVENTS, C_EVENT, C_ARGS, C_DIST, C_SKIP, C_CAPTURE, C_PGCFG, C_PGENT,
+	C_PGRANKS, C_DEVS, C_DEV };
+
+/* Keys we act on, in events (E_), args (A_), the top level (T_), distributedInfo (D_). */
+enum key {
+	K_NONE,
+	E_PH, E_CAT, E_NAME, E_PID, E_TID, E_TS, E_DUR, E_ARGS,
+	A_CORR, A_STREAM, A_DEVICE, A_BYTES, A_DIMS, A_COLL, A_INNEL, A_OUTNEL,
+	A_GSIZE, A_DTYPE, A_PGNAME, A_PGRANKS, A_SEQ, A_SYNCKIND, A_WSTREAM,
+	A_WCORR, A_NAME, A_ITYPE, A_SEQNR, A_MODH, A_TALLOC, A_TRES, A_MBYTES, A_DEVTYPE,
+	T_EVENTS, T_BASE, T_DIST,
+	D_RANK, D_WORLD, D_PGCFG, G_NAME, G_RANKS,
+	T_DEVS, V_ID, V_NAME, V_MEM, V_SMS
+};
+
+#define BIT(k) ((uint64_t)1 << ((k) - E_PH))
 
 /*
  * Skipped events are counted by category. Flows alone are a third of a
@@ -101,8 +120,29 @@ struct strscan {
 	uint64_t len; /* its decoded length, at least */
 };
 
-/* The parser's callbacks: their context is a struct jp. */
+/* The parser's callbacks (parse.c): their context is a struct jp. */
 extern const yajl_callbacks jp_callbacks;
+/* parse.c: p->err set from fmt; 0, for a callback to return (YAJL stops). */
+int jp_fail(struct jp *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The name of key k (enum key) for messages: "args.correlation". */
+const char *keyname(int k);
+/*
+ * fields.c. on_scalar: a scalar value where it sits: number text,
+ * string, or (isstr < 0) a literal true/false/null; 1, or 0 with p->err
+ * set. cap_put, cap_sep, cap_string: text appended to what is captured
+ * (c->cap), a comma where one is due, a string quoted as JSON.
+ * cur_reset: the event being read emptied, for the next.
+ */
+int on_scalar(struct jp *p, const unsigned char *s, size_t len, int isstr);
+void cap_put(struct cur *c, const char *s, size_t len);
+void cap_sep(struct jp *p);
+void cap_string(struct cur *c, const unsigned char *s, size_t len);
+void cur_reset(struct cur *c);
+/* events.c: the event read is complete: kept, or counted as skipped;
+ * p->err set where it cannot be kept. */
+void keep_event(struct jp *p);
+/* events.c: the skipped events' counts added to the trace's coverage. */
+void skip_flush(struct jp *p);
 /* The index in b[0..n) of the byte that makes a string too long, or n. */
 size_t scan_strings(struct strscan *s, const unsigned char *b, size_t n);
 /* Add n to the skipped category name (len bytes; in other once NSKIP are kept). */

@@ -1,9 +1,10 @@
 /*
  * kineto2graph's private parts: the events it keeps from a Kineto trace
- * (json.c reads them, streaming), and the graph it builds from them
- * (graph.c). One `struct trace` holds one input file; its memory grows
- * with the events kept (40 bytes each, plus interned strings), never
- * with the JSON text.
+ * (json.c reads them, streaming, with parse.c, fields.c, events.c and
+ * split.c: jp.h), and the graph it builds from them (graph.c, with the
+ * files of its rules: gb.h). One `struct trace` holds one input file;
+ * its memory grows with the events kept (40 bytes each, plus interned
+ * strings), never with the JSON text.
  */
 #ifndef K2G_H
 #define K2G_H

@@ -2,14 +2,15 @@
  * tracegen's private parts: synthetic Kineto traces of a Megatron-style
  * GPT training job, one file per rank.
  *
- * A job is generated in three steps. job.c holds the program every rank
+ * A job is generated in three steps. job.c runs the program every rank
  * runs (the host's ops, launches, event records and waits, blocking
- * calls) and runs it twice: once to record what the simulation needs
- * (the GPU ops of each rank with their durations, the dependencies
+ * calls; the generator below) twice: once to record what the simulation
+ * needs (the GPU ops of each rank with their durations, the dependencies
  * between them and the calls that block the host), once per written
- * rank to emit the trace. sim.c places every GPU op of every rank and
- * ends every blocking call, collectives ending together on all their
- * participants. emit.c writes gzip-compressed JSON.
+ * rank to emit the trace. jobsim.c places every GPU op of every rank and
+ * ends every blocking call with graphsim's simulator (common/sim.h),
+ * collectives ending together on all their participants. emit.c writes
+ * gzip-compressed JSON.
  *
  * The timing model (hw.c, model.c) is tracegen's own: the ground truth of
  * the traces. No other tool may include this header or link these files;
@@ -82,8 +83,9 @@ enum { P_LL, P_LL128, P_SIMPLE };
 /*
  * A GPU op of one rank, numbered in launch order. `ready` is the time it
  * may start on an idle stream (its launch call's end plus the launch
- * latency): host-local while recording, the job's clock once launched in
- * the simulation. A collective's end comes from its instance.
+ * latency), host-local: the simulation adds the shift of the blocking
+ * calls before its launch. A collective's ops all end at the last
+ * arrival plus its instance's transfer.
  */
 struct gop {
 	int64_t ready, dur;
@@ -94,7 +96,6 @@ struct gop {
 	int32_t egap;        /* ... from the end of an op it waits for (event) */
 	uint16_t ndep;
 	uint8_t stream;
-	uint8_t reg;         /* arrival registered with its instance */
 };
 
 /*
@@ -127,15 +128,15 @@ struct tg_rank {
 
 /* One collective (or one send/recv pair), as all its participants see it. */
 struct inst {
-	int64_t tmax, end, xfer;
-	uint16_t n, arrived;
+	int64_t xfer;
+	uint16_t n;          /* participants */
 	uint8_t proto, kind;
 };
 
 /* A data-parallel gradient bucket of a pipeline stage. */
 struct bucket {
 	int64_t numel;
-	int after;   /* launched after the backward of this item (see job.c) */
+	int after;   /* launched after the backward of this item (see layers.c) */
 };
 
 /* The job: configuration, derived sizes, and every rank's record. */
@@ -154,7 +155,7 @@ struct tg_job {
 	/* Buckets per stage. */
 	struct bucket **bk;
 	int *nbk;
-	/* Kernel templates (job.c). */
+	/* Kernel templates (kernels.c). */
 	struct kt *kt;
 	int nkt;
 	struct ot *ot;
@@ -186,11 +187,13 @@ void job_release(struct tg_job *J);
 /* The record pass over every rank. */
 void job_record(struct tg_job *J);
 struct jw;
-/* The emit pass of one rank into w (after sim_run). */
+/* The emit pass of one rank into w (after job_sim). */
 void job_emit(struct tg_job *J, int rank, struct jw *w);
+/* The program job.c runs is below (the generator). */
 
-/* sim.c: place every GPU op and end every blocking call. -1 on a deadlock. */
-int sim_run(struct tg_job *J, char *err, size_t errlen);
+/* jobsim.c: place every GPU op and end every blocking call (after
+ * job_record). -1 with err set on a deadlock (a bug in the program). */
+int job_sim(struct tg_job *J, char *err, size_t errlen);
 
 /*
  * emit.c: a JSON writer into a gzip file. Text goes into a growable
@@ -227,5 +230,157 @@ void ev_flow(struct jw *w, int start, uint64_t id, int64_t pid, int64_t tid,
     int64_t ts, const char *cat);
 void ev_meta(struct jw *w, const char *name, int64_t pid, int64_t tid, int64_t ts,
     const char *key, const char *sval, int64_t ival);
+
+/*
+ * The generator: one rank's program, in either mode (job.c). Its state
+ * is struct gen; its parts are calls.c (the host's calls), coll.c (the
+ * process groups and collectives), mem.c (the allocator's events),
+ * layers.c (a micro-batch's forward and backward) and schedule.c (an
+ * iteration). Nothing in the program's control flow may depend on
+ * G->emit, or the record and emit passes would part.
+ */
+
+/* The job's clock starts here in the trace (ns after baseTimeNanoseconds). */
+#define TS0 INT64_C(1000000000000)
+#define BASE_NS INT64_C(1735689600000000000)
+
+/* Host times, ns, before the profile's host_scale and noise. */
+#define H_ENTER 1800    /* inside an op before its first child */
+#define H_EXIT 800      /* after its last child */
+#define H_PY 5000       /* Python between modules */
+#define H_LAUNCH_EX 9000
+#define H_MEMCPY 6500
+#define H_MEMSET 5000
+#define H_EVREC 1800
+#define H_WAIT 1400
+#define H_SYNC 2500     /* a synchronize's own time */
+#define H_WAKE 3000     /* from the end of the work waited for to the return */
+#define H_SWITCH 20000  /* the autograd thread takes over, or hands back */
+#define H_NODE 3000     /* the autograd engine between nodes */
+#define H_SMALLRT 1200  /* cudaStreamIsCapturing and the like */
+
+struct evt {         /* a CUDA event as recorded */
+	uint32_t gop;    /* the op it captured, TG_NONE for none */
+	int stream;
+	uint64_t corr;   /* of the cudaEventRecord call */
+	uint32_t id;
+};
+
+struct frame {
+	int64_t ts;
+	size_t pos;      /* where the duration goes */
+	int64_t ext;
+	int deferred;    /* written when it closes (ProfilerStep) */
+	const char *cat;
+	char name[64];
+};
+
+#define MAXDEPTH 32
+
+struct gen {
+	struct tg_job *J;
+	const struct tg_cfg *c;
+	struct tg_rank *rk;
+	const struct stagek *sk;
+	int rank, stage, tpr, dpr, dev, emit;
+	int first, last;       /* first and last pipeline stage */
+	struct jw *w;
+	int64_t now;
+	uint64_t nr;
+	int th;
+	int64_t pid, tid[2];
+	uint32_t ngop, nblk;
+	uint32_t lastop[NSTREAM];
+	/* Event waits pending on each stream until its next launch: per
+	 * recording stream, the latest op waited for (ops of one stream end
+	 * in order, so it stands for the earlier ones). */
+	uint32_t pend[NSTREAM][NSTREAM];
+	uint64_t corr, ext, rfid, evidx, seqnr;
+	uint32_t evid;
+	struct frame st[MAXDEPTH];
+	int depth, open;       /* frames, and those with a hole in the buffer */
+	uint32_t gseq[NGKIND];
+	uint32_t send_seq[2], recv_seq[2]; /* [0]: with the next stage, [1]: the previous */
+	uint64_t *fwdseq;      /* per micro-batch and item: the first sequence number */
+	int nitems;
+	double speed;
+	struct evt *bdone;     /* per bucket: the all-reduce's end */
+	int64_t step_lo, step_hi, t_first, t_last;
+	int64_t mlevel;        /* the allocator: bytes held above the step's state */
+	int64_t mstate, mres;  /* the state (parameters, master copy, Adam), the most held */
+	int grads;             /* the gradients are allocated this iteration */
+	uint64_t maddr;
+	char pgname[NGKIND][16];
+	char *pgranks[NGKIND];
+	int gsize[NGKIND];
+	int internode[NGKIND];
+	int gstart[NGKIND], gstride[NGKIND]; /* -1: not an arithmetic progression */
+};
+
+/* calls.c: the host's calls. */
+void advance(struct gen *G, double base);
+int64_t tid_of(const struct gen *G);
+/* A CPU op or an annotation opened (seq >= 0: an autograd node's), and
+ * the innermost closed. */
+void open_op(struct gen *G, const char *cat, const char *name, int64_t seq,
+    const char *args, int deferred);
+void close_op(struct gen *G);
+void op(struct gen *G, int o, int64_t seq);
+void op_dyn(struct gen *G, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void annot(struct gen *G, const char *name);
+uint64_t rt(struct gen *G, const char *name, int cbid, double base);
+struct collmeta;
+/* A GPU op launched: kernel template kt, or collective instance inst. */
+uint32_t launch(struct gen *G, int kt, int s, uint32_t inst, const struct collmeta *m,
+    int blocking);
+uint32_t kern(struct gen *G, int kt);
+/* One op (with a sequence number or -1) launching one kernel; two or
+ * three ops nested around it. */
+void op1(struct gen *G, int o, int64_t seq, int kt);
+void op2(struct gen *G, int o1, int64_t seq, int o2, int kt);
+void op3(struct gen *G, int o1, int64_t seq, int o2, int o3, int kt);
+struct evt event_record(struct gen *G, int s);
+void stream_wait(struct gen *G, int s, const struct evt *e);
+void synchronize(struct gen *G, const char *api, int cbid, const char *kind, int stream,
+    const uint32_t *ops, int nops);
+void thread_to(struct gen *G, int th);
+
+/* coll.c: process groups and collectives. */
+enum { DT_BF16, DT_F32, DT_I64 };
+
+struct collmeta {
+	int gkind, ckind, dtype, redop;
+	int64_t nelems;
+};
+
+extern const char *const gdesc[NGKIND];  /* each kind's Process Group Description */
+int group_members(const struct tg_job *J, int kind, int r, int *out);
+int group_id(const struct tg_job *J, int kind, int r);
+int node_of(const struct tg_job *J, int r);
+/* A collective's NCCL metadata into w: for the kernel, or (op) for
+ * record_param_comms. */
+void write_nccl_meta(struct gen *G, struct jw *w, const struct collmeta *m, int op);
+void nccl_name(char *buf, size_t n, const struct collmeta *m, int proto);
+int coll(struct gen *G, int gk, int ckind, int dtype, int redop, int64_t nelems, int wait,
+    struct evt *done);
+
+enum { SEND_NEXT = 1, RECV_PREV = 2, SEND_PREV = 4, RECV_NEXT = 8 };
+/* The sends and receives of ops (SEND_NEXT | ...) a stage has, in
+ * Megatron's order; the compute stream waits for them. */
+void p2p(struct gen *G, int ops);
+
+/* mem.c: the allocator's events. */
+void mem_event(struct gen *G, int64_t bytes);
+void mem_grads(struct gen *G, int mb, int item);
+int64_t mem_layer(const struct gen *G);
+int64_t mem_logits(const struct gen *G);
+
+/* layers.c: a micro-batch's forward and backward steps. */
+void forward_step(struct gen *G, int mb);
+void backward_step(struct gen *G, int mb, int lastmb);
+
+/* schedule.c: one iteration, ProfilerStep#step. */
+void iteration(struct gen *G, int64_t step);
 
 #endif

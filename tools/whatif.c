@@ -1,0 +1,166 @@
+#include "whatif.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+/* getopt_long's values for the shared options that have no letter */
+enum { WI_GPN = 0x100, WI_NET, WI_TOPOLOGY, WI_VERSION };
+
+static void
+add(struct whatif_tool *w, size_t *k, const char *name, int has_arg, int val)
+{
+	if (*k + 1 >= WHATIF_MAXOPTS)
+		abort(); /* a tool with more options than the table holds */
+	w->lo[*k].name = name;
+	w->lo[*k].has_arg = has_arg;
+	w->lo[*k].flag = NULL;
+	w->lo[*k].val = val;
+	++*k;
+}
+
+/* The table of long options and the short ones, in whatif.h's order. */
+static void
+build(struct whatif_tool *w)
+{
+	const struct option *p;
+	size_t k = 0;
+
+	cli_init(w->name);
+	add(w, &k, "output", required_argument, 'o');
+	for (p = w->own; p != NULL && p->name != NULL; p++)
+		add(w, &k, p->name, p->has_arg, p->val);
+	if (w->gpn != NULL) {
+		add(w, &k, "gpus-per-node", required_argument, WI_GPN);
+		*w->gpn = 8;
+	}
+	if (w->given != NULL) {
+		add(w, &k, "net", required_argument, WI_NET);
+		add(w, &k, "topology", required_argument, WI_TOPOLOGY);
+	}
+	add(w, &k, "quiet", no_argument, 'q');
+	if (w->verbose != NULL)
+		add(w, &k, "verbose", no_argument, 'v');
+	add(w, &k, "help", no_argument, 'h');
+	add(w, &k, "version", no_argument, WI_VERSION);
+	memset(&w->lo[k], 0, sizeof(w->lo[k]));
+	strcpy(w->shortopts, w->verbose != NULL ? "o:qvh" : "o:qh");
+}
+
+int
+whatif_getopt(struct whatif_tool *w, int argc, char **argv)
+{
+	int c;
+
+	if (w->lo[0].name == NULL)
+		build(w);
+	for (;;) {
+		switch ((c = getopt_long(argc, argv, w->shortopts, w->lo, NULL))) {
+		case 'o':
+			w->output = optarg;
+			break;
+		case WI_GPN:
+			if (parse_i64(optarg, 1, 1 << 20, w->gpn) < 0) {
+				errmsg("invalid --gpus-per-node '%s'", optarg);
+				usage_exit(w->usage);
+			}
+			w->gpn_set = 1;
+			break;
+		case WI_NET:
+		case WI_TOPOLOGY:
+			if (cli_links(c == WI_NET ? COMM_INTER : -1, optarg, w->given,
+			    w->usage) != 0)
+				exit(1);
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'v':
+			*w->verbose = 1;
+			break;
+		case 'h':
+			printf("usage: %s\n\n%s", w->usage, w->help);
+			exit(close_stdout());
+		case WI_VERSION:
+			version_exit();
+		case '?':
+			usage_exit(w->usage);
+		case -1:
+			w->argc = argc - optind;
+			w->argv = argv + optind;
+			if (w->gpn != NULL && w->given != NULL && !w->gpn_set && w->given->gpn > 0)
+				*w->gpn = w->given->gpn;
+			return -1;
+		default:
+			return c;
+		}
+	}
+}
+
+void
+whatif_number(struct whatif_tool *w, int64_t *n, int64_t max, const char *what, const char *name,
+    const char *hint)
+{
+	if (w->argc < 1) {
+		errmsg("missing %s", what);
+		usage_exit(w->usage);
+	}
+	if (parse_i64(w->argv[0], 1, max, n) < 0) {
+		errmsg("invalid %s '%s'%s", name, w->argv[0], hint);
+		usage_exit(w->usage);
+	}
+	w->argc--;
+	w->argv++;
+}
+
+int
+whatif_run(const struct whatif_tool *w, whatif_input_fn *input, void *arg)
+{
+	struct gout g;
+	int i, rc = 0;
+
+	if (gout_open(&g, w->output, KG_LEVEL) < 0)
+		return 1;
+	if (w->argc == 0)
+		rc = input(arg, NULL, &g);
+	for (i = 0; i < w->argc && rc == 0; i++)
+		rc = input(arg, w->argv[i], &g);
+	return gout_close(&g, rc, w->producer);
+}
+
+/* whatif_run_graphs' input: the section function and its argument. */
+struct graphs {
+	whatif_section_fn *section;
+	void *arg;
+};
+
+static int
+graphs_input(void *arg, const char *path, struct gout *out)
+{
+	struct graphs *s = arg;
+	struct gin in;
+	struct graph g;
+	int t, rc = 0, index = 0;
+
+	if (gin_open(&in, path) < 0)
+		return 1;
+	graph_init(&g);
+	while (rc == 0 && (t = gin_read(&in)) > 0)
+		if (graph_take(&g, t, &in.rec))
+			rc = s->section(s->arg, &g, &in.r, in.name, index++, out);
+	if (t < 0 && rc == 0)
+		rc = 1;
+	graph_release(&g);
+	gin_close(&in);
+	return rc;
+}
+
+int
+whatif_run_graphs(const struct whatif_tool *w, whatif_section_fn *section, void *arg)
+{
+	struct graphs s = { section, arg };
+
+	return whatif_run(w, graphs_input, &s);
+}

@@ -1,0 +1,113 @@
+/*
+ * whatif: the skeleton of a what-if tool's main() (graph-scale-dp,
+ * -layers, -pp, -hidden, -tp, graph-retime), in the manner of git's
+ * parse-options: the options they share are read here, and so is the
+ * loop over their inputs, so that a tool keeps its own options and its
+ * work on a section. Like cli, it prints and exits.
+ *
+ * The options every one takes: -o, --output FILE; -q, --quiet; -h,
+ * --help (the usage line and the help text on stdout, exit 0);
+ * --version. Those a tool asks for, by a pointer to where they go:
+ * -v, --verbose; --gpus-per-node N (1 to 2^20, 8 unless given); --net
+ * GBPS,US and --topology NAME|FILE (cli_links), whose gpus-per-node, if
+ * any, stands where --gpus-per-node is not given. A bad value, an
+ * unknown option or a missing argument is a usage error (exit 2); a
+ * topology file that does not read ends the program with 1.
+ *
+ * The long options are matched in this order (getopt_long names them so
+ * when an abbreviation is ambiguous): --output, the tool's own, then
+ * --gpus-per-node, --net, --topology, --quiet, --verbose, --help,
+ * --version.
+ *
+ * The inputs: each FILE operand in turn, none meaning stdin, into one
+ * graph stream at -o FILE or stdout, made whole or not at all (gout_open
+ * and gout_close: a failure leaves no file, and a pipe an unterminated
+ * section); the first input that fails stops the rest. A copy of the
+ * struct with another output or other operands runs those instead
+ * (graph-retime --sensitivity).
+ *
+ * A tool's main(), in short:
+ *
+ *	struct opts o;
+ *	struct whatif_tool w = {
+ *		.own = own, .gpn = &o.gpn,
+ *		.name = "graph-scale-x", .usage = usage, .help = help, .producer = PRODUCER,
+ *	};
+ *
+ *	memset(&o, 0, sizeof(o));
+ *	while ((c = whatif_getopt(&w, argc, argv)) != -1)
+ *		... its own options, by c ...
+ *	whatif_number(&w, &o.n, 1 << 20, "the new degree", "degree", "");
+ *	return whatif_run_graphs(&w, scale, &o);
+ */
+#ifndef KG_WHATIF_H
+#define KG_WHATIF_H
+
+#include <getopt.h>
+#include <stdint.h>
+
+#include "cli.h"
+#include "comm.h"
+#include "graph.h"
+#include "kg.h"
+
+#define WHATIF_MAXOPTS 32
+
+struct whatif_tool {
+	/* the tool's, set before the first whatif_getopt (a designated
+	 * initializer: what it leaves out is zero) */
+	const char *name;           /* the program's, for messages (cli_init) */
+	const char *usage, *help;
+	const char *producer;       /* the tools entry of its sections, and a failed pipe's */
+	const struct option *own;   /* its own long options, a zero entry last; NULL: none */
+	int *verbose;               /* -v, --verbose set it to 1; NULL: no such option */
+	int64_t *gpn;               /* --gpus-per-node; NULL: no such option */
+	struct comm_given *given;   /* --net, --topology; NULL: no such options */
+	/* whatif_getopt's */
+	const char *output;         /* -o FILE; NULL: stdout */
+	int argc;                   /* the operands left: whatif_getopt's after the */
+	char **argv;                /* options, whatif_number's after N */
+	int gpn_set;
+	struct option lo[WHATIF_MAXOPTS];
+	char shortopts[8];
+};
+
+/*
+ * The next of the tool's own options (getopt_long's value, optarg its
+ * argument), the shared ones done on the way; -1 at the end of the
+ * options, with w->argc and w->argv the operands.
+ */
+int whatif_getopt(struct whatif_tool *w, int argc, char **argv);
+/*
+ * The first operand, N: a whole number from 1 to max into *n, the
+ * operands after it left in w. Missing: `missing WHAT`; bad: `invalid
+ * NAME 'ARG'HINT`; both exit 2 with the usage.
+ */
+void whatif_number(struct whatif_tool *w, int64_t *n, int64_t max, const char *what,
+    const char *name, const char *hint);
+
+/* One input (path NULL: stdin) into out: 0, or 1 after a message. */
+typedef int whatif_input_fn(void *arg, const char *path, struct gout *out);
+/*
+ * A section held whole (common/graph.h), the index-th of the input
+ * `name`, rebuilt into out: 0, or 1 after a message.
+ */
+typedef int whatif_section_fn(void *arg, struct graph *g, const struct kg_reader *r,
+    const char *name, int index, struct gout *out);
+
+/* Every input through `input` into w's output; the exit status. */
+int whatif_run(const struct whatif_tool *w, whatif_input_fn *input, void *arg);
+/* Every section of every input through `section`, likewise. */
+int whatif_run_graphs(const struct whatif_tool *w, whatif_section_fn *section, void *arg);
+
+/*
+ * --model MODEL and --from MODEL (NULL: not given) loaded into to and
+ * src, *have_to and *have_src saying which were; 0, or 1 after `tool:
+ * FILE: reason`, neither then left loaded. In whatif-om.c, which links
+ * the op model (libxgboost): only the tools that take a model link it.
+ */
+struct om_model;
+int whatif_models(const char *model, const char *from, struct om_model *to, struct om_model *src,
+    int *have_to, int *have_src);
+
+#endif

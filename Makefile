@@ -42,7 +42,7 @@ CLI_OBJ = build/tools/cli.o
 # The what-if tools' main() skeleton (tools/whatif.h): only they link it
 # (EXTRA_OBJ_NAME: objects linked into bin/NAME besides its own).
 WHATIF_TOOLS = graph-scale-dp graph-scale-layers graph-scale-pp graph-scale-hidden graph-scale-tp \
-	graph-retime
+	graph-retime graph-recompute
 $(foreach t,$(WHATIF_TOOLS),$(eval EXTRA_OBJ_$(t) += build/tools/whatif.o))
 # and of those, the ones that take an op model (--model) its loading,
 # apart because it links libxgboost.

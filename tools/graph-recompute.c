@@ -48,7 +48,6 @@
  * State: one section at a time, decoded (common/graph.h), and the new
  * tasks and edges, 160 bytes a task.
  */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +56,7 @@
 #include "kg.h"
 #include "params.h"
 #include "util.h"
+#include "whatif.h"
 
 #define PRODUCER "graph-recompute " KG_VERSION
 
@@ -663,9 +663,10 @@ ctx_release(struct ctx *c)
 
 /* Rebuild and write one section; 0, or 1 after a message. */
 static int
-edit(int mode, const struct graph *g, const struct kg_reader *r, const char *name, int index,
+edit(void *arg, struct graph *g, const struct kg_reader *r, const char *name, int index,
     struct gout *out)
 {
+	int mode = *(const int *)arg;
 	struct ctx c;
 	struct graph_out go;
 	char tool[128];
@@ -720,77 +721,27 @@ out:
 	return rc;
 }
 
-static int
-process(int mode, const char *path, struct gout *out)
-{
-	struct gin in;
-	struct graph g;
-	int t, rc = 0, index = 0;
-
-	if (gin_open(&in, path) < 0)
-		return 1;
-	graph_init(&g);
-	while (rc == 0 && (t = gin_read(&in)) > 0)
-		if (graph_take(&g, t, &in.rec))
-			rc = edit(mode, &g, &in.r, in.name, index++, out);
-	if (t < 0 && rc == 0)
-		rc = 1;
-	graph_release(&g);
-	gin_close(&in);
-	return rc;
-}
-
 int
 main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
+	struct whatif_tool w = {
+		.name = "graph-recompute", .usage = usage, .help = help, .producer = PRODUCER,
 	};
-	const char *output = NULL;
-	struct gout g;
-	int c, i, mode, rc = 0;
+	int mode;
 
-	cli_init("graph-recompute");
-	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			output = optarg;
-			break;
-		case 'q':
-			quiet = 1;
-			break;
-		case 'h':
-			printf("usage: %s\n\n%s", usage, help);
-			return close_stdout();
-		case 'V':
-			version_exit();
-		default:
-			usage_exit(usage);
-		}
-	}
-	argc -= optind;
-	argv += optind;
-	if (argc < 1) {
+	while (whatif_getopt(&w, argc, argv) != -1)
+		;
+	if (w.argc < 1) {
 		errmsg("missing the recomputation: full, selective or none");
 		usage_exit(usage);
 	}
-	for (mode = 0; mode < 3 && strcmp(argv[0], mode_name[mode]) != 0; mode++)
+	for (mode = 0; mode < 3 && strcmp(w.argv[0], mode_name[mode]) != 0; mode++)
 		;
 	if (mode == 3) {
-		errmsg("invalid recomputation '%s': full, selective or none", argv[0]);
+		errmsg("invalid recomputation '%s': full, selective or none", w.argv[0]);
 		usage_exit(usage);
 	}
-	argc--;
-	argv++;
-	if (gout_open(&g, output, KG_LEVEL) < 0)
-		return 1;
-	if (argc == 0)
-		rc = process(mode, NULL, &g);
-	for (i = 0; i < argc && rc == 0; i++)
-		rc = process(mode, argv[i], &g);
-	return gout_close(&g, rc, PRODUCER);
+	w.argc--;
+	w.argv++;
+	return whatif_run_graphs(&w, edit, &mode);
 }

@@ -23,7 +23,8 @@
  * 6. GPU gaps: time a GPU task waited beyond what holds it in the graph
  *    is bound to another stream's task that just ended, or kept as a
  *    delay (explain_gaps).
- * 7. Structure tags: phase, micro-batch, layer and stage (tags.c).
+ * 7. Structure tags: phase, micro-batch, layer and stage (tags.c, infer.c),
+ *    and recomputation (recompute.c).
  * 8. Allocator events go with the task that ran them (mem_attach).
  *
  * This file is the build's course (graph_build): the events gathered and

@@ -188,7 +188,7 @@ int calibrate(struct trace *t, const struct build_opts *o, int64_t ustep, int64_
     char *err, size_t errlen);
 
 /*
- * Rule 7, structure tags (tags.c): the phase, micro-batch and layer of a
+ * Rule 7, structure tags (tags.c, infer.c, recompute.c): the phase, micro-batch and layer of a
  * task from the record_function ranges (user_annotation) around it on
  * its thread (a backward thread's task also from the main thread's, around
  * the backward call), the phase also from the thread itself (autograd's);

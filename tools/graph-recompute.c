@@ -412,14 +412,15 @@ add_copies(struct ctx *c)
 	const struct graph *g = c->g;
 	struct place *pl = NULL;
 	size_t npl = 0, cappl = 0, i, j, nob = 0;
-	uint32_t *copy, *retarget;
+	uint32_t *copy, *retarget, *head;
 
 	copy = xmalloc((g->ntask + 1) * sizeof(*copy));
+	head = xmalloc((g->ntask + 1) * sizeof(*head));
 	retarget = xmalloc((g->nedge + 1) * sizeof(*retarget));
 	for (i = 0; i < g->nedge; i++)
 		retarget[i] = KG_NONE;
 	for (i = 0; i < g->ntask; i++)
-		copy[i] = KG_NONE;
+		copy[i] = head[i] = KG_NONE;
 	for (i = 0; i < c->nu; i++)
 		if (c->u[i].bthread == KG_NONE)
 			nob++;
@@ -475,12 +476,19 @@ add_copies(struct ctx *c)
 		eo = prev != KG_NONE ? c->progout[prev] : KG_NONE;
 		if (eo != KG_NONE && g->edge[eo].dst == before)
 			retarget[eo] = copy[pl[i].src];
+		/* on a thread, what hands it the backward's work hands it the
+		 * copies first */
+		if (before != KG_NONE && (c->t[copy[pl[i].src]].kind == KG_CPU ||
+		    c->t[copy[pl[i].src]].kind == KG_RT))
+			head[before] = copy[pl[i].src];
 	}
 	for (i = 0; i < g->nedge; i++) {
 		struct kg_edge e = g->edge[i];
 
 		if (retarget[i] != KG_NONE)
 			e.dst = retarget[i];
+		else if (e.kind == KG_E_HANDOFF && head[e.dst] != KG_NONE)
+			e.dst = head[e.dst];
 		add_edge(c, &e);
 	}
 	for (i = 0; i < npl; i = j) {
@@ -550,6 +558,7 @@ add_copies(struct ctx *c)
 	}
 	free(pl);
 	free(copy);
+	free(head);
 	free(retarget);
 	return nob;
 }

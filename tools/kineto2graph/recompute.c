@@ -75,7 +75,20 @@ rc_find(struct infer *in, int32_t it, size_t rlo, size_t rhi)
 
 		memset(&r, 0, sizeof(r));
 		r.node = KG_NONE;
-		for (pos = cpu_at(in, b->proc, b->start); pos < in->ncpu; pos++) {
+		/* from the outermost event around the run's start: a run
+		 * starts at its first leaf (rule 5), inside the node and the
+		 * forward op that lead to it */
+		pos = cpu_at(in, b->proc, b->start);
+		if (pos < in->ncpu && t->ev[in->cpu[pos]].proc == b->proc) {
+			uint32_t x = in->cpu[pos];
+			int depth;
+
+			for (depth = 0; in->encl[x] != KG_NONE && depth < 64; depth++)
+				x = in->encl[x];
+			if (t->ev[x].ts < b->start)
+				pos = cpu_at(in, b->proc, t->ev[x].ts);
+		}
+		for (; pos < in->ncpu; pos++) {
 			uint32_t x = in->cpu[pos], n = in->encl[x];
 			const struct ev *e = &t->ev[x];
 			const char *nm = t->str.str[e->name];

@@ -306,35 +306,61 @@ find_units(struct ctx *c)
 /* none: the forward tasks that the recomputed ones repeat (the same
  * name, operator and shapes as one of them), their net bytes and last
  * task with allocator events. */
+/* A recomputed task's key: its unit, name, operator and shapes. */
+struct rkey {
+	uint32_t unit, name, op, shapes;
+};
+
+static int
+cmp_rkey(const void *a, const void *b)
+{
+	const struct rkey *x = a, *y = b;
+
+	if (x->unit != y->unit)
+		return x->unit < y->unit ? -1 : 1;
+	if (x->name != y->name)
+		return x->name < y->name ? -1 : 1;
+	if (x->op != y->op)
+		return x->op < y->op ? -1 : 1;
+	return x->shapes < y->shapes ? -1 : x->shapes > y->shapes;
+}
+
 static void
 none_forward(struct ctx *c)
 {
 	const struct graph *g = c->g;
-	size_t i, j;
+	struct rkey *k = NULL;
+	size_t i, nk = 0, capk = 0;
 
+	/* the recomputed tasks' keys, sorted: each forward task with
+	 * allocator events looked up in them (n log n) */
 	for (i = 0; i < g->ntask; i++) {
+		const struct kg_task *s = &g->task[i];
+		struct rkey x;
+
+		if (!c->sel[i] || c->unit[i] == KG_NONE)
+			continue;
+		x.unit = c->unit[i], x.name = s->name, x.op = s->op, x.shapes = s->shapes;
+		VEC_PUSH(k, nk, capk, x);
+	}
+	if (nk > 1)
+		qsort(k, nk, sizeof(*k), cmp_rkey);
+	for (i = 0; i < g->ntask && nk > 0; i++) {
 		const struct kg_task *t = &g->task[i];
 		struct unit *u;
-		int rep = 0;
+		struct rkey x;
 
 		if (c->unit[i] == KG_NONE || t->phase != KG_PH_FWD || t->recomp || t->mpeak < 0)
 			continue;
-		u = &c->u[c->unit[i]];
-		/* the unit's recomputed tasks are few a layer: look them up
-		 * by program order from the backward's thread would need
-		 * more state than a scan of the unit costs */
-		for (j = 0; j < g->ntask && !rep; j++) {
-			const struct kg_task *s = &g->task[j];
-
-			rep = c->sel[j] && c->unit[j] == c->unit[i] && s->name == t->name &&
-			    s->op == t->op && s->shapes == t->shapes;
-		}
-		if (!rep)
+		x.unit = c->unit[i], x.name = t->name, x.op = t->op, x.shapes = t->shapes;
+		if (bsearch(&x, k, nk, sizeof(*k), cmp_rkey) == NULL)
 			continue;
+		u = &c->u[c->unit[i]];
 		u->fnet += t->mnet;
 		if (u->lastf == KG_NONE || t->ts >= g->task[u->lastf].ts)
 			u->lastf = (uint32_t)i;
 	}
+	free(k);
 }
 
 static void

@@ -356,6 +356,13 @@ for l in recomp_bold:
                 "torch.utils.checkpoint | %s predictions, step mean %s%%, max %s%%; peak mean %s%%, "
                 "max %s%% | step mean 3%%, max 5%%; peak 5%% | [recompute](notes/accuracy-recompute.md) |\n"
                 % m.groups())
+    m = re.match(r"\*\*Recomputation, tracegen jobs:\*\* (\d+) predictions, step mean absolute error "
+                 r"([\d.]+)%, max ([\d.]+)%; peak \(worst rank\) mean absolute error ([\d.]+)%, max ([\d.]+)%", l)
+    if m:
+        w.write("| graph-recompute full, selective and none across ranks (step; peak) | synthetic: "
+                "tracegen jobs (tp 2, pp 2, dp 2) with and without --recompute | %s predictions, step "
+                "mean %s%%, max %s%%; peak (worst rank) mean %s%%, max %s%% | step 3%%; peak 1%% "
+                "| [recompute](notes/accuracy-recompute.md) |\n" % m.groups())
 if len(gemm_cells) >= 8:
     w.write("| kernel times, op model (calls of 20 us or more) | real: H100 GPT traces "
             "| GEMM %s%% mean over %s calls; attention %s%% / %s%% | 5%% (the operator-level "
@@ -443,7 +450,8 @@ w.write("## Recomputation\n\n"
         "activation recomputation against the same job traced with\n"
         "`torch.utils.checkpoint` on every block, and `graph-recompute none` the\n"
         "other way; the step against the target's traced median, the peak\n"
-        "against its `peak_allocated_bytes`.\n\n")
+        "against its `peak_allocated_bytes`; and tracegen jobs traced with\n"
+        "`--recompute` and without, every rank merged, each against the other.\n\n")
 for l in recomp_bold:
     w.write("- " + l + "\n")
 w.write("\nEvery prediction: [notes/accuracy-recompute.md](notes/accuracy-recompute.md).\n\n")

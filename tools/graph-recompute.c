@@ -36,12 +36,14 @@
  * layer's input, a selective one its attention's output (the first
  * operand of the unit's first operator with shapes, at its type's size).
  * Its last task with events frees the rest of what the unit allocated
- * (F, its tasks' net bytes, less that: K), the copies allocate F again as
- * their sources did, and the last backward task of the unit with events
- * frees K besides what it freed: each iteration's bytes still net to 0.
- * none does the opposite: the forward's last task with events keeps what
- * the recomputation allocated (R) and the backward's last frees what the
- * forward had kept; full and then none give back the keys as they were.
+ * (F, its tasks' net bytes, less that: K), and the copies allocate it
+ * again (F less K: what was kept is not made again; the copy of the last
+ * task with events frees K of what its source allocated); the backward
+ * frees what it freed: each iteration's bytes still net to 0. none does
+ * the opposite: the forward's last task with events keeps what the
+ * recomputation allocated (R) besides what it kept, as torch.utils.
+ * checkpoint and tracegen --recompute make it again; full and then none
+ * give back the keys as they were.
  * Without allocator events graphstat counts the activations from shapes
  * and sees recomputation where forward operators run in the backward.
  *
@@ -486,6 +488,19 @@ add_copies(struct ctx *c)
 		t.recomp = 1;
 		VEC_PUSH(c->t, c->nt, c->capt, t);
 	}
+	/* what the copies allocate: the forward's net bytes less what it
+	 * kept (that is not made again), taken off the copy of its last
+	 * task with events */
+	for (i = 0; i < c->nu; i++) {
+		const struct unit *u = &c->u[i];
+		int64_t reduce;
+
+		if (u->lastf == KG_NONE || u->lastb == KG_NONE || u->bthread == KG_NONE ||
+		    copy[u->lastf] == KG_NONE)
+			continue;
+		reduce = u->keep >= 0 && u->fnet > u->keep ? u->fnet - u->keep : 0;
+		c->t[copy[u->lastf]].mnet -= u->fnet - reduce;
+	}
 	/* program order: each group of copies on a processor between the
 	 * task before and the one it goes before (the section's own edges
 	 * first, in their order, the one between those two now entering
@@ -658,13 +673,12 @@ take_out(struct ctx *c)
 	/* the memory keys of the kept tasks, by their new ids */
 	for (i = 0; i < c->nu; i++) {
 		struct unit *u = &c->u[i];
-		struct kg_task *f, *b;
+		struct kg_task *f;
 
 		if (u->lastf == KG_NONE || u->lastb == KG_NONE)
 			continue;
-		f = &c->t[nid[u->lastf]], b = &c->t[nid[u->lastb]];
-		b->mnet += u->fnet;
-		f->mnet += u->rnet - u->fnet;
+		f = &c->t[nid[u->lastf]];
+		f->mnet += u->rnet;
 		if (f->mexc >= 0 && f->mnet > f->mexc)
 			f->mexc = f->mnet;
 	}
@@ -685,7 +699,6 @@ keep_only(struct ctx *c)
 			continue;
 		reduce = u->keep >= 0 && u->fnet > u->keep ? u->fnet - u->keep : 0;
 		c->t[u->lastf].mnet -= reduce;
-		c->t[u->lastb].mnet -= u->fnet - reduce;
 	}
 }
 

@@ -32,7 +32,7 @@ LIBS = -lm -pthread $(PKG_LIBS)
 
 TOOLS = kineto2graph graphcat graph-deps graphsim graphstat tracegen graph-scale-dp graph-scale-layers graph-scale-pp graph2chrome graphplot
 TOOLS += opmodel graph-retime
-TOOLS += graph-scale-hidden graph-scale-tp graph-scale-batch
+TOOLS += graph-scale-hidden graph-scale-tp graph-scale-batch graph-recompute
 BINS = $(TOOLS:%=bin/%)
 MANS = $(TOOLS:%=doc/%.1)
 
@@ -42,7 +42,7 @@ CLI_OBJ = build/tools/cli.o
 # The what-if tools' main() skeleton (tools/whatif.h): only they link it
 # (EXTRA_OBJ_NAME: objects linked into bin/NAME besides its own).
 WHATIF_TOOLS = graph-scale-dp graph-scale-layers graph-scale-pp graph-scale-hidden graph-scale-tp \
-	graph-scale-batch graph-retime
+	graph-scale-batch graph-retime graph-recompute
 $(foreach t,$(WHATIF_TOOLS),$(eval EXTRA_OBJ_$(t) += build/tools/whatif.o))
 # and of those, the ones that take an op model (--model) its loading,
 # apart because it links libxgboost.

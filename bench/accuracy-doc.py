@@ -279,6 +279,12 @@ open(os.path.join(notes_dir, "accuracy-batch.md"), "w").write(
     "# Accuracy: another micro-batch size or sequence length\n\n"
     "Written by `bench/accuracy` (`bench/batch-accuracy`; do not edit by hand); %s.\n\n"
     % runline + batch.split("\n", 1)[1].lstrip("\n"))
+recomp = read("recompute.md") or "## Recomputation\n\nNot measured.\n"
+recomp_bold = bold_lines(recomp)
+open(os.path.join(notes_dir, "accuracy-recompute.md"), "w").write(
+    "# Accuracy: activation recomputation\n\n"
+    "Written by `bench/accuracy` (`bench/recompute-accuracy`; do not edit by hand); %s.\n\n"
+    % runline + recomp.split("\n", 1)[1].lstrip("\n"))
 
 
 def pct(s):
@@ -356,6 +362,21 @@ for l in unprof.splitlines():
                 "| %s what-ifs, mean %s%%, max %s%% | %s | [unprofiled](notes/accuracy-unprofiled.md) |\n"
                 % (m.group(1), m.group(2), m.group(3), m.group(4), m.group(5),
                    goal_unprof.get(m.group(1), "")))
+for l in recomp_bold:
+    m = re.match(r"\*\*Recomputation:\*\* (\d+) predictions, step mean absolute error ([\d.]+)%, "
+                 r"max ([\d.]+)% \(worst iteration\); peak mean absolute error ([\d.]+)%, max ([\d.]+)%", l)
+    if m:
+        w.write("| graph-recompute full and none (step; peak) | real: H100 GPT traces, with and without "
+                "torch.utils.checkpoint | %s predictions, step mean %s%%, max %s%%; peak mean %s%%, "
+                "max %s%% | step mean 3%%, max 5%%; peak 5%% | [recompute](notes/accuracy-recompute.md) |\n"
+                % m.groups())
+    m = re.match(r"\*\*Recomputation, tracegen jobs:\*\* (\d+) predictions, step mean absolute error "
+                 r"([\d.]+)%, max ([\d.]+)%; peak \(worst rank\) mean absolute error ([\d.]+)%, max ([\d.]+)%", l)
+    if m:
+        w.write("| graph-recompute full, selective and none across ranks (step; peak) | synthetic: "
+                "tracegen jobs (tp 2, pp 2, dp 2) with and without --recompute | %s predictions, step "
+                "mean %s%%, max %s%%; peak (worst rank) mean %s%%, max %s%% | step 3%%; peak 1%% "
+                "| [recompute](notes/accuracy-recompute.md) |\n" % m.groups())
 if len(gemm_cells) >= 8:
     w.write("| kernel times, op model (calls of 20 us or more) | real: H100 GPT traces "
             "| GEMM %s%% mean over %s calls; attention %s%% / %s%% | 5%% (the operator-level "
@@ -453,6 +474,16 @@ w.write("\nThe prediction keeps its base's host time, iteration by iteration;\n"
         "prediction.\n")
 w.write("\nEvery prediction, the host's phases of each traced iteration, and\n"
         "the memory peaks: [notes/accuracy-batch.md](notes/accuracy-batch.md).\n\n")
+w.write("## Recomputation\n\n"
+        "`bench/recompute-accuracy`: `graph-recompute full` on a trace without\n"
+        "activation recomputation against the same job traced with\n"
+        "`torch.utils.checkpoint` on every block, and `graph-recompute none` the\n"
+        "other way; the step against the target's traced median, the peak\n"
+        "against its `peak_allocated_bytes`; and tracegen jobs traced with\n"
+        "`--recompute` and without, every rank merged, each against the other.\n\n")
+for l in recomp_bold:
+    w.write("- " + l + "\n")
+w.write("\nEvery prediction: [notes/accuracy-recompute.md](notes/accuracy-recompute.md).\n\n")
 w.write("## Op model\n\n"
         "`bench/opmodel-accuracy`: XGBoost trees fitted on each GPU's kernel\n"
         "sweeps (`opmodel fit`), against every kernel of 20 us or more in the\n"

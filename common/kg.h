@@ -27,7 +27,7 @@
 
 #define KG_FORMAT "kgraph"
 #define KG_MAJOR 1
-#define KG_MINOR 8
+#define KG_MINOR 9
 #define KG_NONE UINT32_MAX /* absent string / proc / task reference */
 
 /*
@@ -174,6 +174,9 @@ struct kg_task {
 	/* 1.8: ns of the task's host time (its duration and the gap before
 	 * it on its thread) that is the profiler's own cost (`pc`), 0 */
 	int64_t prof;
+	/* 1.9: forward work run again in the backward (`rc`): activation
+	 * recomputation; its phase is the backward's */
+	int recomp;
 };
 
 struct kg_edge {

@@ -131,6 +131,7 @@ kg_task_init(struct kg_task *t)
 	t->mnet = 0;
 	t->mexc = -1;
 	t->prof = 0;
+	t->recomp = 0;
 }
 
 void
@@ -251,6 +252,17 @@ task_field(struct dec *d, uint64_t kc, const unsigned char *q, int fast, struct 
 		return val_i64(d, q, fast, "mn", &t->mnet);
 	case KC2('m', 'x'):
 		return val_i64(d, q, fast, "mx", &t->mexc);
+	case KC2('r', 'c'):
+		if (fast) {
+			if (*q != 0xc2 && *q != 0xc3)
+				return NULL;
+			t->recomp = *q == 0xc3;
+			return q + 1;
+		}
+		if (get_of(d, "rc", MP_BOOL, "a boolean", &x) < 0)
+			return NULL;
+		t->recomp = x.b;
+		return d->c.p;
 	case KC2('b', 'y'): /* on the general path only */
 		if (fast || get_of(d, "by", MP_UINT, "an integer", &x) < 0)
 			return NULL;

@@ -499,6 +499,8 @@ kg_write_task(struct kg_writer *w, const struct kg_task *t)
 	}
 	OPT_I64(t->mrpeak >= 0, "mr", t->mrpeak);
 	OPT_I64(t->prof > 0, "pc", t->prof);
+	if (t->recomp)
+		KEY("rc"), *p++ = 0xc3; /* true */
 	return put_end(w, h, p, pairs, &w->ntasks);
 }
 

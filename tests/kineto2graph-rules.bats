@@ -927,3 +927,72 @@ hipStreamSynchronize 4000 30000" ]
 	run -0 graphstat sim.kg
 	[[ "$output" == *"+0.00 |"* ]]
 }
+
+@test "kineto2graph: recomputation, by hand: a run of layer ops inside an autograd node, a CheckpointFunctionBackward node's own children, a lone attention forward; not a forward op or two a node calls" {
+	# tags_infer.json (its layers: layer_norm, linear, gelu, twice a
+	# step; layer 3's nodes carry sequence numbers 15-13 in micro-batch
+	# 0, 22-20 in 1), its autograd thread's nodes wrapped in the engine's
+	# evaluate_function ranges, and in them:
+	# - layer 3's GeluBackward0 (mb 0) runs aten::layer_norm, aten::linear
+	#   and aten::gelu first: 3 ops named as the forward layers' top-level
+	#   ops in a row (MIN_LAYER_OPS), torch.utils.checkpoint's unpack
+	#   hook: recomputed, 3 tasks, one run;
+	# - its LinearBackward0 calls aten::linear and aten::mm: one layer op,
+	#   then one that is none: a run of 1, not recomputed;
+	# - its NativeLayerNormBackward0 renamed CheckpointFunctionBackward
+	#   (the reentrant checkpoint's node) runs aten::mul and then a nested
+	#   node: aten::mul recomputed (one run), the nested node's op not;
+	# - layer 3's GeluBackward0 in mb 1 calls
+	#   aten::scaled_dot_product_attention alone: a forward attention,
+	#   selective recomputation, one run.
+	# 5 tasks tagged rc, 3 runs; all in the backward, in their layer.
+	# The autograd thread's tasks, in time order:
+	jq '
+	def op($n; $ts; $d): {"ph": "X", "cat": "cpu_op", "name": $n, "pid": 100, "tid": 50,
+	    "ts": $ts, "dur": $d, "args": {}};
+	def ev($n; $ts; $d): op("autograd::engine::evaluate_function: " + $n; $ts; $d);
+	.traceEvents |= (map(if .tid == 50 and .ts == 1160 then
+	    .name = "CheckpointFunctionBackward" | .dur = 9 else . end) + [
+	  ev("GeluBackward0"; 1139.5; 9), op("aten::layer_norm"; 1141; 1),
+	  op("aten::linear"; 1143; 1), op("aten::gelu"; 1145; 1),
+	  ev("LinearBackward0"; 1149; 9.5), op("aten::linear"; 1151; 1), op("aten::mm"; 1153; 1),
+	  ev("CheckpointFunctionBackward"; 1159.5; 10), op("aten::mul"; 1161; 1),
+	  ev("NativeLayerNormBackward0"; 1163; 5), op("NativeLayerNormBackward0"; 1163.5; 4),
+	  ev("GeluBackward0"; 1349.5; 9), op("aten::scaled_dot_product_attention"; 1351; 2)])' \
+	    "$RULES/tags_infer.json" > rc.json
+	run -0 --separate-stderr kineto2graph -o rc.kg rc.json
+	[ "$stderr" = "" ]
+	run -0 tasks rc.kg '.p != 0' '\(.n) \(.ph) \(.mb) \(.ly // "-") \(.rc // false)'
+	[ "$output" = "LossBackward0 bwd 0 - false
+aten::layer_norm bwd 0 3 true
+aten::linear bwd 0 3 true
+aten::gelu bwd 0 3 true
+aten::linear bwd 0 3 false
+aten::mm bwd 0 3 false
+aten::mul bwd 0 3 true
+NativeLayerNormBackward0 bwd 0 3 false
+torch::autograd::AccumulateGrad bwd 0 3 false
+GeluBackward0 bwd 0 2 false
+LinearBackward0 bwd 0 2 false
+NativeLayerNormBackward0 bwd 0 2 false
+torch::autograd::AccumulateGrad bwd 0 2 false
+LossBackward0 bwd 1 - false
+aten::scaled_dot_product_attention bwd 1 3 true
+LinearBackward0 bwd 1 3 false
+NativeLayerNormBackward0 bwd 1 3 false
+torch::autograd::AccumulateGrad bwd 1 3 false
+GeluBackward0 bwd 1 2 false
+cudaLaunchKernel bwd 1 2 false
+NativeLayerNormBackward0 bwd 1 2 false
+gemm_bwd bwd 1 2 false
+torch::autograd::AccumulateGrad bwd 1 2 false" ]
+	[ "$(cov tag_recompute rc.kg)" = 5 ]
+	[ "$(cov tag_recompute_runs rc.kg)" = 3 ]
+	# the trace as it was: nothing recomputed
+	kineto2graph -q -o plain.kg "$RULES/tags_infer.json"
+	[ "$(cov tag_recompute_runs plain.kg)" = 0 ]
+	# graph-recompute none takes the 5 out
+	graph-recompute none rc.kg > none.kg
+	[ "$(graphcat none.kg | jq -s '[.[] | select(.r == "task")] | length')" = \
+	  "$(( $(graphcat rc.kg | jq -s '[.[] | select(.r == "task")] | length') - 5 ))" ]
+}

@@ -12,7 +12,7 @@
 
 load helpers
 
-USAGE='usage: tracegen [-v] [--preset NAME] [--layers N] [--hidden N] [--ffn N] [--heads N] [--seq N] [--vocab N] [--mbs N] [--microbatches N] [--tp N] [--pp N] [--dp N] [--sequence-parallel] [--schedule 1f1b|gpipe] [--gpus-per-node N] [--hw NAME|FILE] [--iterations N] [--seed N] [--ranks LIST] [--no-sync-records] [--no-annotations] [--clock-skew US] [--profile-memory] [--jobs N] -d DIR'
+USAGE='usage: tracegen [-v] [--preset NAME] [--layers N] [--hidden N] [--ffn N] [--heads N] [--seq N] [--vocab N] [--mbs N] [--microbatches N] [--tp N] [--pp N] [--dp N] [--sequence-parallel] [--schedule 1f1b|gpipe] [--gpus-per-node N] [--hw NAME|FILE] [--iterations N] [--seed N] [--ranks LIST] [--no-sync-records] [--no-annotations] [--clock-skew US] [--profile-memory] [--recompute full|selective] [--jobs N] -d DIR'
 TRY="Try 'tracegen --help' for more information."
 
 same() {
@@ -63,7 +63,7 @@ replay() {
 	local o
 	for o in --dir --preset --layers --hidden --ffn --heads --seq --vocab --mbs \
 		--microbatches --tp --pp --dp --sequence-parallel --schedule --gpus-per-node --hw --iterations \
-		--seed --ranks --no-sync-records --no-annotations --profile-memory --jobs --verbose --help --version; do
+		--seed --ranks --no-sync-records --no-annotations --profile-memory --recompute --jobs --verbose --help --version; do
 		[[ $output == *"$o"* ]] || { echo "--help lacks $o"; return 1; }
 	done
 	local help=$output
@@ -640,6 +640,45 @@ full_coverage() {
 	# without the option, no event
 	tracegen --preset tiny --dp 1 -d plain
 	[ "$(kineto2graph -q plain/rank-0.json.gz | graphcat | jq -s '[.[] | select(.r == "task" and .ma != null)] | length')" = 0 ]
+}
+
+@test "tracegen: --recompute full runs each layer's forward again in its backward, keeping its input alone; selective the attention core" {
+	# tiny, dp 1: rank 0 is stage 0, 2 layers; 4 micro-batches, 2
+	# iterations: 16 layers' backward passes. A layer keeps s b h (10 +
+	# 24 / t) = 128 x 256 x 22 = 720896 bytes; under full recomputation
+	# its input alone, 128 x 256 x 2 = 65536, and its backward allocates
+	# the other 655360 again in the forward ops it runs again there
+	tracegen --preset tiny --dp 1 --profile-memory --recompute full -d full
+	kineto2graph -q full/rank-0.json.gz > f.kg
+	[ "$(cov tag_recompute_runs f.kg)" = 16 ]
+	# the allocations: ph rc bytes, counted (the backward's frees aside)
+	local got
+	got=$(graphcat f.kg | jq -r 'select(.r == "task" and (.mn // 0) > 0 and .ph != "opt") |
+	    "\(.ph) \(.rc // false) \(.mn)"' | sort | uniq -c | awk '$2 != "bwd" || $3 == "true"' | xargs)
+	same "$got" "16 bwd true 655360 16 fwd false 65536"
+	# the same job without: the forward's 720896, no recomputation
+	tracegen --preset tiny --dp 1 --profile-memory -d plain
+	kineto2graph -q plain/rank-0.json.gz > p.kg
+	[ "$(cov tag_recompute p.kg)" = 0 ]
+	[ "$(graphcat p.kg | jq -s '[.[] | select(.r == "task" and .ph == "fwd" and .mn == 720896)] | length')" = 16 ]
+	# the recomputed work is the forward's: as many kernels as the
+	# layers' forward launches, on every rank of the job
+	[ "$(graphcat f.kg | jq -s '[.[] | select(.r == "task" and .k == "kern" and .rc)] | length')" = \
+	  "$(graphcat f.kg | jq -s '[.[] | select(.r == "task" and .k == "kern" and .ph == "fwd" and .ly != null)] | length')" ]
+	# selective: the attention's forward kernel alone, once a layer's backward
+	tracegen --preset tiny --dp 1 --profile-memory --recompute selective -d sel
+	kineto2graph -q sel/rank-0.json.gz > s.kg
+	[ "$(cov tag_recompute_runs s.kg)" = 16 ]
+	got=$(graphcat --resolve s.kg | jq -r 'select(.r == "task" and .k == "kern" and .rc) | .n' | sort | uniq -c | xargs)
+	[[ "$got" == "16 "*flash_fwd* ]]
+	[ "$(graphcat s.kg | jq -s '[.[] | select(.r == "task" and .k == "kern" and .rc)] | length')" = 16 ]
+	# selective keeps what the job without keeps: flash attention's core
+	# keeps nothing the layer's other ops do not
+	[ "$(graphcat s.kg | jq -s '[.[] | select(.r == "task" and .ph == "fwd" and .mn == 720896)] | length')" = 16 ]
+}
+
+@test "tracegen: --recompute takes full or selective" {
+	usage_error "invalid --recompute 'all' (full or selective)" --preset tiny --recompute all -d out
 }
 
 @test "tracegen: a pipeline's memory predicted from one stage by graph-scale-pp matches the pipeline tracegen writes, stage by stage" {

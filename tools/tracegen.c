@@ -27,7 +27,7 @@ static const char usage[] =
     "[--seq N] [--vocab N] [--mbs N] [--microbatches N] [--tp N] [--pp N] [--dp N] "
     "[--sequence-parallel] [--schedule 1f1b|gpipe] [--gpus-per-node N] [--hw NAME|FILE] [--iterations N] "
     "[--seed N] [--ranks LIST] [--no-sync-records] [--no-annotations] [--clock-skew US] "
-    "[--profile-memory] [--jobs N] -d DIR";
+    "[--profile-memory] [--recompute full|selective] [--jobs N] -d DIR";
 
 static const char help[] =
     "Write synthetic PyTorch profiler (Kineto) traces of a Megatron-style GPT\n"
@@ -55,6 +55,8 @@ static const char help[] =
     "      --no-annotations     no micro-batch and layer annotations\n"
     "      --clock-skew US      each rank's clock off by up to US microseconds\n"
     "      --profile-memory     the allocator's [memory] events, by tracegen(1)'s model\n"
+    "      --recompute full|selective  each layer's forward, or its attention core,\n"
+    "                           run again in its backward (activation recomputation)\n"
     "      --jobs N             write with N processes (default: the CPUs)\n"
     "  -v, --verbose            print what was written on stderr\n"
     "  -h, --help               this help\n"
@@ -499,7 +501,7 @@ run(struct opts *o, const unsigned char *sel)
 int
 main(int argc, char **argv)
 {
-	enum { L_PRESET = 256, L_SP, L_SCHED, L_HW, L_SEED, L_RANKS, L_NOSYNC, L_NOANN, L_JOBS, L_SKEW, L_MEM,
+	enum { L_PRESET = 256, L_SP, L_SCHED, L_HW, L_SEED, L_RANKS, L_NOSYNC, L_NOANN, L_JOBS, L_SKEW, L_MEM, L_RECOMP,
 		L_VERSION, L_NUM };
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, 'd' },
@@ -525,6 +527,7 @@ main(int argc, char **argv)
 		{ "no-sync-records", no_argument, NULL, L_NOSYNC },
 		{ "no-annotations", no_argument, NULL, L_NOANN },
 		{ "profile-memory", no_argument, NULL, L_MEM },
+		{ "recompute", required_argument, NULL, L_RECOMP },
 		{ "clock-skew", required_argument, NULL, L_SKEW },
 		{ "jobs", required_argument, NULL, L_JOBS },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -618,6 +621,16 @@ main(int argc, char **argv)
 			break;
 		case L_MEM:
 			o.c.memory = 1;
+			break;
+		case L_RECOMP:
+			if (strcmp(optarg, "full") == 0) {
+				o.c.recompute = RC_FULL;
+			} else if (strcmp(optarg, "selective") == 0) {
+				o.c.recompute = RC_SELECTIVE;
+			} else {
+				errmsg("invalid --recompute '%s' (full or selective)", optarg);
+				usage_exit(usage);
+			}
 			break;
 		case L_NOANN:
 			o.c.annotations = 0;

@@ -258,6 +258,10 @@ flops_task(struct flops *f, const struct kg_reader *r, const struct kg_task *t, 
 	int bwd = 0, fwd;
 
 	config_task(&f->cfg, t);
+	if (t->recomp && t->kind != KG_CPU && t->kind != KG_RT) {
+		x = iter_of(f, rank, t->iter);
+		x->rc_ns += t->dur, x->rc_n++;
+	}
 	if (t->kind != KG_RT || t->op == KG_NONE)
 		return;
 	x = iter_of(f, rank, t->iter);
@@ -396,12 +400,14 @@ flops_perf(const struct flops *f, int64_t rank, int64_t it, struct perf *p)
 		p->model = p->model < 0 || m < 0 ? -1 : p->model + m;
 		p->params += x->pc.sum;
 		p->recomp += x->recomp;
+		p->rc_ns += (double)x->rc_ns, p->rc_n += x->rc_n;
 		nr++;
 	}
 	if (rank == JOB && nr > 0) {
 		p->gemm /= (double)nr, p->attn /= (double)nr, p->other /= (double)nr;
 		p->attn_model /= (double)nr;
 		p->hw /= (double)nr;
+		p->rc_ns /= (double)nr;
 		if (p->model > 0)
 			p->model /= (double)nr;
 		p->params /= dp;

@@ -39,6 +39,7 @@ struct fl_iter {
 	double gemm, attn, other;  /* hardware FLOPs (GEMMs, attention) and the rest */
 	double attn_model;         /* attention's model FLOPs */
 	int64_t recomp;            /* attention forwards in the backward */
+	int64_t rc_ns, rc_n;       /* recomputed GPU tasks (rc): their time, count */
 	int64_t calls, shaped;     /* launch calls, with shapes */
 	int64_t tokens;            /* loss targets; -1 none */
 	int64_t etokens, erows;    /* indices into the largest table, its rows */
@@ -65,6 +66,8 @@ struct perf {
 	int64_t rtokens;   /* of the row's rank (or a data-parallel replica) */
 	int64_t dp, gpus;  /* data-parallel degree, GPUs the step ran on */
 	int64_t recomp;
+	double rc_ns;      /* recomputed GPU work (rc tasks' d), ns per GPU */
+	int64_t rc_n;
 	double peak;       /* dense bf16/fp16 TFLOP/s of a GPU; 0 unknown */
 	const char *gpu;   /* the peak's name in the table, or "--peak-tflops" */
 	int causal;

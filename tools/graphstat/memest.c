@@ -157,8 +157,10 @@ memest_task(struct memest *m, const struct kg_reader *r, const struct kg_task *t
 	if (t->phase == KG_PH_BWD && t->kind == KG_RT && t->op != KG_NONE && t->layer >= 0) {
 		const char *op = kg_str(r, t->op);
 
-		if (strcmp(op, "aten::native_layer_norm") == 0 || strcmp(op, "aten::gelu") == 0 ||
-		    (strstr(op, "attention_forward") != NULL))
+		/* a norm or an activation function: the whole layer (an
+		 * attention forward alone is selective recomputation, which
+		 * keeps the attention's inputs and output all the same) */
+		if (strcmp(op, "aten::native_layer_norm") == 0 || strcmp(op, "aten::gelu") == 0)
 			k->recompute = 1;
 	}
 	if (t->phase != KG_PH_FWD)

@@ -648,6 +648,9 @@ perf_text(const struct whatif *w, const struct row *rows, size_t n)
 		printf("; attention %s)", si(p->attn_model, b1, sizeof(b1)));
 	}
 	printf("; other ops %s apart (an element each)\n", si(p->other, b1, sizeof(b1)));
+	if (p->rc_n > 0)
+		printf("  recompute (forward work run again in the backward, rc): %.3f ms of GPU "
+		    "work a step per GPU, %lld GPU tasks\n", p->rc_ns / 1e6, (long long)p->rc_n);
 	if (p->tokens >= 0)
 		printf("  tokens a step: %lld (data-parallel degree %lld, %lld GPU%s)\n",
 		    (long long)p->tokens, (long long)p->dp, (long long)p->gpus,

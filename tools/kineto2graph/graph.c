@@ -23,7 +23,8 @@
  * 6. GPU gaps: time a GPU task waited beyond what holds it in the graph
  *    is bound to another stream's task that just ended, or kept as a
  *    delay (explain_gaps).
- * 7. Structure tags: phase, micro-batch, layer and stage (tags.c).
+ * 7. Structure tags: phase, micro-batch, layer and stage (tags.c, infer.c),
+ *    and recomputation (recompute.c).
  * 8. Allocator events go with the task that ran them (mem_attach).
  *
  * This file is the build's course (graph_build): the events gathered and
@@ -165,7 +166,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 	const char *tools[1];
 	int rc = -1, tagged, run;
 	uint32_t id;
-	int64_t tagcount[7] = { 0, 0, 0, 0, 0, 0, 0 };
+	int64_t tagcount[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
 	int64_t kcount[KG_NTASK_KIND] = { 0 }, ccount[3] = { 0, 0, 0 };
 	char kname[KG_NTASK_KIND][16]; /* "tasks_KIND", the coverage's names */
 	struct memtask mem;
@@ -401,6 +402,7 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 			tagcount[4] += (tagged & TAG_MB_INF) != 0;
 			tagcount[5] += (tagged & TAG_LY_INF) != 0;
 			tagcount[6] += (tagged & TAG_ST_INF) != 0;
+			tagcount[7] += (tagged & TAG_RC) != 0;
 			/* counted here, added after the loop; each name put in the
 			 * coverage (at 0) where it first occurs, which is its order */
 			if (kcount[k.kind]++ == 0)
@@ -499,9 +501,10 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 			"tag_mb_inferred", "tag_layer_inferred", "tag_stage_inferred",
 			"tag_stage_unknown", "tag_mb_unmatched", "tag_layer_norepeat",
 			"tag_layer_noseq", "tag_layer_steps", "tag_layer_repeats",
-			"tag_layer_unit_ops", "tag_layer_modules"
+			"tag_layer_unit_ops", "tag_layer_modules", "tag_recompute",
+			"tag_recompute_runs"
 		};
-		int64_t n[15];
+		int64_t n[17];
 
 		memcpy(n, tagcount, sizeof(tagcount));
 		n[7] = g.tags.stage < 0 ? (int64_t)g.ntask : 0;
@@ -512,7 +515,9 @@ graph_build(struct trace *t, const struct build_opts *o, struct kg_writer *w,
 		n[12] = g.tags.ly_reps;
 		n[13] = g.tags.ly_unit;
 		n[14] = g.tags.ly_module != KG_NONE ? g.tags.ly_steps : 0;
-		for (i = 0; i < 15; i++)
+		n[15] = tagcount[7];
+		n[16] = g.tags.rc_runs;
+		for (i = 0; i < 17; i++)
 			if (n[i] != 0)
 				kg_cov_add(cov, tagname[i], n[i]);
 	}

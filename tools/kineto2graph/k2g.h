@@ -188,7 +188,7 @@ int calibrate(struct trace *t, const struct build_opts *o, int64_t ustep, int64_
     char *err, size_t errlen);
 
 /*
- * Rule 7, structure tags (tags.c): the phase, micro-batch and layer of a
+ * Rule 7, structure tags (tags.c, infer.c, recompute.c): the phase, micro-batch and layer of a
  * task from the record_function ranges (user_annotation) around it on
  * its thread (a backward thread's task also from the main thread's, around
  * the backward call), the phase also from the thread itself (autograd's);
@@ -218,6 +218,7 @@ struct bwdiv {
 struct tagger {
 	struct spans rng;      /* the trace's ranges */
 	struct spans inf;      /* inferred spans (tags_infer) */
+	struct spans rcs;      /* recomputed forward work on backward threads */
 	int rng_tags;          /* TAG_MB, TAG_LY: some range gives one */
 	const uint8_t *bwd;    /* per proc: a backward thread */
 	size_t nproc;
@@ -237,6 +238,7 @@ struct tagger {
 	                          the layers came from module calls) */
 	uint32_t ly_module;    /* the module class taken as the layer, KG_NONE */
 	int64_t ly_noseq;      /* backward calls no sequence number maps */
+	int64_t rc_runs;       /* runs of forward ops a backward node ran again */
 };
 
 /*
@@ -262,7 +264,7 @@ void tags_infer(struct tagger *tg, const struct trace *t, const uint32_t *cpu, s
 /* What tags_at found: from a range, or inferred. */
 enum {
 	TAG_PH = 1, TAG_MB = 2, TAG_LY = 4, TAG_PH_INF = 8, TAG_MB_INF = 16,
-	TAG_LY_INF = 32, TAG_ST_INF = 64
+	TAG_LY_INF = 32, TAG_ST_INF = 64, TAG_RC = 128
 };
 
 /*

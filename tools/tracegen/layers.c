@@ -56,12 +56,14 @@ linear(struct gen *G, int olin, int omm, int ommi, int64_t seq, int kt)
 	op3(G, olin, seq, omm, ommi, kt);
 }
 
+/* A bias add, dropout and residual add; sequence numbers from sq on, or
+ * none (sq -1). */
 static void
-dropout_add(struct gen *G, uint64_t sq)
+dropout_add(struct gen *G, int64_t sq)
 {
-	op1(G, OT_ADD_H, (int64_t)sq, KT_ADD_H);
-	op2(G, OT_DROPOUT, (int64_t)sq + 1, OT_NDROPOUT, KT_DROPOUT);
-	op1(G, OT_ADD_RES, (int64_t)sq + 2, KT_ADD_H);
+	op1(G, OT_ADD_H, sq, KT_ADD_H);
+	op2(G, OT_DROPOUT, sq < 0 ? -1 : sq + 1, OT_NDROPOUT, KT_DROPOUT);
+	op1(G, OT_ADD_RES, sq < 0 ? -1 : sq + 2, KT_ADD_H);
 }
 
 static void
@@ -88,6 +90,42 @@ global_layer(const struct gen *G, int l)
 	return (int)(G->stage * G->J->lps) + l;
 }
 
+/*
+ * A layer's forward ops: with sequence numbers from sq on (autograd's
+ * nodes tie to them), or none where sq is -1 (run again in the backward:
+ * the graph they make is used once, its numbers tie to nothing here).
+ */
+static void
+fwd_layer_ops(struct gen *G, int64_t sq)
+{
+#define SQ(n) (sq < 0 ? -1 : sq + (n))
+	layer_norm(G, SQ(N_LN1));
+	tp_in(G);
+	advance(G, H_PY);
+	linear(G, OT_LINEAR_QKV, OT_MATMUL_QKV, OT_MM_QKV, SQ(N_QKV), KT_QKV);
+	op1(G, OT_ADD_QKV, SQ(N_ADD_QKV), KT_ADD_QKV);
+	advance(G, H_PY);
+	op(G, OT_SDPA, SQ(N_SDPA));
+	op2(G, OT_SDPA_FLASH, -1, OT_FLASH_FWD, KT_FLASH_FWD);
+	close_op(G);
+	advance(G, H_PY);
+	linear(G, OT_LINEAR_PROJ, OT_MATMUL_PROJ, OT_MM_PROJ, SQ(N_PROJ), KT_PROJ);
+	tp_out(G);
+	dropout_add(G, SQ(N_ADD1));
+	advance(G, H_PY);
+	layer_norm(G, SQ(N_LN2));
+	tp_in(G);
+	advance(G, H_PY);
+	linear(G, OT_LINEAR_FC1, OT_MATMUL_FC1, OT_MM_FC1, SQ(N_FC1), KT_FC1);
+	op1(G, OT_ADD_F, SQ(N_ADD_FC1), KT_ADD_F);
+	op1(G, OT_GELU, SQ(N_GELU), KT_GELU);
+	advance(G, H_PY);
+	linear(G, OT_LINEAR_FC2, OT_MATMUL_FC2, OT_MM_FC2, SQ(N_FC2), KT_FC2);
+	tp_out(G);
+	dropout_add(G, SQ(N_ADD2));
+#undef SQ
+}
+
 static void
 fwd_layer(struct gen *G, int mb, int item, int l)
 {
@@ -97,31 +135,9 @@ fwd_layer(struct gen *G, int mb, int item, int l)
 	G->seqnr += N_PER_LAYER;
 	layer_annot(G, global_layer(G, l), "forward");
 	advance(G, H_PY);
-	layer_norm(G, (int64_t)(sq + N_LN1));
-	tp_in(G);
-	advance(G, H_PY);
-	linear(G, OT_LINEAR_QKV, OT_MATMUL_QKV, OT_MM_QKV, (int64_t)(sq + N_QKV), KT_QKV);
-	op1(G, OT_ADD_QKV, (int64_t)(sq + N_ADD_QKV), KT_ADD_QKV);
-	advance(G, H_PY);
-	op(G, OT_SDPA, (int64_t)(sq + N_SDPA));
-	op2(G, OT_SDPA_FLASH, -1, OT_FLASH_FWD, KT_FLASH_FWD);
-	close_op(G);
-	advance(G, H_PY);
-	linear(G, OT_LINEAR_PROJ, OT_MATMUL_PROJ, OT_MM_PROJ, (int64_t)(sq + N_PROJ), KT_PROJ);
-	tp_out(G);
-	dropout_add(G, sq + N_ADD1);
-	advance(G, H_PY);
-	layer_norm(G, (int64_t)(sq + N_LN2));
-	tp_in(G);
-	advance(G, H_PY);
-	linear(G, OT_LINEAR_FC1, OT_MATMUL_FC1, OT_MM_FC1, (int64_t)(sq + N_FC1), KT_FC1);
-	op1(G, OT_ADD_F, (int64_t)(sq + N_ADD_FC1), KT_ADD_F);
-	op1(G, OT_GELU, (int64_t)(sq + N_GELU), KT_GELU);
-	advance(G, H_PY);
-	linear(G, OT_LINEAR_FC2, OT_MATMUL_FC2, OT_MM_FC2, (int64_t)(sq + N_FC2), KT_FC2);
-	tp_out(G);
-	dropout_add(G, sq + N_ADD2);
-	mem_event(G, mem_layer(G));
+	fwd_layer_ops(G, (int64_t)sq);
+	/* under full recomputation it keeps its input alone */
+	mem_event(G, mem_layer_kept(G));
 	layer_annot_end(G);
 }
 
@@ -221,10 +237,30 @@ linear_bwd(struct gen *G, int64_t seq, int omm, int kdg, int kwg, int column)
 	node_close(G);
 }
 
+/*
+ * Full recomputation (--recompute full), as torch.utils.checkpoint's
+ * non-reentrant mode places it: the first node of the layer's backward
+ * that needs a tensor the forward did not keep (the last dropout's) runs
+ * the layer's forward again before its own work, on the backward's
+ * thread, and the activations come back (all but the input, which was
+ * kept).
+ */
 static void
-dropout_add_bwd(struct gen *G, uint64_t sq)
+recompute_layer(struct gen *G)
 {
-	node1(G, "NativeDropoutBackward0", (int64_t)sq + 1, OT_DROPOUT_BWD, KT_DROPOUT_BWD);
+	advance(G, H_PY);
+	fwd_layer_ops(G, -1);
+	mem_event(G, mem_layer(G) - mem_layer_kept(G));
+}
+
+static void
+dropout_add_bwd(struct gen *G, uint64_t sq, int recompute)
+{
+	node_open(G, "NativeDropoutBackward0", (int64_t)sq + 1);
+	if (recompute)
+		recompute_layer(G);
+	op1(G, OT_DROPOUT_BWD, -1, KT_DROPOUT_BWD);
+	node_close(G);
 	node1(G, "AddBackward0", (int64_t)sq, OT_SUM_H, KT_BG_H);
 }
 
@@ -245,16 +281,23 @@ bwd_layer(struct gen *G, int mb, int item, int l)
 	uint64_t sq = G->fwdseq[mb * G->nitems + item];
 
 	layer_annot(G, global_layer(G, l), "backward");
-	dropout_add_bwd(G, sq + N_ADD2);
+	dropout_add_bwd(G, sq + N_ADD2, G->c->recompute == RC_FULL);
 	linear_bwd(G, (int64_t)(sq + N_FC2), OT_MM_FC2_DG, KT_FC2_DG, KT_FC2_WG, 0);
 	node1(G, "GeluBackward0", (int64_t)(sq + N_GELU), OT_GELU_BWD, KT_GELU_BWD);
 	node1(G, "AddBackward0", (int64_t)(sq + N_ADD_FC1), OT_SUM_F, KT_BG_F);
 	linear_bwd(G, (int64_t)(sq + N_FC1), OT_MM_FC1_DG, KT_FC1_DG, KT_FC1_WG, 1);
 	ln_bwd(G, (int64_t)(sq + N_LN2));
 	op1(G, OT_ADD_RES, -1, KT_ADD_H);
-	dropout_add_bwd(G, sq + N_ADD1);
+	dropout_add_bwd(G, sq + N_ADD1, 0);
 	linear_bwd(G, (int64_t)(sq + N_PROJ), OT_MM_PROJ_DG, KT_PROJ_DG, KT_PROJ_WG, 0);
 	node_open(G, "ScaledDotProductFlashAttentionBackward0", (int64_t)(sq + N_SDPA));
+	if (G->c->recompute == RC_SELECTIVE) {
+		/* selective recomputation: the attention core again, its
+		 * output and statistics for its own backward */
+		op(G, OT_SDPA, -1);
+		op2(G, OT_SDPA_FLASH, -1, OT_FLASH_FWD, KT_FLASH_FWD);
+		close_op(G);
+	}
 	op(G, OT_FLASH_BWD_OUTER, -1);
 	op(G, OT_FLASH_BWD, -1);
 	kern(G, KT_FLASH_BWD_DOT);

@@ -72,6 +72,21 @@ mem_layer(const struct gen *G)
 	return c->seq * c->mbs * c->hidden * (10 + 24 / c->tp);
 }
 
+/* What one layer keeps for its backward under full recomputation: its
+ * input alone, s b h 2 bytes (a sequence shard of it, s b h 2 / t, with
+ * sequence parallelism). Its backward allocates the rest again when it
+ * runs the forward again. */
+int64_t
+mem_layer_kept(const struct gen *G)
+{
+	const struct tg_cfg *c = G->c;
+	int64_t in = c->seq * c->mbs * c->hidden * 2;
+
+	if (c->recompute != RC_FULL)
+		return mem_layer(G);
+	return c->sp ? in / c->tp : in;
+}
+
 /* The logits the loss keeps, a micro-batch: float, vocabulary-parallel. */
 int64_t
 mem_logits(const struct gen *G)

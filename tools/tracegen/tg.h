@@ -74,6 +74,8 @@ extern const char hw_names[];  /* the built-in names, for messages */
 int hw_load(const char *path, struct tg_hw *hw, char *err, size_t errlen);
 
 enum { SCHED_1F1B, SCHED_GPIPE };
+/* Activation recomputation (layers.c). */
+enum { RC_NONE, RC_FULL, RC_SELECTIVE };
 
 /* The job as configured: model, parallelism, hardware, options. */
 struct tg_cfg {
@@ -85,6 +87,7 @@ struct tg_cfg {
 	int sync_records;  /* cuda_sync records */
 	int annotations;   /* microbatch and layer record_function ranges */
 	int memory;        /* the allocator's [memory] events (tracegen(1), MEMORY MODEL) */
+	int recompute;     /* RC_NONE, RC_FULL, RC_SELECTIVE */
 	int64_t clock_skew; /* ns: each rank's clock off by up to this much */
 	struct tg_hw hw;
 };
@@ -396,6 +399,7 @@ void nccl_name(char *buf, size_t n, const struct collmeta *m, int proto);
 void mem_event(struct gen *G, int64_t bytes);
 void mem_grads(struct gen *G, int mb, int item);
 int64_t mem_layer(const struct gen *G);
+int64_t mem_layer_kept(const struct gen *G);
 int64_t mem_logits(const struct gen *G);
 
 /* layers.c: a micro-batch's forward and backward steps. */

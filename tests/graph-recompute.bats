@@ -192,3 +192,14 @@ within() {
 	[ "$(cov tag_recompute sel.kg)" = "$(graphcat sel2.kg | jq -s '[.[] | select(.r == "task" and .rc)] | length')" ]
 	within "$(step_median < sel2.kg)" "$(step_median < sel.kg)" 3
 }
+
+@test "graph-recompute full: a graph over --max-memory is refused up front with the estimate; just under it is made" {
+	mkgraph > g.kg
+	run -1 --separate-stderr graph-recompute --max-memory 1K -o f.kg full g.kg
+	[[ "$stderr" == "graph-recompute: g.kg: section 0: full would hold 6 tasks and 6 edges (about "*" KiB); the limit is 1.0 KiB (--max-memory)" ]]
+	[ ! -e f.kg ]
+	e=$(sed -n 's/.*(about \([0-9.]*\) KiB).*/\1/p' <<<"$stderr" | awk '{ printf "%d\n", $1 * 1024 }')
+	run -1 --separate-stderr graph-recompute --max-memory $((e - 103)) full g.kg
+	run -0 --separate-stderr graph-recompute --max-memory $((e + 103)) -o f.kg full g.kg
+	[ "$(graphcat f.kg | grep -c '"r":"task"')" -eq 6 ]
+}

@@ -10,7 +10,7 @@ mkstream() { # JSON lines on stdin -> a graph stream on stdout
 	"$ROOT/tests/tools/jsonl2kg" | zstd -q -c
 }
 
-USAGE='usage: graph-scale-layers [-q] [-o FILE] [--gpus-per-node N] N [FILE ...]'
+USAGE='usage: graph-scale-layers [-q] [-o FILE] [--gpus-per-node N] [--max-memory BYTES] N [FILE ...]'
 
 # One rank, a thread and a stream. Launch calls of 10 us: t0 (the
 # embedding, no layer), t1 (layer 0, an aten::mm with a 32x16 weight), t2
@@ -202,4 +202,37 @@ simulated() {
 	kineto2graph -q two/*.json.gz | graph-deps --merge -q > two.kg 2>/dev/null || skip "merge of two ranks refused"
 	run -1 --separate-stderr graph-scale-layers 1 two.kg
 	[ "$stderr" = "graph-scale-layers: two.kg: section 0: 1 layers cannot fill 2 pipeline stages" ]
+}
+
+# The estimate in bytes, from the refusal's "(about X KiB)" (to 0.1 KiB).
+estimate_bytes() {
+	sed -n 's/.*(about \([0-9.]*\) KiB).*/\1/p' <<<"$1" | awk '{ printf "%d\n", $1 * 1024 }'
+}
+
+@test "graph-scale-layers: a graph over --max-memory is refused up front with the estimate; just under it is made" {
+	mkrank > r.kg
+	# 1000 layers: the embedding and the head, and each layer's launch and kernel
+	run -1 --separate-stderr graph-scale-layers --max-memory 1K -o big.kg 1000 r.kg
+	[[ "$stderr" == "graph-scale-layers: r.kg: section 0: 1000 layers would hold 2004 tasks and 2505 edges (about "*" KiB); the limit is 1.0 KiB (--max-memory)" ]]
+	[ ! -e big.kg ]
+	e=$(estimate_bytes "$stderr")
+	[ "$e" -gt 50000 ]
+	run -1 --separate-stderr graph-scale-layers --max-memory $((e - 103)) 1000 r.kg
+	[[ "$stderr" == *"would hold 2004 tasks"* ]]
+	run -0 --separate-stderr graph-scale-layers --max-memory $((e + 103)) -o big.kg 1000 r.kg
+	[ "$(graphcat big.kg | grep -c '"r":"task"')" -eq 2004 ]
+}
+
+@test "graph-scale-layers: 2^20 layers past the process's memory limit are refused at once, not aborted" {
+	mkrank > r.kg
+	run -1 --separate-stderr timeout 1 bash -c 'ulimit -v 262144; graph-scale-layers -o big.kg 1048576 r.kg'
+	[[ "$stderr" == *"1048576 layers would hold 2.1 million tasks and 2.6 million edges (about "*" MiB); the limit is 224.0 MiB (--max-memory, default: the machine's memory or the process's limit, less an eighth)" ]]
+	[[ "$stderr" != *"out of memory"* ]]
+	[ ! -e big.kg ]
+}
+
+@test "graph-scale-layers: a bad --max-memory is a usage error" {
+	run -2 --separate-stderr graph-scale-layers --max-memory 12X 2
+	[ "${stderr_lines[0]}" = "graph-scale-layers: invalid --max-memory '12X' (bytes, or with K, M, G, T)" ]
+	run -2 --separate-stderr graph-scale-layers --max-memory 0 2
 }

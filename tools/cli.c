@@ -563,3 +563,42 @@ json_str(FILE *f, const char *s, size_t len)
 	}
 	putc('"', f);
 }
+
+int
+cli_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "kmgt";
+	const char *u;
+	char num[32];
+	size_t len;
+	int64_t v;
+	int shift = 0;
+
+	if (s == NULL || (len = strlen(s)) == 0 || len >= sizeof(num))
+		return -1;
+	memcpy(num, s, len + 1);
+	if ((u = strchr(units, num[len - 1] | 0x20)) != NULL && num[len - 1] > '9') {
+		shift = 10 * (int)(u - units + 1);
+		num[--len] = '\0';
+	}
+	if (parse_i64(num, 1, (INT64_C(1) << 60) >> shift, &v) < 0)
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+void
+cli_bytes_text(char *buf, size_t len, uint64_t n)
+{
+	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double v = (double)n;
+	int k = -1;
+
+	if (n < 1024) {
+		snprintf(buf, len, "%llu bytes", (unsigned long long)n);
+		return;
+	}
+	while (v >= 1024 && k < 5)
+		v /= 1024, k++;
+	snprintf(buf, len, "%.1f %s", v, unit[k]);
+}

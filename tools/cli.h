@@ -8,6 +8,7 @@
 #ifndef KG_CLI_H
 #define KG_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -31,6 +32,15 @@ void warnmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The usage line and a hint, then exit 2. */
 void usage_exit(const char *usage) __attribute__((noreturn));
 void version_exit(void) __attribute__((noreturn));
+
+/*
+ * A size in bytes: a whole number with an optional K, M, G or T (powers
+ * of 1024, either case), from 1 to 2^60, into *out. 0, or -1 (*out
+ * untouched).
+ */
+int cli_size(const char *s, uint64_t *out);
+/* n bytes for a message: "512 bytes", "3.5 MiB", "190.0 GiB". */
+void cli_bytes_text(char *buf, size_t len, uint64_t n);
 
 /* Open an input operand ("-" = stdin); NULL after printing the message. */
 FILE *open_input(const char *path);

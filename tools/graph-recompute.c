@@ -65,7 +65,8 @@
 enum { M_NONE, M_FULL, M_SELECTIVE };
 static const char *const mode_name[] = { "none", "full", "selective" };
 
-static const char usage[] = "graph-recompute [-q] [-o FILE] full|selective|none [FILE ...]";
+static const char usage[] =
+    "graph-recompute [-q] [-o FILE] [--max-memory BYTES] full|selective|none [FILE ...]";
 
 static const char help[] =
     "Make a graph recompute each layer's forward in its backward, or take\n"
@@ -76,6 +77,8 @@ static const char help[] =
     "  none        the recomputed forward work (kineto2graph's rc tags) taken out\n"
     "\n"
     "  -o, --output FILE   write the stream to FILE instead of stdout\n"
+    "      --max-memory BYTES  the most it may hold (K, M, G, T; default: the\n"
+    "                      machine's memory or the process's limit, less an eighth)\n"
     "  -q, --quiet         no warnings\n"
     "  -h, --help          this help\n"
     "      --version       the version\n"
@@ -709,6 +712,31 @@ ctx_release(struct ctx *c)
 	free(c->progout), free(c->sel), free(c->t), free(c->e);
 }
 
+/*
+ * full, selective: refuse a graph that would not fit (whatif_fits), 1
+ * after the message. Held: the section; by source task its unit,
+ * place, order, program edge, selection, copy and head (25 bytes), by
+ * source edge its new end (4), by copy a place; the new tasks (whole
+ * records: the sources and a copy of each selected task of a unit) and
+ * edges, their number the source's times the tasks' growth.
+ */
+static int
+too_big(const struct ctx *c, const char *name, int index)
+{
+	const struct graph *g = c->g;
+	uint64_t nsel = 0, nt, ne, bytes;
+	size_t i;
+
+	for (i = 0; i < g->ntask; i++)
+		nsel += c->sel[i] && c->unit[i] != KG_NONE;
+	nt = g->ntask + nsel;
+	ne = g->ntask > 0 ? (uint64_t)((double)g->nedge * (double)nt / (double)g->ntask) : 0;
+	bytes = whatif_graph_bytes(g) + (uint64_t)g->ntask * 25 + (uint64_t)g->nedge * 4 +
+	    whatif_vec(nsel, sizeof(struct place)) + whatif_vec(nt, sizeof(*c->t)) +
+	    whatif_vec(ne, sizeof(*c->e));
+	return whatif_fits(name, index, mode_name[c->mode], nt, ne, bytes);
+}
+
 /* Rebuild and write one section; 0, or 1 after a message. */
 static int
 edit(void *arg, struct graph *g, const struct kg_reader *r, const char *name, int index,
@@ -748,6 +776,8 @@ edit(void *arg, struct graph *g, const struct kg_reader *r, const char *name, in
 	} else {
 		size_t nob;
 
+		if (too_big(&c, name, index) != 0)
+			goto out;
 		for (i = 0; i < g->ntask; i++)
 			VEC_PUSH(c.t, c.nt, c.capt, g->task[i]);
 		keep_only(&c);
@@ -773,6 +803,7 @@ int
 main(int argc, char **argv)
 {
 	struct whatif_tool w = {
+		.sizes = 1,
 		.name = "graph-recompute", .usage = usage, .help = help, .producer = PRODUCER,
 	};
 	int mode;

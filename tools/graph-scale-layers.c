@@ -60,13 +60,16 @@
 
 #define PRODUCER "graph-scale-layers " KG_VERSION
 
-static const char usage[] = "graph-scale-layers [-q] [-o FILE] [--gpus-per-node N] N [FILE ...]";
+static const char usage[] =
+    "graph-scale-layers [-q] [-o FILE] [--gpus-per-node N] [--max-memory BYTES] N [FILE ...]";
 
 static const char help[] =
     "Rebuild a graph with N transformer layers in all.\n"
     "\n"
     "  -o, --output FILE        write the stream to FILE instead of stdout\n"
     "      --gpus-per-node N    ranks per node, for the links (default 8)\n"
+    "      --max-memory BYTES   the most it may hold (K, M, G, T; default: the\n"
+    "                           machine's memory or the process's limit, less an eighth)\n"
     "  -q, --quiet              no warnings\n"
     "  -h, --help               this help\n"
     "      --version            the version\n"
@@ -106,6 +109,26 @@ task_at(void *arg, size_t i, struct kg_task *t)
 	new_task(o->c, i, &o->fix, t);
 }
 
+/*
+ * Refuse a graph that would not fit (whatif_fits): 1 after the message.
+ * Held: the section, eight ids a source task (c->run to c->tproc), the
+ * new tasks (struct ntask) and edges, their number the source's times
+ * the tasks' growth.
+ */
+static int
+too_big(const struct ctx *c)
+{
+	const struct graph *g = c->g;
+	uint64_t nt = count_tasks(c), ne, bytes;
+	char what[64];
+
+	ne = g->ntask > 0 ? (uint64_t)((double)g->nedge * (double)nt / (double)g->ntask) : 0;
+	bytes = whatif_graph_bytes(g) + (uint64_t)g->ntask * 8 * sizeof(uint32_t) +
+	    whatif_vec(nt, sizeof(*c->t)) + whatif_vec(ne, sizeof(*c->e));
+	snprintf(what, sizeof(what), "%lld layers", (long long)c->o->n);
+	return whatif_fits(c->name, c->index, what, nt, ne, bytes);
+}
+
 /* Rebuild and write one section; 0, or 1 after a message. */
 static int
 scale(void *arg, struct graph *g, const struct kg_reader *r, const char *name, int index,
@@ -124,6 +147,8 @@ scale(void *arg, struct graph *g, const struct kg_reader *r, const char *name, i
 		goto out;
 	find_runs(&c);
 	run_kinds(&c);
+	if (too_big(&c) != 0)
+		goto out;
 	make_tasks(&c);
 	program_edges(&c);
 	other_edges(&c);
@@ -160,6 +185,7 @@ main(int argc, char **argv)
 	struct opts o;
 	struct whatif_tool w = {
 		.gpn = &o.gpn,
+		.sizes = 1,
 		.name = "graph-scale-layers", .usage = usage, .help = help, .producer = PRODUCER,
 	};
 

@@ -3,11 +3,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "util.h"
 
 /* getopt_long's values for the shared options that have no letter */
-enum { WI_GPN = 0x100, WI_NET, WI_TOPOLOGY, WI_VERSION };
+enum { WI_GPN = 0x100, WI_NET, WI_TOPOLOGY, WI_MAXMEM, WI_VERSION };
+
+/* --max-memory; 0: not given (the machine's, whatif_limit) */
+static uint64_t max_memory;
 
 static void
 add(struct whatif_tool *w, size_t *k, const char *name, int has_arg, int val)
@@ -40,6 +45,8 @@ build(struct whatif_tool *w)
 		add(w, &k, "net", required_argument, WI_NET);
 		add(w, &k, "topology", required_argument, WI_TOPOLOGY);
 	}
+	if (w->sizes)
+		add(w, &k, "max-memory", required_argument, WI_MAXMEM);
 	add(w, &k, "quiet", no_argument, 'q');
 	if (w->verbose != NULL)
 		add(w, &k, "verbose", no_argument, 'v');
@@ -73,6 +80,13 @@ whatif_getopt(struct whatif_tool *w, int argc, char **argv)
 			if (cli_links(c == WI_NET ? COMM_INTER : -1, optarg, w->given,
 			    w->usage) != 0)
 				exit(1);
+			break;
+		case WI_MAXMEM:
+			if (cli_size(optarg, &max_memory) < 0) {
+				errmsg("invalid --max-memory '%s' (bytes, or with K, M, G, T)",
+				    optarg);
+				usage_exit(w->usage);
+			}
 			break;
 		case 'q':
 			quiet = 1;
@@ -163,4 +177,81 @@ whatif_run_graphs(const struct whatif_tool *w, whatif_section_fn *section, void 
 	struct graphs s = { section, arg };
 
 	return whatif_run(w, graphs_input, &s);
+}
+
+uint64_t
+whatif_limit(void)
+{
+	static const int res[] = { RLIMIT_AS, RLIMIT_DATA };
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	uint64_t m = UINT64_MAX;
+	struct rlimit rl;
+	size_t k;
+
+	if (max_memory > 0)
+		return max_memory;
+	if (pages > 0 && psize > 0)
+		m = (uint64_t)pages * (uint64_t)psize;
+	for (k = 0; k < sizeof(res) / sizeof(res[0]); k++)
+		if (getrlimit(res[k], &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		    (uint64_t)rl.rlim_cur < m)
+			m = rl.rlim_cur;
+	return m - m / 8;
+}
+
+uint64_t
+whatif_vec(uint64_t n, size_t size)
+{
+	uint64_t cap = 16;
+
+	if (n == 0)
+		return 0;
+	while (cap < n && cap < (UINT64_C(1) << 62))
+		cap *= 2;
+	return cap > UINT64_MAX / size ? UINT64_MAX : cap * size;
+}
+
+uint64_t
+whatif_graph_bytes(const struct graph *g)
+{
+	return g->capraw + g->capr * sizeof(*g->roff) + g->caprtype * sizeof(*g->rtype) +
+	    g->capproc * sizeof(*g->proc) + g->captask * sizeof(*g->task) +
+	    g->capedge * sizeof(*g->edge);
+}
+
+/* A count for a message: "17234", "3.4 million", "2.1 billion". */
+static void
+count_text(char *buf, size_t len, uint64_t n)
+{
+	if (n >= 1000000000)
+		snprintf(buf, len, "%.1f billion", (double)n / 1e9);
+	else if (n >= 1000000)
+		snprintf(buf, len, "%.1f million", (double)n / 1e6);
+	else
+		snprintf(buf, len, "%llu", (unsigned long long)n);
+}
+
+int
+whatif_fits(const char *name, int index, const char *what, uint64_t ntask, uint64_t nedge,
+    uint64_t bytes)
+{
+	char t[32], e[32], b[32], l[32];
+	uint64_t lim = whatif_limit();
+
+	count_text(t, sizeof(t), ntask);
+	count_text(e, sizeof(e), nedge);
+	if (ntask >= UINT32_MAX) {
+		errmsg("%s: section %d: %s would hold %s tasks; a section's task ids "
+		    "end at 2^32 - 1", name, index, what, t);
+		return 1;
+	}
+	if (bytes <= lim)
+		return 0;
+	cli_bytes_text(b, sizeof(b), bytes);
+	cli_bytes_text(l, sizeof(l), lim);
+	errmsg("%s: section %d: %s would hold %s tasks and %s edges (about %s); the limit is %s "
+	    "(--max-memory%s)", name, index, what, t, e, b, l,
+	    max_memory > 0 ? "" :
+	    ", default: the machine's memory or the process's limit, less an eighth");
+	return 1;
 }

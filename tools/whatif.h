@@ -12,11 +12,13 @@
  * GBPS,US and --topology NAME|FILE (cli_links), whose gpus-per-node, if
  * any, stands where --gpus-per-node is not given. A bad value, an
  * unknown option or a missing argument is a usage error (exit 2); a
- * topology file that does not read ends the program with 1.
+ * topology file that does not read ends the program with 1. A tool that
+ * grows a graph (.sizes) takes --max-memory BYTES (cli_size: K, M, G,
+ * T), the most it may hold (whatif_fits).
  *
  * The long options are matched in this order (getopt_long names them so
  * when an abbreviation is ambiguous): --output, the tool's own, then
- * --gpus-per-node, --net, --topology, --quiet, --verbose, --help,
+ * --gpus-per-node, --net, --topology, --max-memory, --quiet, --verbose, --help,
  * --version.
  *
  * The inputs: each FILE operand in turn, none meaning stdin, into one
@@ -63,6 +65,7 @@ struct whatif_tool {
 	int *verbose;               /* -v, --verbose set it to 1; NULL: no such option */
 	int64_t *gpn;               /* --gpus-per-node; NULL: no such option */
 	struct comm_given *given;   /* --net, --topology; NULL: no such options */
+	int sizes;                  /* --max-memory; 0: no such option */
 	/* whatif_getopt's */
 	const char *output;         /* -o FILE; NULL: stdout */
 	int argc;                   /* the operands left: whatif_getopt's after the */
@@ -106,6 +109,27 @@ int whatif_run_graphs(const struct whatif_tool *w, whatif_section_fn *section, v
  * FILE: reason`, neither then left loaded. In whatif-om.c, which links
  * the op model (libxgboost): only the tools that take a model link it.
  */
+/*
+ * Sizes. A tool that grows a graph estimates what it will hold, from
+ * its input section and its arguments, before it allocates the new
+ * graph, and asks whatif_fits; out of memory (util.h's oom) on a valid
+ * argument is then a defect. The limit is --max-memory, else the
+ * machine's physical memory or the process's address-space or data
+ * limit (getrlimit), whichever is less, less an eighth.
+ */
+uint64_t whatif_limit(void);
+/* What grow() (util.h) holds for n elements of `size` bytes. */
+uint64_t whatif_vec(uint64_t n, size_t size);
+/* What a section held whole (common/graph.h) holds: its arrays' capacities. */
+uint64_t whatif_graph_bytes(const struct graph *g);
+/*
+ * 0 when `bytes` is within the limit; else 1 after `tool: NAME: section
+ * INDEX: WHAT would hold N tasks and M edges (about B); the limit is L
+ * (--max-memory...)`, WHAT the arguments that grow it ("1000000 layers").
+ */
+int whatif_fits(const char *name, int index, const char *what, uint64_t ntask, uint64_t nedge,
+    uint64_t bytes);
+
 struct om_model;
 int whatif_models(const char *model, const char *from, struct om_model *to, struct om_model *src,
     int *have_to, int *have_src);

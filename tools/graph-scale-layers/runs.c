@@ -194,6 +194,20 @@ ncopies(const struct ctx *c, const struct run *x)
 	return c->st[x->stage].cnt[x->layer - c->st[x->stage].lo];
 }
 
+uint64_t
+count_tasks(const struct ctx *c)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < c->g->ntask; i++)
+		if (c->run[i] == KG_NONE)
+			n++;
+		else if (c->rn[c->run[i]].first == i)
+			n += (uint64_t)ncopies(c, &c->rn[c->run[i]]) * c->rn[c->run[i]].len;
+	return n;
+}
+
 /* New id of task t (of a run) in copy k. */
 static uint32_t
 copy_id(const struct ctx *c, uint32_t t, int64_t k)

@@ -103,6 +103,8 @@ uint32_t task_rank_index(const struct ctx *c, uint32_t t);
 int find_stages(struct ctx *c);
 void find_runs(struct ctx *c);
 void run_kinds(struct ctx *c);
+/* The tasks make_tasks will make (after run_kinds). */
+uint64_t count_tasks(const struct ctx *c);
 void make_tasks(struct ctx *c);
 void program_edges(struct ctx *c);
 void other_edges(struct ctx *c);

@@ -9,7 +9,8 @@
  * the reader meets the next header, so a section must be written before
  * the next one is read.
  *
- * Memory: 136 bytes a task and 40 an edge, plus the raw records.
+ * Memory: 192 bytes a task (sizeof(struct kg_task)) and 40 an edge, plus
+ * the raw records.
  */
 #ifndef KG_GRAPH_H
 #define KG_GRAPH_H

@@ -616,8 +616,9 @@ retime(const struct opts *o, struct section *s, const char *name, int index, cha
 	}
 	if (faster > 0)
 		warnmsg("%s: section %d: %zu collectives of groups other than the data-parallel "
-		    "one are faster with %lld replicas: their ranks are now inside one node", name,
-		    index, faster, (long long)o->n);
+		    "one take less time with %lld replicas: the model of the link their ranks now "
+		    "use is faster than the job's on the old one", name, index, faster,
+		    (long long)o->n);
 	free(lold);
 	free(lnew);
 	free(nnew);

@@ -140,6 +140,7 @@ fit_class(const struct comm_sample *s, size_t n, int coll, int link, struct comm
 		v[k].x = comm_steps(coll, s[i].n);
 		v[k].y = (double)s[i].bytes * comm_factor(coll, s[i].n);
 		v[k++].t = (double)s[i].t;
+		c->ymax = fmax(c->ymax, v[k - 1].y);
 	}
 	c->samples = k;
 	if (k == 0) {
@@ -244,6 +245,49 @@ comm_time(const struct comm_model *m, int coll, int64_t n, uint64_t bytes, int l
 	for (k = 0; k + 1 < c->nseg && y > c->seg[k].upto; k++)
 		;
 	return llround(line_time(c, k, link, coll, n, y));
+}
+
+int64_t
+comm_time_mono(const struct comm_model *m, int coll, int64_t n, uint64_t bytes, int link,
+    int *approx)
+{
+	const struct comm_class *c;
+	double y, t;
+	int64_t t0 = comm_time(m, coll, n, bytes, link, approx);
+	int k;
+
+	if (t0 < 0)
+		return t0;
+	c = &m->c[coll][link];
+	if (c->samples == 0)
+		c = &m->c[coll][link = !link];
+	if (c->least || c->nseg < 2)
+		return t0;
+	y = (double)bytes * comm_factor(coll, n);
+	t = (double)t0;
+	for (k = 0; k + 1 < c->nseg && y > c->seg[k].upto; k++)
+		t = fmax(t, line_time(c, k, link, coll, n, c->seg[k].upto));
+	return llround(t);
+}
+
+int
+comm_implausible(const struct comm_class *c, double gbps, char *why, size_t len)
+{
+	int k;
+
+	for (k = 0; k < c->nseg; k++) {
+		if (c->seg[k].alpha > COMM_MAX_STEP_US * 1e3) {
+			snprintf(why, len, "over %g us a step", COMM_MAX_STEP_US);
+			return 1;
+		}
+		if (c->seg[k].beta > 0 && c->seg[k].beta < gbps / COMM_MIN_BW_SHARE &&
+		    c->ymax >= COMM_BW_BYTES) {
+			snprintf(why, len, "under a %s of the link's %g GB/s",
+			    COMM_MIN_BW_SHARE == 10 ? "tenth" : "fraction", gbps);
+			return 1;
+		}
+	}
+	return 0;
 }
 
 static int
@@ -390,6 +434,7 @@ comm_class_given(struct comm_class *c, const struct comm_given *g, int coll, int
 	int p, k = 0;
 
 	c->samples = 1; /* given, not fitted */
+	c->given = 1;
 	c->mape = 0;
 	c->from = 0;
 	c->x0 = 0;

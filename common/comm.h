@@ -61,6 +61,8 @@ struct comm_class {
 	double x0;    /* the one step count of its samples; 0: several (comm_time) */
 	double mape;  /* mean absolute error of the fit, % of the observed */
 	int from;     /* 0: fitted on its own samples; else the type it borrows (pgroups_fit) */
+	int given;    /* 1: given (comm_class_given), not fitted */
+	double ymax;  /* the most bytes a link of its samples */
 };
 
 struct comm_model {
@@ -140,5 +142,31 @@ void comm_fit(const struct comm_sample *s, size_t n, struct comm_model *m);
  */
 int64_t comm_time(const struct comm_model *m, int coll, int64_t n, uint64_t bytes, int link,
     int *approx);
+/*
+ * The same, made not to fall as n grows at fixed bytes on one link: a fit
+ * of two lines (split at a size) is not continuous, so a group whose
+ * bytes a link cross the split could be timed faster than a smaller one;
+ * here each line below the one for the size counts too, at the split's
+ * bytes, and the time is the most of them. A fit of one line, or the
+ * least of NCCL's protocols, is unchanged (already non-decreasing in n).
+ */
+int64_t comm_time_mono(const struct comm_model *m, int coll, int64_t n, uint64_t bytes,
+    int link, int *approx);
+/*
+ * Whether class c's latency or bandwidth is implausible for a link of
+ * gbps GB/s (the GPU's built-in topology, or the one given): a line with
+ * over COMM_MAX_STEP_US microseconds a step, or a bandwidth term under
+ * 1/COMM_MIN_BW_SHARE of the link's where its samples move COMM_BW_BYTES
+ * a link or more (below that NCCL's latency-bound protocols keep any link
+ * far from its peak: a fit on small messages alone says little of it).
+ * Such a fit has taken in the time a
+ * rank waited for the others (a collective's kernel starts when its rank
+ * calls it and ends when the last rank has), not the transfer. 1 with
+ * the reason in why, else 0.
+ */
+#define COMM_MAX_STEP_US 100.0
+#define COMM_MIN_BW_SHARE 10.0
+#define COMM_BW_BYTES (1024.0 * 1024)
+int comm_implausible(const struct comm_class *c, double gbps, char *why, size_t len);
 
 #endif

@@ -268,3 +268,45 @@ pgroups_assume(const struct comm_model *m, const uint8_t *used, const char *gpu,
 	}
 	return n;
 }
+
+int
+pgroups_plausible(struct comm_model *m, const uint8_t *used, const char *gpu,
+    const struct comm_given *given, char (*msg)[PGROUPS_MSGLEN], int nmsg)
+{
+	static const char *const over[COMM_NLINK] = { "NVLink", "the network" };
+	struct comm_given b;
+	const char *topo;
+	char why[96], fit[256], inst[256], by[96];
+	int c, l, n = 0;
+
+	memset(&b, 0, sizeof(b));
+	topo = comm_topology_default(gpu, NULL, 0);
+	comm_topology_builtin(topo, &b, 0);
+	for (l = 0; l < COMM_NLINK; l++)
+		if (given != NULL && given->set[l]) {
+			b.nccl[l] = given->nccl[l];
+			b.gbps[l] = given->gbps[l];
+			b.us[l] = given->us[l];
+		}
+	for (c = 1; c < KG_NCOLL; c++)
+		for (l = 0; l < COMM_NLINK; l++) {
+			struct comm_class *cc = &m->c[c][l];
+
+			if (cc->samples == 0 || cc->given ||
+			    !comm_implausible(cc, b.gbps[l], why, sizeof(why)))
+				continue;
+			comm_class_text(cc, fit, sizeof(fit));
+			comm_class_given(cc, &b, c, l);
+			comm_class_text(cc, inst, sizeof(inst));
+			if (!used[c * COMM_NLINK + l] || n >= nmsg)
+				continue;
+			if (given != NULL && given->set[l])
+				snprintf(by, sizeof(by), "the link given");
+			else
+				snprintf(by, sizeof(by), "the built-in %s topology's", topo);
+			snprintf(msg[n++], PGROUPS_MSGLEN, "the %s fit over %s (%s) is implausible "
+			    "for the link (%s: it holds the ranks' waits, not the transfer): %s "
+			    "is used instead (%s)", kg_coll_name[c], over[l], fit, why, by, inst);
+		}
+	return n;
+}

@@ -91,7 +91,7 @@ void pgroups_fit(const struct pgroups *s, const struct kg_task *const *c, const 
     size_t n, const struct comm_given *given, struct comm_model *m);
 
 /* The room for pgroups_assume's sentence (a GPU's name may be in it). */
-#define PGROUPS_MSGLEN 384
+#define PGROUPS_MSGLEN 1024
 
 /*
  * The links a prediction needs that the job never used and no one gave:
@@ -110,6 +110,17 @@ int pgroups_assume(const struct comm_model *m, const uint8_t *used, const char *
     struct comm_given *given, char assumed[COMM_NLINK], char msg[COMM_NLINK][PGROUPS_MSGLEN],
     char *note, size_t notelen);
 
+/*
+ * Set aside the fitted classes of m whose latency or bandwidth is
+ * implausible for their link (comm_implausible), against the link given
+ * (a topology file, --net) or else the built-in topology of gpu
+ * (comm_topology_default): each is replaced by that link's given class.
+ * For each one replaced that used marks (as for pgroups_assume), msg
+ * gets a sentence to warn with: the fit, why, and what is used instead.
+ * Returns how many sentences; at most nmsg are written.
+ */
+int pgroups_plausible(struct comm_model *m, const uint8_t *used, const char *gpu,
+    const struct comm_given *given, char (*msg)[PGROUPS_MSGLEN], int nmsg);
 /*
  * Whether a collective of type coll on link is timed with a borrowed fit
  * (1, with the sentence to warn with in msg) or its own (0). Each

@@ -409,3 +409,89 @@ durations() {
 	sim() { graphsim "$1" | graphstat --csv | awk -F, 'NR > 1 { print $1, $2, $4 }'; }
 	[ "$(sim d1.kg)" = "$(sim ddp1.kg)" ]
 }
+
+# A job of 2 ranks, one data-parallel group [0, 1]: backward all-reduces
+# of $1 bytes (none: "") taking $2 ns each, two a rank, rank edges
+# joining each pair. $3: a second size for the second pair ("" for $1).
+mkpair() {
+	awk -v by="$1" -v d="$2" -v by2="${3:-$1}" -v d2="${4:-$2}" 'BEGIN {
+		print "{\"r\":\"header\",\"format\":\"kgraph\",\"major\":1,\"minor\":2,\"producer\":\"t\",\"unit\":\"ns\",\"rank\":-1,\"world\":2,\"ranks\":[0,1]}"
+		print "{\"r\":\"str\",\"id\":0,\"s\":\"[0, 1]\"}"
+		for (r = 0; r < 2; r++)
+			printf "{\"r\":\"proc\",\"id\":%d,\"k\":\"stream\",\"pid\":0,\"tid\":7,\"rank\":%d}\n", r, r
+		for (r = 0; r < 2; r++)
+			for (k = 0; k < 2; k++)
+				printf "{\"r\":\"task\",\"id\":%d,\"p\":%d,\"k\":\"coll\",\"n\":0,\"d\":%d,\"ts\":%d,\"it\":1,\"coll\":\"allreduce\",%s\"pgr\":0,\"ph\":\"bwd\"}\n", 2 * r + k, r, k ? d2 : d, 1000000 * k, (k ? by2 : by) == "" ? "" : "\"by\":" (k ? by2 : by) ","
+		printf "{\"r\":\"edge\",\"src\":0,\"dst\":1,\"k\":\"stream\"}\n{\"r\":\"edge\",\"src\":2,\"dst\":3,\"k\":\"stream\"}\n"
+		printf "{\"r\":\"edge\",\"src\":0,\"dst\":2,\"k\":\"rank\"}\n{\"r\":\"edge\",\"src\":1,\"dst\":3,\"k\":\"rank\"}\n"
+		printf "{\"r\":\"end\",\"tasks\":4,\"edges\":4,\"procs\":2,\"strs\":1}\n"
+	}' | mkstream
+}
+
+@test "graph-scale-dp: a fit whose latency is implausible for its link is set aside, said, and the wait kept" {
+	# 1 MB in 2 ms over NVLink between 2 ranks: 1000 us a step, the ranks'
+	# waits. The built-in h100 topology's NVLink times the transfer: at 2
+	# ranks LL's 3.6 + 2 x 0.47 us + 1e6 / 112.5 GB/s = 13429 ns, at 4 ranks
+	# 3.6 + 6 x 0.47 + 1.5e6 / 112.5 = 19753 ns; the rest of the 2 ms is the
+	# wait, kept: 2000000 + 19753 - 13429
+	mkpair 1000000 2000000 > p.kg
+	run -0 --separate-stderr graph-scale-dp -o 4.kg 4 p.kg
+	[ "${stderr_lines[0]}" = "graph-scale-dp: warning: p.kg: section 0: the allreduce fit over NVLink (1000.00 us a step, no bandwidth term) is implausible for the link (over 100 us a step: it holds the ranks' waits, not the transfer): the built-in h100 topology's is used instead (3.60 us + 0.47 us a step, 112.5 GB/s; 10.00 us + 1.90 us a step, 414.0 GB/s; 8.40 us + 3.40 us a step, 450.0 GB/s (the least of NCCL's LL, LL128 and Simple))" ]
+	[ "$(graphcat -r 4.kg | jq -r 'select(.r == "task") | .d' | sort -u)" = 2006324 ]
+	# the traced degree is the replay
+	graph-scale-dp -q -o 2.kg 2 p.kg
+	diff <(durations p.kg) <(durations 2.kg)
+}
+
+@test "graph-scale-dp: a plausible fit is kept; a faster network does not make the larger group faster" {
+	# 50 us a step and 100 GB/s, exactly: 1 MB in 110 us, 4 MB in 140 us.
+	# At 4 ranks, 2 a node, the group crosses nodes; a network of 1000
+	# GB/s and no latency would take 1.5 or 6 us, less than the pair
+	# inside the node: the larger group takes no less than the pair it
+	# holds, so nothing changes
+	mkpair 1000000 110000 4000000 140000 > p.kg
+	run -0 --separate-stderr graph-scale-dp --gpus-per-node 2 --net 1000,0 -o 4.kg 4 p.kg
+	[ -z "$stderr" ]
+	diff <(durations p.kg) <(durations 4.kg)
+	# and a slower one is what it says: 1e6 x 1.5 / 10 GB/s + 6 x 10 us = 210 us
+	graph-scale-dp --gpus-per-node 2 --net 10,10 -o s.kg 4 p.kg
+	[ "$(graphcat -r s.kg | jq -r 'select(.r == "task" and .id == 0) | .d')" = 210000 ]
+}
+
+@test "graph-scale-dp: collectives with no message size are refused at another degree, not scaled by a made-up factor" {
+	mkpair "" 110000 > p.kg
+	run -1 --separate-stderr graph-scale-dp 4 p.kg
+	[ "$stderr" = "graph-scale-dp: p.kg: section 0: 4 of the data-parallel group's collectives carry no message size (bytes): their time among 4 ranks is not known" ]
+	graph-scale-dp -o 2.kg 2 p.kg
+	diff <(durations p.kg) <(durations 2.kg)
+}
+
+@test "graph-scale-dp: each rank of the DLRM job alone: its replay at the traced degree, no faster at 16" {
+	need_traces
+	for f in "$TRACES"/param_dlrm_8rank_v100/kineto/worker*; do
+		kineto2graph -q "$f" | graph-deps --merge > r.kg
+		step() { graphsim "$1" | graphstat --csv | awk -F, 'NR > 1 { s += $4 } END { print s }'; }
+		base=$(step r.kg)
+		graph-scale-dp -q --dp-group 0-7 -o 8.kg 8 r.kg
+		graph-scale-dp -q --dp-group 0-7 -o 16.kg 16 r.kg
+		s8=$(step 8.kg) s16=$(step 16.kg)
+		echo "$f $base $s8 $s16"
+		awk -v b="$base" -v a="$s8" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.01 * b) }'
+		[ "$s16" -ge "$s8" ]
+	done
+}
+
+@test "graph-scale-dp: the DDP rank from 2 to 1024 replicas: collective time and step never fall" {
+	need_traces
+	kineto2graph -q "$TRACES"/hta_ddp_2rank_a100_nccl_meta/nccl_data.json.gz | graph-deps --merge > ddp.kg
+	pc=0 ps=0
+	for n in 2 4 8 16 32 64 128 256 512 1024; do
+		graph-scale-dp -q -o d.kg $n ddp.kg
+		c=$(graphcat -r d.kg | jq -s '[.[] | select(.r == "task" and .k == "coll") | .d] | add')
+		s=$(graphsim d.kg | graphstat --csv | awk -F, 'NR > 1 { s += $4 } END { print s }')
+		echo "$n $c $s"
+		[ "$c" -ge "$pc" ]
+		[ "$s" -ge "$ps" ]
+		pc=$c ps=$s
+	done
+}

@@ -306,6 +306,8 @@ print_model(const struct comm_model *m, const uint8_t *used, const char *name, i
 			    index, kg_coll_name[c], link_name(l), text);
 			if (cc->from != 0)
 				fprintf(stderr, " (the %s fit, borrowed)\n", kg_coll_name[cc->from]);
+			else if (cc->given && !(assumed && assumed[l]))
+				fprintf(stderr, " (given, in place of the job's fit, set aside)\n");
 			else if (cc->mape == 0 && cc->samples == 1 && (cc->nseg == 1 || cc->least) &&
 			    assumed && assumed[l])
 				fprintf(stderr, " (given: %s%s%s)\n", assumed[l] == 2 ? "built-in " :
@@ -315,6 +317,71 @@ print_model(const struct comm_model *m, const uint8_t *used, const char *name, i
 				fprintf(stderr, " (fitted on %zu transfers, error %.1f%%)\n",
 				    cc->samples, cc->mape);
 		}
+}
+
+/*
+ * The link of rank's data-parallel group among m replicas (Megatron's
+ * order, as in retime); at the traced degree d, the group's own (lold).
+ */
+static int
+dp_link(int64_t rank, int64_t tp, int64_t d, int64_t m, int64_t gpn, int lold)
+{
+	int64_t ti = rank % tp, st = rank / (tp * d);
+	int64_t lo = ti + tp * m * st, hi = ti + tp * (m - 1 + m * st);
+
+	if (m == d)
+		return lold;
+	return lo / gpn != hi / gpn ? COMM_INTER : COMM_INTRA;
+}
+
+/*
+ * A data-parallel collective's model time among m ranks, made not to fall
+ * as ranks are added at fixed bytes: the most, over the links, of the
+ * model's time (comm_time_mono) at the largest degree up to m that puts
+ * the group on that link. A ring's time grows with its ranks on one
+ * link; this carries that across a change of link (a network model
+ * faster than the job's NVLink fit does not make the group of 16 faster
+ * than the group of 8 it contains). A link with no model of its own
+ * (its class borrowed from the other link) counts only where it is m's.
+ * *approx as comm_time's, for m's own link; -1 as comm_time.
+ */
+static int64_t
+dp_time(const struct comm_model *cm, int coll, uint64_t bytes, int64_t rank, int64_t tp,
+    int64_t d, int64_t m, int64_t gpn, int lold, int *approx)
+{
+	static int64_t crank = -1, cm_ = -1, cd = -1, ctp = -1, cgpn = -1, cmax[COMM_NLINK];
+	static int clold = -1;
+	int64_t best = -1, t, k;
+	int l, lm = dp_link(rank, tp, d, m, gpn, lold), a;
+
+	*approx = 0;
+	if (crank != rank || cm_ != m || cd != d || ctp != tp || cgpn != gpn || clold != lold) {
+		for (l = 0; l < COMM_NLINK; l++)
+			cmax[l] = -1;
+		for (k = m; k >= 2; k--) {
+			l = dp_link(rank, tp, d, k, gpn, lold);
+			if (cmax[l] < 0)
+				cmax[l] = k;
+			if (cmax[COMM_INTRA] >= 0 && cmax[COMM_INTER] >= 0)
+				break;
+		}
+		crank = rank, cm_ = m, cd = d, ctp = tp, cgpn = gpn, clold = lold;
+	}
+	for (l = 0; l < COMM_NLINK; l++) {
+		if (cmax[l] < 0)
+			continue;
+		t = comm_time_mono(cm, coll, cmax[l], bytes, l, &a);
+		if (l == lm) {
+			*approx = a;
+			if (t < 0)
+				return -1;
+		} else if (t < 0 || a) {
+			continue;
+		}
+		if (t > best)
+			best = t;
+	}
+	return best;
 }
 
 /*
@@ -333,9 +400,11 @@ retime(const struct opts *o, struct section *s, const char *name, int index, cha
 	uint8_t seen[KG_NCOLL * COMM_NLINK] = { 0 }, used[KG_NCOLL * COMM_NLINK] = { 0 };
 	char assumed[COMM_NLINK] = { 0 };
 	char amsg[COMM_NLINK][PGROUPS_MSGLEN];
+	char pmsg[KG_NCOLL * COMM_NLINK][PGROUPS_MSGLEN];
 	char msg[160];
 	int64_t d, tp;
-	size_t i, k, nogroup = 0;
+	size_t i, k, nogroup = 0, nosize = 0, faster = 0;
+	int np;
 	int *lold = NULL, *lnew = NULL, l;
 	int64_t *nnew = NULL;
 
@@ -460,6 +529,17 @@ retime(const struct opts *o, struct section *s, const char *name, int index, cha
 			used[c->t.coll * COMM_NLINK + lnew[i]] = 1;
 		}
 	}
+	/* a collective with no message size: the model cannot say what
+	 * another degree does to it, and no factor is made up */
+	for (i = 0; i < s->nc; i++)
+		nosize += lold[i] >= 0 && s->c[i].t.bytes == 0 && s->pg.g[s->c[i].group].dp &&
+		    s->pg.g[s->c[i].group].size >= 2 && o->n != d;
+	if (nosize > 0) {
+		errmsg("%s: section %d: %zu of the data-parallel group's collectives carry no "
+		    "message size (bytes): their time among %lld ranks is not known", name, index,
+		    nosize, (long long)o->n);
+		goto fail;
+	}
 	/* A link the job never used, nor given: the built-in topology's (the
 	 * GPU's), said on stderr and recorded in the section's tools entry. */
 	pgroups_fit(&s->pg, ct, grp, s->nc, &given, &m);
@@ -476,6 +556,10 @@ retime(const struct opts *o, struct section *s, const char *name, int index, cha
 			assumed[l] = 1;
 	if (net[0] != '\0')
 		pgroups_fit(&s->pg, ct, grp, s->nc, &given, &m);
+	/* a fit that took in the ranks' waits is not a link's model */
+	np = pgroups_plausible(&m, used, s->h.gpu, &given, pmsg, KG_NCOLL * COMM_NLINK);
+	for (k = 0; k < (size_t)np; k++)
+		warnmsg("%s: section %d: %s", name, index, pmsg[k]);
 	free(ct);
 	free(grp);
 	ct = NULL, grp = NULL;
@@ -488,9 +572,17 @@ retime(const struct opts *o, struct section *s, const char *name, int index, cha
 
 		if (lold[i] < 0)
 			continue;
-		told = comm_time(&m, c->t.coll, s->pg.g[c->group].size, c->t.bytes, lold[i], &a1);
-		tnew = comm_time(&m, c->t.coll, n, c->t.bytes, lnew[i], &a2);
 		one = s->pg.g[c->group].size < 2;
+		if (s->pg.g[c->group].dp && !pgroups_p2p(c->t.coll) && !one) {
+			told = dp_time(&m, c->t.coll, c->t.bytes, c->rank, tp, d, d, o->gpn, lold[i],
+			    &a1);
+			tnew = n < 2 ? 0 : dp_time(&m, c->t.coll, c->t.bytes, c->rank, tp, d, n,
+			    o->gpn, lold[i], &a2);
+		} else {
+			told = comm_time(&m, c->t.coll, s->pg.g[c->group].size, c->t.bytes, lold[i],
+			    &a1);
+			tnew = comm_time(&m, c->t.coll, n, c->t.bytes, lnew[i], &a2);
+		}
 		if ((!one && (told <= 0 || a1)) || tnew < 0 || a2) {
 			int ll = a2 || tnew < 0 ? lnew[i] : lold[i];
 
@@ -509,13 +601,24 @@ retime(const struct opts *o, struct section *s, const char *name, int index, cha
 			tnew = 0; /* one rank: nothing to reduce */
 		if (one)
 			c->t.dur = tnew; /* from one rank, which reduced nothing */
+		else if (m.c[c->t.coll][lold[i]].given && c->t.dur > told)
+			/* a model not fitted on these times (a fit set aside):
+			 * what it does not explain is the wait, kept as it is */
+			c->t.dur += tnew - told;
 		else
 			c->t.dur = llround((double)c->t.dur * (double)tnew / (double)told);
+		if (!one && tnew < told && n >= d)
+			faster++;
 		/* the group it now runs over: a sharded job's state divides
 		 * by it (graphstat's memory estimate) */
 		if (c->t.gsize >= 0 && s->pg.g[c->group].dp)
 			c->t.gsize = n;
 	}
+	if (faster > 0)
+		warnmsg("%s: section %d: %zu collectives of groups other than the data-parallel "
+		    "one take less time with %lld replicas: the model of the link their ranks now "
+		    "use is faster than the job's on the old one", name, index, faster,
+		    (long long)o->n);
 	free(lold);
 	free(lnew);
 	free(nnew);

@@ -20,14 +20,15 @@ USAGE='usage: graph-scale-tp [-qv] [-o FILE] [--sequence-parallel] [--model MODE
 # attention: row-parallel), the residual add. Kernels of 1000, 500, 800,
 # 600 and 300 ns after the norm's 200, 100 ns apart. With $1 set, the
 # attention has 3 heads (a degree of 2 does not divide them); with $2
-# set, no task has shapes; with $3 set, the norm is a ReLU.
+# set, no task has shapes; with $3 set, the norm is a ReLU; with $4 set,
+# the attention is a bmm; with $5 set, no task has a phase (inference).
 mklayer() {
-	awk -v h="${1:-2}" -v nosh="${2:-}" -v nonorm="${3:-}" 'BEGIN {
+	awk -v h="${1:-2}" -v nosh="${2:-}" -v nonorm="${3:-}" -v noattn="${4:-}" -v noph="${5:-}" 'BEGIN {
 		print "{\"r\":\"header\",\"format\":\"kgraph\",\"major\":1,\"minor\":4,\"producer\":\"t\",\"unit\":\"ns\",\"rank\":0,\"world\":1}"
 		s[0] = nonorm ? "aten::relu" : "aten::native_layer_norm"; s[1] = "[[4,1,8],[],[8],[8],[]]"
 		s[2] = "aten::mm"; s[3] = "[[4,8],[8,24]]"
 		s[4] = "aten::add"; s[5] = "[[4,1,24],[24],[]]"
-		s[6] = "aten::_flash_attention_forward"
+		s[6] = noattn ? "aten::bmm" : "aten::_flash_attention_forward"
 		s[7] = sprintf("[[1,4,%d,4],[1,4,%d,4],[1,4,%d,4],[],[]]", h, h, h)
 		s[8] = "[[4,8],[8,8]]"; s[9] = "[[4,1,8],[4,1,8],[]]"; s[10] = "k"
 		for (i = 0; i <= 10; i++)
@@ -40,7 +41,7 @@ mklayer() {
 		print "{\"r\":\"end\",\"tasks\":6,\"edges\":5,\"procs\":1,\"strs\":11}"
 	}
 	function task(id, d, op, sh) {
-		printf "{\"r\":\"task\",\"id\":%d,\"p\":0,\"k\":\"kern\",\"n\":10,\"d\":%d,\"ts\":%d,\"it\":1,\"op\":%d,%s\"ph\":\"fwd\",\"ly\":0}\n", id, d, 1000 * id, op, nosh ? "" : sprintf("\"sh\":%d,", sh)
+		printf "{\"r\":\"task\",\"id\":%d,\"p\":0,\"k\":\"kern\",\"n\":10,\"d\":%d,\"ts\":%d,\"it\":1,\"op\":%d,%s%s\"ly\":0}\n", id, d, 1000 * id, op, nosh ? "" : sprintf("\"sh\":%d,", sh), noph ? "" : "\"ph\":\"fwd\","
 	}' | mkstream
 }
 
@@ -157,13 +158,33 @@ job_ms() { # the job rows' simulated iteration times
 	run -1 --separate-stderr bash -c 'graph-scale-tp -q 2 nosh.kg | graphcat'
 	mklayer 2 "" nonorm > nonorm.kg
 	run -1 --separate-stderr graph-scale-tp -q 2 nonorm.kg
-	[ "$stderr" = "graph-scale-tp: nonorm.kg: section 0: no layer norm with shapes: the hidden size is not known" ]
+	[ "$stderr" = "graph-scale-tp: nonorm.kg: section 0: not a transformer's structure: no layer norm with shapes (the hidden size)" ]
 	mklayer 3 > h3.kg
 	run -1 --separate-stderr graph-scale-tp -q 2 h3.kg
 	[ "$stderr" = "graph-scale-tp: h3.kg: section 0: 3 attention heads do not divide among 2 tensor-parallel ranks" ]
 	mklayer > l.kg
 	run -1 --separate-stderr graph-scale-tp -q 4 l.kg
 	[ "$stderr" = "graph-scale-tp: l.kg: section 0: 2 attention heads do not divide among 4 tensor-parallel ranks" ]
+}
+
+@test "graph-scale-tp: without attention, or without the training's GEMMs, it names what it did not find" {
+	# no attention call: no heads; and no norm either: both named
+	mklayer 2 "" "" noattn > noattn.kg
+	run -1 --separate-stderr graph-scale-tp -q 2 noattn.kg
+	[ "$stderr" = "graph-scale-tp: noattn.kg: section 0: not a transformer's structure: no attention call with shapes (flash, memory-efficient, cuDNN or scaled_dot_product: the heads)" ]
+	mklayer 2 "" nonorm noattn > neither.kg
+	run -1 --separate-stderr graph-scale-tp -q 2 neither.kg
+	[ "$stderr" = "graph-scale-tp: neither.kg: section 0: not a transformer's structure: no layer norm with shapes (the hidden size), no attention call with shapes (flash, memory-efficient, cuDNN or scaled_dot_product: the heads)" ]
+	# the layer untagged (an inference trace): its QKV GEMM is of no
+	# phase the tool shards
+	mklayer 2 "" "" "" noph > noph.kg
+	run -1 --separate-stderr graph-scale-tp -q -o out.kg 2 noph.kg
+	[ "$stderr" = "graph-scale-tp: noph.kg: section 0: no attention or MLP GEMM: none of the forward phase from the hidden size 8 to another (QKV, MLP up) on the norms' 4 tokens; no task has the forward phase's tag (an inference trace: the training phases are what is sharded)" ]
+	[ ! -e out.kg ]
+	# tagged, it shards: the QKV GEMM 4 x 8 x 24 becomes 4 x 8 x 12
+	mklayer > l.kg
+	run -0 graph-scale-tp -q -o out.kg 2 l.kg
+	[ "$(dump out.kg | jq -r 'select(.r == "task" and .op == "aten::mm") | .sh' | head -1)" = "[[4,8],[8,12]]" ]
 }
 
 @test "graph-scale-tp: the traced degree gives the same graph and the same times" {
@@ -219,6 +240,22 @@ job_ms() { # the job rows' simulated iteration times
 	}
 	[ "$(rank_edges one.kg | grep -c '^\[0, 1\]\|^\[2, 3\]')" = 0 ]
 	[ "$(rank_edges one.kg | grep '^\[0, 2\]\|^\[1, 3\]')" = "$(rank_edges job.kg | grep '^\[0, 2\]\|^\[1, 3\]')" ]
+}
+
+@test "graph-scale-tp: shared traces that are no transformer's training are refused, naming what is missing" {
+	need_traces
+	# DLRM (a recommendation model): no norm, no attention
+	kineto2graph -q -o dlrm.kg "$TRACES"/param_dlrm_8rank_v100/kineto/worker0_*.json*
+	run -1 --separate-stderr graph-scale-tp -q 2 dlrm.kg
+	[ "$stderr" = "graph-scale-tp: dlrm.kg: section 0: not a transformer's structure: no layer norm with shapes (the hidden size), no attention call with shapes (flash, memory-efficient, cuDNN or scaled_dot_product: the heads)" ]
+	# 128-rank recommendation job's rank 0: norms of 125 and 160, no attention
+	kineto2graph -q -o rec.kg "$TRACES"/hta_sampled_128rank_2ranks/*rank-0*.json*
+	run -1 --separate-stderr graph-scale-tp -q 2 rec.kg
+	[ "$stderr" = "graph-scale-tp: rec.kg: section 0: not a transformer's structure: no attention call with shapes (flash, memory-efficient, cuDNN or scaled_dot_product: the heads)" ]
+	# BERT inference: a transformer, but no training phase to shard
+	kineto2graph -q -o bert.kg "$TRACES"/tracelens_h100_single/*.json*
+	run -1 --separate-stderr graph-scale-tp -q 2 bert.kg
+	[ "$stderr" = "graph-scale-tp: bert.kg: section 0: no attention or MLP GEMM: none of the forward phase from the hidden size 512 to another (QKV, MLP up) on the norms' 141 tokens; no task has the forward phase's tag (an inference trace: the training phases are what is sharded)" ]
 }
 
 @test "graph-scale-tp: a shared H100 trace: 20 heads do not divide 8 ways; 16 split 2 ways" {

@@ -400,7 +400,8 @@ job_ms() { # the job rows' simulated iteration times
 	[ -d "$K" ] || skip "no ../shared/gpu/kernels"
 	opmodel fit -q -o h100.om "$K/kernels.jsonl" "$K/mm_sweep.json.gz" > /dev/null
 	# one norm (H = 1024, M = 8192) and one MLP-up GEMM, 100 us, whose
-	# output 4096 goes to 2048 at tp 2
+	# output 4096 goes to 2048 at tp 2 (and an attention, of 16 heads, for
+	# a transformer's structure)
 	kern='nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coo'
 	{
 		echo '{"r":"header","format":"kgraph","major":1,"minor":4,"producer":"t","unit":"ns","rank":0,"world":1}'
@@ -412,8 +413,12 @@ job_ms() { # the job rows' simulated iteration times
 		echo '{"r":"proc","id":0,"k":"stream","pid":0,"tid":7}'
 		echo '{"r":"task","id":0,"p":0,"k":"kern","n":4,"d":30000,"ts":0,"it":1,"op":0,"sh":1,"ph":"fwd"}'
 		echo '{"r":"task","id":1,"p":0,"k":"kern","n":4,"d":100000,"ts":40000,"it":1,"op":2,"sh":3,"ph":"fwd"}'
+		echo '{"r":"str","id":5,"s":"aten::_flash_attention_forward"}'
+		echo '{"r":"str","id":6,"s":"[[8,1024,16,64],[8,1024,16,64],[8,1024,16,64],[],[]]"}'
+		echo '{"r":"task","id":2,"p":0,"k":"kern","n":4,"d":50000,"ts":150000,"it":1,"op":5,"sh":6,"ph":"fwd"}'
 		echo '{"r":"edge","src":0,"dst":1,"k":"stream"}'
-		echo '{"r":"end","tasks":2,"edges":1,"procs":1,"strs":5}'
+		echo '{"r":"edge","src":1,"dst":2,"k":"stream"}'
+		echo '{"r":"end","tasks":3,"edges":2,"procs":1,"strs":7}'
 	} | "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > g.kg
 	graph-scale-tp -q --model h100.om 2 g.kg > two.kg
 	got=$(graphcat -r two.kg | jq -r 'select(.r == "task" and .id == 1) | "\(.sh) \(.d)"')
@@ -449,6 +454,10 @@ job_ms() { # the job rows' simulated iteration times
 		echo '{"r":"str","id":3,"s":"[0, 1]"}'
 		echo '{"r":"proc","id":0,"k":"stream","pid":0,"tid":7}'
 		echo '{"r":"proc","id":1,"k":"stream","pid":0,"tid":13}'
+		echo '{"r":"str","id":4,"s":"aten::mm"}'
+		echo '{"r":"str","id":5,"s":"[[4,8],[8,12]]"}'
+		echo '{"r":"str","id":6,"s":"aten::_flash_attention_forward"}'
+		echo '{"r":"str","id":7,"s":"[[1,4,4,2],[1,4,4,2],[1,4,4,2],[],[]]"}'
 		echo '{"r":"task","id":0,"p":0,"k":"kern","n":2,"d":1000,"ts":0,"it":1,"op":0,"sh":1,"ph":"fwd"}'
 		n=1
 		for c in "allreduce 8192 6033" "allreduce 65536 6262" "allreduce 1048576 10194" "broadcast 4096 5016"; do
@@ -456,10 +465,12 @@ job_ms() { # the job rows' simulated iteration times
 			echo "{\"r\":\"task\",\"id\":$n,\"p\":1,\"k\":\"coll\",\"n\":2,\"d\":$3,\"ts\":$((n * 100000)),\"it\":1,\"coll\":\"$1\",\"by\":$2,\"gs\":2,\"pgr\":3,\"ph\":\"fwd\"}"
 			n=$((n + 1))
 		done
+		echo '{"r":"task","id":5,"p":0,"k":"kern","n":2,"d":1000,"ts":2000,"it":1,"op":4,"sh":5,"ph":"fwd"}'
+		echo '{"r":"task","id":6,"p":0,"k":"kern","n":2,"d":1000,"ts":4000,"it":1,"op":6,"sh":7,"ph":"fwd"}'
 		echo '{"r":"edge","src":1,"dst":2,"k":"stream"}'
 		echo '{"r":"edge","src":2,"dst":3,"k":"stream"}'
 		echo '{"r":"edge","src":3,"dst":4,"k":"stream"}'
-		echo '{"r":"end","tasks":5,"edges":3,"procs":2,"strs":4}'
+		echo '{"r":"end","tasks":7,"edges":3,"procs":2,"strs":8}'
 	} | "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > g.kg
 	run -0 --separate-stderr graph-scale-tp -v 4 g.kg
 	[[ "$stderr" == *"the tensor-parallel group's model (4 collectives): 4.00 us, 1.00 us a step, 250.0 GB/s"* ]]
@@ -508,15 +519,18 @@ job_ms() { # the job rows' simulated iteration times
 		echo '{"r":"proc","id":1,"k":"stream","pid":0,"tid":17}'
 		echo '{"r":"task","id":0,"p":0,"k":"kern","n":2,"d":1000,"ts":0,"it":1,"op":0,"sh":1,"ph":"fwd"}'
 		echo '{"r":"task","id":1,"p":0,"k":"kern","n":2,"d":1000,"ts":2000,"it":1,"op":4,"sh":5,"ph":"fwd"}'
+		echo '{"r":"str","id":6,"s":"aten::_flash_attention_forward"}'
+		echo '{"r":"str","id":7,"s":"[[1,4,2,4],[1,4,2,4],[1,4,2,4],[],[]]"}'
 		n=2
 		for by in 4194304 4194304 2097152; do
 			echo "{\"r\":\"task\",\"id\":$n,\"p\":1,\"k\":\"coll\",\"n\":2,\"d\":$((10000 + by / 200)),\"ts\":$((n * 100000)),\"it\":1,\"coll\":\"allreduce\",\"by\":$by,\"gs\":2,\"pgr\":3,\"ph\":\"bwd\"}"
 			n=$((n + 1))
 		done
+		echo '{"r":"task","id":5,"p":0,"k":"kern","n":2,"d":1000,"ts":4000,"it":1,"op":6,"sh":7,"ph":"fwd"}'
 		echo '{"r":"edge","src":0,"dst":1,"k":"stream"}'
 		echo '{"r":"edge","src":2,"dst":3,"k":"stream"}'
 		echo '{"r":"edge","src":3,"dst":4,"k":"stream"}'
-		echo '{"r":"end","tasks":5,"edges":3,"procs":2,"strs":6}'
+		echo '{"r":"end","tasks":6,"edges":3,"procs":2,"strs":8}'
 	} | "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > g.kg
 	run -0 --separate-stderr graph-scale-tp -v 2 g.kg
 	[[ "$stderr" == *"optimizer tasks scaled (a rank's parameters x0.5000)"* ]]

@@ -309,3 +309,30 @@ EOF
 	[ "$(dump h.kg | jq -r 'select(.r == "task" and .k == "coll") | "\(.by) \(.d)"')" = "11991 10155" ]
 	[ "$(dump mi.kg | jq -r 'select(.r == "task" and .k == "coll") | "\(.by) \(.d)"')" = "11991 10153" ]
 }
+
+@test "graph-scale-hidden: a model without attention is refused, naming what is missing, whatever sizes are given" {
+	# the block with its attention renamed out of the kinds known
+	sed 's/_cudnn_attention/_cudnn_attn/g' "$HF/block.json" > noattn.json
+	kineto2graph -q noattn.json > noattn.kg
+	run -1 --separate-stderr graph-scale-hidden -o out.kg 16 noattn.kg
+	[ "$stderr" = "graph-scale-hidden: noattn.kg: section 0: not a transformer's structure: no attention call with shapes (flash, memory-efficient, cuDNN or scaled_dot_product)" ]
+	run -1 --separate-stderr graph-scale-hidden -o out.kg --from-hidden 8 --from-heads 2 --from-ffn 32 16 noattn.kg
+	[ "$stderr" = "graph-scale-hidden: noattn.kg: section 0: not a transformer's structure: no attention call with shapes (flash, memory-efficient, cuDNN or scaled_dot_product)" ]
+	[ ! -e out.kg ]
+	# and without its norm too: both named
+	sed 's/native_layer_norm/native_lnorm/g' noattn.json > neither.json
+	kineto2graph -q neither.json > neither.kg
+	run -1 --separate-stderr graph-scale-hidden 16 neither.kg
+	[ "$stderr" = "graph-scale-hidden: neither.kg: section 0: not a transformer's structure: no layer norm (layer_norm, rms_norm) with shapes, no attention call with shapes (flash, memory-efficient, cuDNN or scaled_dot_product)" ]
+}
+
+@test "graph-scale-hidden: the DLRM job's rank and the 128-rank recommendation job's are refused as no transformer" {
+	need_traces
+	kineto2graph -q -o dlrm.kg "$TRACES"/param_dlrm_8rank_v100/kineto/worker0_*.json*
+	run -1 --separate-stderr graph-scale-hidden 2048 dlrm.kg
+	[ "$stderr" = "graph-scale-hidden: dlrm.kg: section 0: not a transformer's structure: no layer norm (layer_norm, rms_norm) with shapes, no attention call with shapes (flash, memory-efficient, cuDNN or scaled_dot_product)" ]
+	# its norms of 125 and 160 told it to give --from-hidden; now the missing attention
+	kineto2graph -q -o rec.kg "$TRACES"/hta_sampled_128rank_2ranks/*rank-0*.json*
+	run -1 --separate-stderr graph-scale-hidden --from-hidden 125 2048 rec.kg
+	[ "$stderr" = "graph-scale-hidden: rec.kg: section 0: not a transformer's structure: no attention call with shapes (flash, memory-efficient, cuDNN or scaled_dot_product)" ]
+}

@@ -249,3 +249,28 @@ steps() {
 	run -0 --separate-stderr graph-scale-pp -o two.kg 1 --microbatches 2 fast.kg
 	[ "${stderr_lines[1]}" = "graph-scale-pp: warning: fast.kg: section 0: $((52 * 3)) gradient accumulations of later micro-batches left out: the job has no add kernel of 20 us or more to time them on" ]
 }
+
+@test "graph-scale-pp: a data-parallel job has pipeline depth 1; without layer tags, or with collectives that name no group, it says so" {
+	# tiny, tp 1, dp 2, pp 1: no send or receive between its 2 ranks
+	tracegen --preset tiny --tp 1 --pp 1 --dp 2 -d dp
+	kineto2graph -q dp/*.json.gz | graph-deps --merge > dp.kg
+	# its layer tags taken away: what cuts stages is missing
+	graphcat dp.kg | jq -c 'del(.ly)' | "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > nol.kg
+	run -1 --separate-stderr graph-scale-pp -q 2 nol.kg
+	[ "$stderr" = 'graph-scale-pp: nol.kg: section 0: the job has pipeline depth 1 (no send or receive between ranks), and rank 0 has no task with a layer tag to cut stages by: kineto2graph found no repeated block in the forward pass; name the layers with record_function ranges ("layer_3"), record nn.Module calls (with_stack=True) or give kineto2graph --layer-ops REGEX' ]
+	# its collectives' groups taken away: 2 ranks no group holds
+	graphcat dp.kg | jq -c 'del(.pgr)' | "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > nog.kg
+	run -1 --separate-stderr graph-scale-pp -q 2 nog.kg
+	[ "$stderr" = 'graph-scale-pp: nog.kg: section 0: the job has pipeline depth 1 (no send or receive between ranks), but its process groups (tensor-parallel 1, data-parallel 1) do not make its 2 ranks: its collectives need their groups'"'"' ranks (NCCL metadata, `pgr`) and the job all its ranks' ]
+	# as traced, it is split
+	run -0 graph-scale-pp -q -o two.kg 2 dp.kg
+	graphsim two.kg | graphstat | grep -q '^  configuration: 4 ranks, dp 2, tp 1, pp 2, '
+}
+
+@test "graph-scale-pp: the DLRM job (8 ranks, no pipeline, no layer tags) is depth 1 with nothing to cut stages by" {
+	need_traces
+	kineto2graph -q -o ranks.kg "$TRACES"/param_dlrm_8rank_v100/kineto/*
+	graph-deps --merge ranks.kg > dlrm.kg 2> /dev/null
+	run -1 --separate-stderr graph-scale-pp -q 2 dlrm.kg
+	[[ $stderr == 'graph-scale-pp: dlrm.kg: section 0: the job has pipeline depth 1 (no send or receive between ranks), and rank 0 has no task with a layer tag to cut stages by: '* ]]
+}

@@ -20,14 +20,15 @@ USAGE='usage: graph-scale-tp [-qv] [-o FILE] [--sequence-parallel] [--model MODE
 # attention: row-parallel), the residual add. Kernels of 1000, 500, 800,
 # 600 and 300 ns after the norm's 200, 100 ns apart. With $1 set, the
 # attention has 3 heads (a degree of 2 does not divide them); with $2
-# set, no task has shapes; with $3 set, the norm is a ReLU.
+# set, no task has shapes; with $3 set, the norm is a ReLU; with $4 set,
+# the attention is a bmm; with $5 set, no task has a phase (inference).
 mklayer() {
-	awk -v h="${1:-2}" -v nosh="${2:-}" -v nonorm="${3:-}" 'BEGIN {
+	awk -v h="${1:-2}" -v nosh="${2:-}" -v nonorm="${3:-}" -v noattn="${4:-}" -v noph="${5:-}" 'BEGIN {
 		print "{\"r\":\"header\",\"format\":\"kgraph\",\"major\":1,\"minor\":4,\"producer\":\"t\",\"unit\":\"ns\",\"rank\":0,\"world\":1}"
 		s[0] = nonorm ? "aten::relu" : "aten::native_layer_norm"; s[1] = "[[4,1,8],[],[8],[8],[]]"
 		s[2] = "aten::mm"; s[3] = "[[4,8],[8,24]]"
 		s[4] = "aten::add"; s[5] = "[[4,1,24],[24],[]]"
-		s[6] = "aten::_flash_attention_forward"
+		s[6] = noattn ? "aten::bmm" : "aten::_flash_attention_forward"
 		s[7] = sprintf("[[1,4,%d,4],[1,4,%d,4],[1,4,%d,4],[],[]]", h, h, h)
 		s[8] = "[[4,8],[8,8]]"; s[9] = "[[4,1,8],[4,1,8],[]]"; s[10] = "k"
 		for (i = 0; i <= 10; i++)
@@ -40,7 +41,7 @@ mklayer() {
 		print "{\"r\":\"end\",\"tasks\":6,\"edges\":5,\"procs\":1,\"strs\":11}"
 	}
 	function task(id, d, op, sh) {
-		printf "{\"r\":\"task\",\"id\":%d,\"p\":0,\"k\":\"kern\",\"n\":10,\"d\":%d,\"ts\":%d,\"it\":1,\"op\":%d,%s\"ph\":\"fwd\",\"ly\":0}\n", id, d, 1000 * id, op, nosh ? "" : sprintf("\"sh\":%d,", sh)
+		printf "{\"r\":\"task\",\"id\":%d,\"p\":0,\"k\":\"kern\",\"n\":10,\"d\":%d,\"ts\":%d,\"it\":1,\"op\":%d,%s%s\"ly\":0}\n", id, d, 1000 * id, op, nosh ? "" : sprintf("\"sh\":%d,", sh), noph ? "" : "\"ph\":\"fwd\","
 	}' | mkstream
 }
 
@@ -157,13 +158,33 @@ job_ms() { # the job rows' simulated iteration times
 	run -1 --separate-stderr bash -c 'graph-scale-tp -q 2 nosh.kg | graphcat'
 	mklayer 2 "" nonorm > nonorm.kg
 	run -1 --separate-stderr graph-scale-tp -q 2 nonorm.kg
-	[ "$stderr" = "graph-scale-tp: nonorm.kg: section 0: no layer norm with shapes: the hidden size is not known" ]
+	[ "$stderr" = "graph-scale-tp: nonorm.kg: section 0: not a transformer's structure: no layer norm with shapes (the hidden size)" ]
 	mklayer 3 > h3.kg
 	run -1 --separate-stderr graph-scale-tp -q 2 h3.kg
 	[ "$stderr" = "graph-scale-tp: h3.kg: section 0: 3 attention heads do not divide among 2 tensor-parallel ranks" ]
 	mklayer > l.kg
 	run -1 --separate-stderr graph-scale-tp -q 4 l.kg
 	[ "$stderr" = "graph-scale-tp: l.kg: section 0: 2 attention heads do not divide among 4 tensor-parallel ranks" ]
+}
+
+@test "graph-scale-tp: without attention, or without the training's GEMMs, it names what it did not find" {
+	# no attention call: no heads; and no norm either: both named
+	mklayer 2 "" "" noattn > noattn.kg
+	run -1 --separate-stderr graph-scale-tp -q 2 noattn.kg
+	[ "$stderr" = "graph-scale-tp: noattn.kg: section 0: not a transformer's structure: no attention call with shapes (flash, memory-efficient, cuDNN or scaled_dot_product: the heads)" ]
+	mklayer 2 "" nonorm noattn > neither.kg
+	run -1 --separate-stderr graph-scale-tp -q 2 neither.kg
+	[ "$stderr" = "graph-scale-tp: neither.kg: section 0: not a transformer's structure: no layer norm with shapes (the hidden size), no attention call with shapes (flash, memory-efficient, cuDNN or scaled_dot_product: the heads)" ]
+	# the layer untagged (an inference trace): its QKV GEMM is of no
+	# phase the tool shards
+	mklayer 2 "" "" "" noph > noph.kg
+	run -1 --separate-stderr graph-scale-tp -q -o out.kg 2 noph.kg
+	[ "$stderr" = "graph-scale-tp: noph.kg: section 0: no attention or MLP GEMM: none of the forward phase from the hidden size 8 to another (QKV, MLP up) on the norms' 4 tokens; no task has the forward phase's tag (an inference trace: the training phases are what is sharded)" ]
+	[ ! -e out.kg ]
+	# tagged, it shards: the QKV GEMM 4 x 8 x 24 becomes 4 x 8 x 12
+	mklayer > l.kg
+	run -0 graph-scale-tp -q -o out.kg 2 l.kg
+	[ "$(dump out.kg | jq -r 'select(.r == "task" and .op == "aten::mm") | .sh' | head -1)" = "[[4,8],[8,12]]" ]
 }
 
 @test "graph-scale-tp: the traced degree gives the same graph and the same times" {
@@ -219,6 +240,22 @@ job_ms() { # the job rows' simulated iteration times
 	}
 	[ "$(rank_edges one.kg | grep -c '^\[0, 1\]\|^\[2, 3\]')" = 0 ]
 	[ "$(rank_edges one.kg | grep '^\[0, 2\]\|^\[1, 3\]')" = "$(rank_edges job.kg | grep '^\[0, 2\]\|^\[1, 3\]')" ]
+}
+
+@test "graph-scale-tp: shared traces that are no transformer's training are refused, naming what is missing" {
+	need_traces
+	# DLRM (a recommendation model): no norm, no attention
+	kineto2graph -q -o dlrm.kg "$TRACES"/param_dlrm_8rank_v100/kineto/worker0_*.json*
+	run -1 --separate-stderr graph-scale-tp -q 2 dlrm.kg
+	[ "$stderr" = "graph-scale-tp: dlrm.kg: section 0: not a transformer's structure: no layer norm with shapes (the hidden size), no attention call with shapes (flash, memory-efficient, cuDNN or scaled_dot_product: the heads)" ]
+	# 128-rank recommendation job's rank 0: norms of 125 and 160, no attention
+	kineto2graph -q -o rec.kg "$TRACES"/hta_sampled_128rank_2ranks/*rank-0*.json*
+	run -1 --separate-stderr graph-scale-tp -q 2 rec.kg
+	[ "$stderr" = "graph-scale-tp: rec.kg: section 0: not a transformer's structure: no attention call with shapes (flash, memory-efficient, cuDNN or scaled_dot_product: the heads)" ]
+	# BERT inference: a transformer, but no training phase to shard
+	kineto2graph -q -o bert.kg "$TRACES"/tracelens_h100_single/*.json*
+	run -1 --separate-stderr graph-scale-tp -q 2 bert.kg
+	[ "$stderr" = "graph-scale-tp: bert.kg: section 0: no attention or MLP GEMM: none of the forward phase from the hidden size 512 to another (QKV, MLP up) on the norms' 141 tokens; no task has the forward phase's tag (an inference trace: the training phases are what is sharded)" ]
 }
 
 @test "graph-scale-tp: a shared H100 trace: 20 heads do not divide 8 ways; 16 split 2 ways" {
@@ -363,7 +400,8 @@ job_ms() { # the job rows' simulated iteration times
 	[ -d "$K" ] || skip "no ../shared/gpu/kernels"
 	opmodel fit -q -o h100.om "$K/kernels.jsonl" "$K/mm_sweep.json.gz" > /dev/null
 	# one norm (H = 1024, M = 8192) and one MLP-up GEMM, 100 us, whose
-	# output 4096 goes to 2048 at tp 2
+	# output 4096 goes to 2048 at tp 2 (and an attention, of 16 heads, for
+	# a transformer's structure)
 	kern='nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coo'
 	{
 		echo '{"r":"header","format":"kgraph","major":1,"minor":4,"producer":"t","unit":"ns","rank":0,"world":1}'
@@ -375,8 +413,12 @@ job_ms() { # the job rows' simulated iteration times
 		echo '{"r":"proc","id":0,"k":"stream","pid":0,"tid":7}'
 		echo '{"r":"task","id":0,"p":0,"k":"kern","n":4,"d":30000,"ts":0,"it":1,"op":0,"sh":1,"ph":"fwd"}'
 		echo '{"r":"task","id":1,"p":0,"k":"kern","n":4,"d":100000,"ts":40000,"it":1,"op":2,"sh":3,"ph":"fwd"}'
+		echo '{"r":"str","id":5,"s":"aten::_flash_attention_forward"}'
+		echo '{"r":"str","id":6,"s":"[[8,1024,16,64],[8,1024,16,64],[8,1024,16,64],[],[]]"}'
+		echo '{"r":"task","id":2,"p":0,"k":"kern","n":4,"d":50000,"ts":150000,"it":1,"op":5,"sh":6,"ph":"fwd"}'
 		echo '{"r":"edge","src":0,"dst":1,"k":"stream"}'
-		echo '{"r":"end","tasks":2,"edges":1,"procs":1,"strs":5}'
+		echo '{"r":"edge","src":1,"dst":2,"k":"stream"}'
+		echo '{"r":"end","tasks":3,"edges":2,"procs":1,"strs":7}'
 	} | "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > g.kg
 	graph-scale-tp -q --model h100.om 2 g.kg > two.kg
 	got=$(graphcat -r two.kg | jq -r 'select(.r == "task" and .id == 1) | "\(.sh) \(.d)"')
@@ -412,6 +454,10 @@ job_ms() { # the job rows' simulated iteration times
 		echo '{"r":"str","id":3,"s":"[0, 1]"}'
 		echo '{"r":"proc","id":0,"k":"stream","pid":0,"tid":7}'
 		echo '{"r":"proc","id":1,"k":"stream","pid":0,"tid":13}'
+		echo '{"r":"str","id":4,"s":"aten::mm"}'
+		echo '{"r":"str","id":5,"s":"[[4,8],[8,12]]"}'
+		echo '{"r":"str","id":6,"s":"aten::_flash_attention_forward"}'
+		echo '{"r":"str","id":7,"s":"[[1,4,4,2],[1,4,4,2],[1,4,4,2],[],[]]"}'
 		echo '{"r":"task","id":0,"p":0,"k":"kern","n":2,"d":1000,"ts":0,"it":1,"op":0,"sh":1,"ph":"fwd"}'
 		n=1
 		for c in "allreduce 8192 6033" "allreduce 65536 6262" "allreduce 1048576 10194" "broadcast 4096 5016"; do
@@ -419,10 +465,12 @@ job_ms() { # the job rows' simulated iteration times
 			echo "{\"r\":\"task\",\"id\":$n,\"p\":1,\"k\":\"coll\",\"n\":2,\"d\":$3,\"ts\":$((n * 100000)),\"it\":1,\"coll\":\"$1\",\"by\":$2,\"gs\":2,\"pgr\":3,\"ph\":\"fwd\"}"
 			n=$((n + 1))
 		done
+		echo '{"r":"task","id":5,"p":0,"k":"kern","n":2,"d":1000,"ts":2000,"it":1,"op":4,"sh":5,"ph":"fwd"}'
+		echo '{"r":"task","id":6,"p":0,"k":"kern","n":2,"d":1000,"ts":4000,"it":1,"op":6,"sh":7,"ph":"fwd"}'
 		echo '{"r":"edge","src":1,"dst":2,"k":"stream"}'
 		echo '{"r":"edge","src":2,"dst":3,"k":"stream"}'
 		echo '{"r":"edge","src":3,"dst":4,"k":"stream"}'
-		echo '{"r":"end","tasks":5,"edges":3,"procs":2,"strs":4}'
+		echo '{"r":"end","tasks":7,"edges":3,"procs":2,"strs":8}'
 	} | "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > g.kg
 	run -0 --separate-stderr graph-scale-tp -v 4 g.kg
 	[[ "$stderr" == *"the tensor-parallel group's model (4 collectives): 4.00 us, 1.00 us a step, 250.0 GB/s"* ]]
@@ -471,15 +519,18 @@ job_ms() { # the job rows' simulated iteration times
 		echo '{"r":"proc","id":1,"k":"stream","pid":0,"tid":17}'
 		echo '{"r":"task","id":0,"p":0,"k":"kern","n":2,"d":1000,"ts":0,"it":1,"op":0,"sh":1,"ph":"fwd"}'
 		echo '{"r":"task","id":1,"p":0,"k":"kern","n":2,"d":1000,"ts":2000,"it":1,"op":4,"sh":5,"ph":"fwd"}'
+		echo '{"r":"str","id":6,"s":"aten::_flash_attention_forward"}'
+		echo '{"r":"str","id":7,"s":"[[1,4,2,4],[1,4,2,4],[1,4,2,4],[],[]]"}'
 		n=2
 		for by in 4194304 4194304 2097152; do
 			echo "{\"r\":\"task\",\"id\":$n,\"p\":1,\"k\":\"coll\",\"n\":2,\"d\":$((10000 + by / 200)),\"ts\":$((n * 100000)),\"it\":1,\"coll\":\"allreduce\",\"by\":$by,\"gs\":2,\"pgr\":3,\"ph\":\"bwd\"}"
 			n=$((n + 1))
 		done
+		echo '{"r":"task","id":5,"p":0,"k":"kern","n":2,"d":1000,"ts":4000,"it":1,"op":6,"sh":7,"ph":"fwd"}'
 		echo '{"r":"edge","src":0,"dst":1,"k":"stream"}'
 		echo '{"r":"edge","src":2,"dst":3,"k":"stream"}'
 		echo '{"r":"edge","src":3,"dst":4,"k":"stream"}'
-		echo '{"r":"end","tasks":5,"edges":3,"procs":2,"strs":6}'
+		echo '{"r":"end","tasks":6,"edges":3,"procs":2,"strs":8}'
 	} | "$ROOT/tests/tools/jsonl2kg" | zstd -q -c > g.kg
 	run -0 --separate-stderr graph-scale-tp -v 2 g.kg
 	[[ "$stderr" == *"optimizer tasks scaled (a rank's parameters x0.5000)"* ]]

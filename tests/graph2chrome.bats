@@ -225,7 +225,7 @@ mkjob() {
 	[ "$(jq length <<< "$iters")" -eq 2 ]
 	run -0 --separate-stderr env KG_CHROME_EVENTS=10 graph2chrome -o one.json r0.kg
 	n=$(graphcat r0.kg | jq -s '[.[] | select(.r == "task")] | length')
-	[ "$stderr" = "graph2chrome: warning: r0.kg: section 1: $n events: iteration $mid alone written (of 2; --iterations LIST or all to choose)" ]
+	[ "$stderr" = "graph2chrome: warning: r0.kg: section 0: $n events: iteration $mid alone written (of 2; --iterations LIST or all to choose)" ]
 	[ "$(jq -c '[.traceEvents[] | select(.ph == "X" or .ph == "i") | .ts] | length' one.json)" = \
 	    "$(graphcat r0.kg | jq -s --argjson m "$mid" '[.[] | select(.r == "task" and .it == $m)] | length')" ]
 	jq -e '.otherData.sections[0].note | startswith("iteration '"$mid"' alone written of the section'"'"'s 2")' one.json
@@ -275,7 +275,7 @@ mkjob() {
 	mkjob | graphcat -r > /dev/null
 	kineto2graph -q -o ex.kg "$ROOT/examples/ddp-step.json"
 	run -1 --separate-stderr graph2chrome --simulated -o out.json ex.kg
-	[ "$stderr" = "graph2chrome: ex.kg: section 1 has no simulated times (run graphsim first)" ]
+	[ "$stderr" = "graph2chrome: ex.kg: section 0 has no simulated times (run graphsim first)" ]
 	[ ! -e out.json ]
 	run -0 graph2chrome -o out.json ex.kg
 	[ "$(jq -r '.otherData.sections[0].view' out.json)" = measured ]

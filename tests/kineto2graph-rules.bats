@@ -549,7 +549,7 @@ tag_lines() {
 	run -1 --separate-stderr graph-scale-layers 16 c.kg
 	[ "$stderr" = 'graph-scale-layers: c.kg: section 0: no task has a layer tag: kineto2graph found no repeated block in the forward pass; name the layers with record_function ranges ("layer_3"), record nn.Module calls (with_stack=True) or give kineto2graph --layer-ops REGEX' ]
 	run -1 --separate-stderr graph-scale-pp 2 c.kg
-	[ "${stderr_lines[0]}" = 'graph-scale-pp: c.kg: section 0: rank 0 has no task with a layer tag: kineto2graph found no repeated block in the forward pass; name the layers with record_function ranges ("layer_3"), record nn.Module calls (with_stack=True) or give kineto2graph --layer-ops REGEX' ]
+	[ "${stderr_lines[0]}" = 'graph-scale-pp: c.kg: section 0: the job has pipeline depth 1 (no send or receive between ranks), and rank 0 has no task with a layer tag to cut stages by: kineto2graph found no repeated block in the forward pass; name the layers with record_function ranges ("layer_3"), record nn.Module calls (with_stack=True) or give kineto2graph --layer-ops REGEX' ]
 }
 
 @test "kineto2graph: without ranges, a tracegen job's tasks get the micro-batch and layer its ranges give, and the stage of its layout" {

@@ -232,6 +232,17 @@ scale(void *arg, struct graph *g, const struct kg_reader *r, const char *name, i
 		}
 	}
 	reshape_all(r, &a, &b, &ps, &rs);
+	if (a.h != b.h || a.ffn != b.ffn || a.heads != b.heads) {
+		size_t i;
+
+		for (i = 0; i < ps.n && ps.p[i].text == NULL; i++)
+			;
+		if (i == ps.n) {
+			errmsg("%s: section %d: no operator's shapes rewritten: the what-if changes "
+			    "nothing", name, index);
+			goto out;
+		}
+	}
 	count_params(g, r, &ps, &p0, &p1);
 	pratio = p0 > 0 ? (double)p1 / (double)p0 : 1;
 	if (p0 <= 0 && (a.h != b.h || a.ffn != b.ffn))

@@ -210,7 +210,7 @@ scale(void *arg, struct graph *g, const struct kg_reader *r, const char *name, i
 	c.sp1 = o->sp && o->n > 1;
 	if (tp_sizes(&c) != 0)
 		goto out;
-	if (c.heads > 0 && c.heads % o->n != 0) {
+	if (c.heads % o->n != 0) {
 		errmsg("%s: section %d: %lld attention heads do not divide among %lld "
 		    "tensor-parallel ranks", name, index, (long long)c.heads, (long long)o->n);
 		goto out;
@@ -224,6 +224,11 @@ scale(void *arg, struct graph *g, const struct kg_reader *r, const char *name, i
 	if (o->n != c.T || c.sp0 != c.sp1) {
 		if (tp_shard(&c) != 0 || collectives(&c, net, sizeof(net)) != 0)
 			goto out;
+		if (o->n != c.T && c.ngemm + c.nattn == 0) {
+			errmsg("%s: section %d: no GEMM or attention kernel sharded: the what-if "
+			    "changes nothing", name, index);
+			goto out;
+		}
 		tp_memory(&c);
 		if (!o->have_to && c.ngemm + c.nattn + c.nelt > 0)
 			warnmsg("%s: section %d: no op model (--model): %zu kernels re-timed by "

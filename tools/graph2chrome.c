@@ -117,7 +117,8 @@ struct run {
 	size_t linecap;
 	int64_t tbase0;   /* the first section's time origin */
 	int have_tbase0;
-	int nsec;
+	int nsec;         /* the section's index in the run, from 0 (a process's name) */
+	int isec;         /* and in its file, from 0 as every tool counts them */
 	int64_t next_pid;
 	uint64_t next_flow;
 	int first;        /* no event written yet */
@@ -659,12 +660,12 @@ select_tasks(struct run *R, const char *name, size_t nv)
 	}
 	if (!o->quiet && R->last_rank == INT64_MAX)
 		warnmsg("%s: section %d: %zu events: iteration %lld alone written (of %zu; "
-		    "--iterations LIST or all to choose)", name, R->nsec, n * nv,
+		    "--iterations LIST or all to choose)", name, R->isec, n * nv,
 		    (long long)R->only, R->niters);
 	else if (!o->quiet)
 		warnmsg("%s: section %d: %zu events: iteration %lld and ranks up to %lld alone "
 		    "written (of %zu iterations; --iterations and --ranks to choose)", name,
-		    R->nsec, n * nv, (long long)R->only, (long long)R->last_rank, R->niters);
+		    R->isec, n * nv, (long long)R->only, (long long)R->last_rank, R->niters);
 	meta_fmt(R, ",\"note\":\"iteration %lld alone written", R->only);
 	meta_fmt(R, " of the section's %lld", (long long)R->niters);
 	if (R->last_rank != INT64_MAX)
@@ -692,7 +693,7 @@ end_section(struct run *R, const struct kg_reader *r, const char *name)
 	case V_BOTH:
 		if (!R->sim && R->n > 0) {
 			errmsg("%s: section %d has no simulated times (run graphsim first)", name,
-			    R->nsec);
+			    R->isec);
 			return -1;
 		}
 		if (R->o->view == V_BOTH)
@@ -783,6 +784,7 @@ process(struct run *R, const char *path)
 
 	if (gin_open(&in, path) < 0)
 		return 1;
+	R->isec = -1;
 	while (rc == 0 && (t = gin_read(&in)) > 0) {
 		switch (t) {
 		case KG_R_HEADER: {
@@ -790,6 +792,7 @@ process(struct run *R, const char *path)
 
 			section_reset(R);
 			R->nsec++;
+			R->isec++;
 			R->rank = h->rank;
 			if (!R->have_tbase0) {
 				R->tbase0 = h->tbase;
@@ -985,6 +988,7 @@ main(int argc, char **argv)
 		o.events_max = (size_t)v;
 	}
 	memset(&R, 0, sizeof(R));
+	R.nsec = -1; /* the first header makes it 0 */
 	config_init(&R.cfg);
 	R.o = &o;
 	R.first = 1;

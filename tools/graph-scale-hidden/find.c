@@ -105,6 +105,16 @@ hid_find(const struct hid_op *ops, size_t n, const struct hid_sizes *given,
 		    "record_shapes): record with torch.profiler.profile(record_shapes=True)");
 		return -1;
 	}
+	/* a transformer's structure, whatever sizes are given: attention
+	 * (a recommendation model's sizes match by chance), and a norm or
+	 * attention's heads to tell the hidden size (below) */
+	if (attn.n == 0) {
+		snprintf(err, errlen, "not a transformer's structure: %s%s%s",
+		    norm.n == 0 ? "no layer norm (layer_norm, rms_norm) with shapes" : "",
+		    norm.n == 0 && attn.n == 0 ? ", " : "", attn.n == 0 ? "no attention call "
+		    "with shapes (flash, memory-efficient, cuDNN or scaled_dot_product)" : "");
+		return -1;
+	}
 	/* the hidden size */
 	if (given->h > 0) {
 		out->h = given->h;

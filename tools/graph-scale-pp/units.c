@@ -150,6 +150,17 @@ layout(struct job *J)
 		if (p2p(ct[i]->coll))
 			break;
 	J->synth = i == n; /* no sends and receives to copy */
+	if (J->synth) {
+		/* pipeline depth 1: its stages are cut by the layer tags alone */
+		for (r = 0; r < J->world && hi[r] >= 0; r++)
+			;
+		if (r < J->world) {
+			errmsg("%s: section %d: the job has pipeline depth 1 (no send or receive "
+			    "between ranks), and rank %lld has no task with a layer tag to cut "
+			    "stages by: %s", J->name, J->index, (long long)r, NO_LAYERS);
+			goto out;
+		}
+	}
 	if (J->pg.ng == 0 && !J->synth) {
 		errmsg("%s: section %d: its collectives carry no process-group ranks (NCCL "
 		    "metadata, `pgr`): the stages' sends and receives cannot be told apart",
@@ -166,15 +177,18 @@ layout(struct job *J)
 	J->tp = J->single ? 1 : J->pg.tp;
 	J->dp = J->single || J->pg.dp < 1 ? 1 : J->pg.dp;
 	J->S = J->world / (J->tp * J->dp);
+	if (J->synth && (J->S != 1 || J->tp * J->dp != J->world)) {
+		errmsg("%s: section %d: the job has pipeline depth 1 (no send or receive "
+		    "between ranks), but its process groups (tensor-parallel %lld, "
+		    "data-parallel %lld) do not make its %lld ranks: its collectives need "
+		    "their groups' ranks (NCCL metadata, `pgr`) and the job all its ranks",
+		    J->name, J->index, (long long)J->tp, (long long)J->dp, (long long)J->world);
+		goto out;
+	}
 	if (J->S * J->tp * J->dp != J->world) {
 		errmsg("%s: section %d: %lld ranks are not tensor-parallel %lld times "
 		    "data-parallel %lld times stages", J->name, J->index, (long long)J->world,
 		    (long long)J->tp, (long long)J->dp);
-		goto out;
-	}
-	if (J->S > 1 && J->synth) {
-		errmsg("%s: section %d: %lld stages but no send or receive between them",
-		    J->name, J->index, (long long)J->S);
 		goto out;
 	}
 	/* each rank's layers: a stage's ranks alike, the stages in order */

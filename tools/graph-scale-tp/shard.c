@@ -212,9 +212,13 @@ tp_sizes(struct tp *c)
 		    c->name, c->index);
 		goto fail;
 	}
-	if (c->H <= 0 || c->M <= 0) {
-		errmsg("%s: section %d: no layer norm with shapes: the hidden size is not known",
-		    c->name, c->index);
+	if (c->H <= 0 || c->M <= 0 || hr <= 0) {
+		/* not a transformer's structure: say all that is missing */
+		errmsg("%s: section %d: not a transformer's structure: %s%s%s", c->name, c->index,
+		    c->H <= 0 || c->M <= 0 ? "no layer norm with shapes (the hidden size)" : "",
+		    (c->H <= 0 || c->M <= 0) && hr <= 0 ? ", " : "",
+		    hr <= 0 ? "no attention call with shapes (flash, memory-efficient, cuDNN or "
+		    "scaled_dot_product: the heads)" : "");
 		goto fail;
 	}
 	c->heads = hr * c->T;
@@ -263,6 +267,16 @@ tp_sizes(struct tp *c)
 			VEC_PUSH(c->sv, c->nsv, c->capsv, v);
 			qsort(c->sv, c->nsv, sizeof(*c->sv), cmp_i64);
 		}
+	}
+	if (c->nsv == 0) {
+		for (i = 0; i < c->nt && c->t[i].phase != KG_PH_FWD; i++)
+			;
+		errmsg("%s: section %d: no attention or MLP GEMM: none of the forward phase from "
+		    "the hidden size %lld to another (QKV, MLP up) on the norms' %lld tokens%s",
+		    c->name, c->index, (long long)c->H, (long long)c->M, i == c->nt ?
+		    "; no task has the forward phase's tag (an inference trace: the training "
+		    "phases are what is sharded)" : "");
+		goto fail;
 	}
 	rs_dims_release(&d);
 	return 0;

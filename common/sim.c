@@ -190,6 +190,19 @@ finish(struct sim *s, uint32_t x)
 		if (--s->cnt[dst] == 0)
 			heap_push(s, s->rs[dst], dst);
 	}
+	if (s->state[x] & F_QW) {
+		/* a launch call waits for this task's queue slot */
+		size_t i;
+
+		s->state[x] &= (uint8_t)~F_QW;
+		for (i = 0; i < s->nqw; i++) {
+			if (s->qw[i].on != x)
+				continue;
+			heap_push(s, s->qw[i].free > end ? s->qw[i].free : end, s->qw[i].call);
+			s->qw[i] = s->qw[--s->nqw];
+			break;
+		}
+	}
 	if (s->state[x] & F_BIND) {
 		struct bind *b = bind_of(s, x);
 
@@ -205,6 +218,46 @@ finish(struct sim *s, uint32_t x)
 		if (--s->cnt[w] == 0)
 			heap_push(s, s->rs[w], w);
 	}
+}
+
+/*
+ * Launch call x may start at t: the slots of its device's launch queue
+ * that what it launches takes (a ring per device, in the order the
+ * calls start). Returns when the last of the tasks launched into them
+ * before has ended (t or before when none holds one), or -1 when one of
+ * them has not been placed yet: x is then held (qw) until it is.
+ */
+static int64_t
+queue_slots(struct sim *s, uint32_t x, int64_t t)
+{
+	int64_t free = t;
+	uint32_t k, on = KG_NONE;
+
+	for (k = s->soff[x]; k < s->soff[x + 1]; k++) {
+		uint32_t dst = s->edst[k], d, *slot, old;
+
+		if ((s->ekind[k] & EK_KIND) != KG_E_LAUNCH ||
+		    (d = s->pdev[s->proc[dst]]) == KG_NONE)
+			continue;
+		slot = &s->ring[(size_t)d * s->qn + s->rpos[d]];
+		old = *slot;
+		*slot = dst;
+		s->rpos[d] = s->rpos[d] + 1 == s->qn ? 0 : s->rpos[d] + 1;
+		if (old == KG_NONE)
+			continue;
+		if (ST(s, old) != 2)
+			on = old;
+		else if (s->dend[old] > free)
+			free = s->dend[old];
+	}
+	if (on != KG_NONE) {
+		struct qwait q = { on, x, free };
+
+		VEC_PUSH(s->qw, s->nqw, s->capqw, q);
+		s->state[on] |= F_QW;
+		return -1;
+	}
+	return free;
 }
 
 /* Simulate the section; 0, or -1 if some tasks can never start. */
@@ -230,6 +283,13 @@ simulate(struct sim *s)
 	uint32_t k;
 
 	s->over = 0;
+	s->nqw = 0;
+	if (s->qn > 0) {
+		for (i = 0; i < s->ndev * s->qn; i++)
+			s->ring[i] = KG_NONE;
+		for (i = 0; i < s->ndev; i++)
+			s->rpos[i] = 0;
+	}
 
 	for (i = 0; i < n; i++)
 		if (s->cnt[i] == 0)
@@ -250,6 +310,21 @@ simulate(struct sim *s)
 		}
 		int64_t t = h.t;
 
+		if (ST(s, x) == 3) {
+			/* a launch call held for its queue slot, free at t: it
+			 * runs from there, and its thread goes on after it */
+			uint32_t w;
+
+			s->rs[x] = t;
+			s->dend[x] = bounded(s, s->dend[x] + t);
+			s->busy[p] = s->dend[x];
+			for (w = s->held[p]; w != KG_NONE; w = s->hn[w].next)
+				heap_push(s, s->dend[x], s->hn[w].task);
+			s->held[p] = KG_NONE;
+			finish(s, x);
+			done++;
+			continue;
+		}
 		if (ST(s, x) == 0) {
 			SET_ST(s, x, 1);
 			t = bind_runtime(s, x, t);
@@ -273,6 +348,19 @@ simulate(struct sim *s)
 		s->rs[x] = t;
 		g = s->state[x] & F_GRP ? s->grpl[block_find(s->grpl, s->grpix, x)].val : KG_NONE;
 		if (g == KG_NONE) {
+			if (s->qn > 0 && (s->state[x] & F_RT)) {
+				/* a launch call: it waits until its queue slots
+				 * are free, then does its work (its duration) */
+				int64_t f = queue_slots(s, x, t);
+
+				if (f < 0) {
+					s->busy[p] = HELD;
+					SET_ST(s, x, 3);
+					continue;
+				}
+				if (f > t)
+					s->rs[x] = t = f;
+			}
 			s->dend[x] = bounded(s, s->dend[x] + t);
 			s->busy[p] = s->dend[x];
 			finish(s, x);
@@ -313,6 +401,7 @@ sim_new(int prefault)
 
 	if (prefault)
 		s->pf = pf_new();
+	s->qn = SIM_LAUNCH_QUEUE;
 	return s;
 }
 
@@ -323,6 +412,12 @@ sim_free(struct sim *s)
 		return;
 	sim_release(s);
 	free(s);
+}
+
+void
+sim_launch_queue(struct sim *s, uint32_t n)
+{
+	s->qn = n;
 }
 
 void
@@ -352,6 +447,21 @@ sim_proc(struct sim *s, const struct kg_proc *p)
 	for (i = 0; i < s->nrank; i++)
 		if (s->rank[i] == p->rank)
 			s->pt0[s->nproc] = s->rt0[i];
+	/* a stream's device: its rank's GPU of that index */
+	grow(&s->pdev, &s->cappdev, s->nproc + 1, sizeof(*s->pdev));
+	s->pdev[s->nproc] = KG_NONE;
+	if (p->kind == KG_STREAM) {
+		for (i = 0; i < s->ndev; i++)
+			if (s->devkey[2 * i] == p->rank && s->devkey[2 * i + 1] == p->pid)
+				break;
+		if (i == s->ndev) {
+			grow(&s->devkey, &s->capdevkey, 2 * s->ndev + 2, sizeof(*s->devkey));
+			s->devkey[2 * i] = p->rank;
+			s->devkey[2 * i + 1] = p->pid;
+			s->ndev++;
+		}
+		s->pdev[s->nproc] = (uint32_t)i;
+	}
 	s->nproc++;
 }
 

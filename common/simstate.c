@@ -139,6 +139,11 @@ sim_reset(struct sim *s)
 	waits_release(&s->wt);
 	free(s->grpl), free(s->grpix), free(s->goff), free(s->gmem), free(s->garr), free(s->gmax);
 	free(s->held);
+	free(s->pdev), free(s->devkey), free(s->ring), free(s->rpos), free(s->qw);
+	s->pdev = s->ring = s->rpos = NULL;
+	s->devkey = NULL;
+	s->qw = NULL;
+	s->ndev = s->cappdev = s->capdevkey = s->nqw = s->capqw = 0;
 	s->grpl = NULL;
 	s->ngrpl = 0;
 	s->grpix = s->goff = s->gmem = s->garr = s->held = NULL;
@@ -447,6 +452,16 @@ sim_prepare(struct sim *s)
 	for (i = 0; i < s->nproc; i++)
 		s->last[i] = s->lastby[i] = KG_NONE;
 	groups(s);
+	if (s->held == NULL) {
+		/* a launch call held for its queue slot holds its thread */
+		s->held = xmalloc((s->nproc + 1) * sizeof(*s->held));
+		for (i = 0; i < s->nproc; i++)
+			s->held[i] = KG_NONE;
+	}
+	if (s->qn > 0) {
+		s->ring = xmalloc((s->ndev * s->qn + 1) * sizeof(*s->ring));
+		s->rpos = xmalloc((s->ndev + 1) * sizeof(*s->rpos));
+	}
 	order_edges(s);
 	waits_init(&s->wt, s->nrte);
 	/* A runtime edge from a task its binding point launched (a blocking
@@ -534,9 +549,9 @@ sim_restore(struct sim *s, const int64_t *cut)
 	if (s->grpl != NULL) {
 		memset(s->garr, 0, (s->ngrp + 1) * sizeof(*s->garr));
 		memset(s->gmax, 0, (s->ngrp + 1) * sizeof(*s->gmax));
-		for (i = 0; i < s->nproc; i++)
-			s->held[i] = KG_NONE;
 	}
+	for (i = 0; i < s->nproc; i++)
+		s->held[i] = KG_NONE;
 	if (cut == NULL)
 		return;
 	copy(s->rem, cut, n * sizeof(*s->rem));

@@ -150,6 +150,36 @@ bind_runtime(struct sim *s, uint32_t x, int64_t t)
 	return t;
 }
 
+/* A device's launch queue: an end added, the first end dropped. */
+static void
+qpush(struct qdev *q, int64_t e)
+{
+	size_t i;
+
+	if (q->n == q->cap)
+		grow(&q->end, &q->cap, q->n + 1, sizeof(*q->end));
+	for (i = q->n++; i > 0 && q->end[(i - 1) / 2] > e; i = (i - 1) / 2)
+		q->end[i] = q->end[(i - 1) / 2];
+	q->end[i] = e;
+}
+
+static void
+qpop(struct qdev *q)
+{
+	int64_t e = q->end[--q->n];
+	size_t i = 0, c;
+
+	while ((c = 2 * i + 1) < q->n) {
+		if (c + 1 < q->n && q->end[c + 1] < q->end[c])
+			c++;
+		if (e <= q->end[c])
+			break;
+		q->end[i] = q->end[c];
+		i = c;
+	}
+	q->end[i] = e;
+}
+
 /*
  * Task x has its start and end: what it launched is now launched, what
  * waited for it may go.
@@ -191,17 +221,18 @@ finish(struct sim *s, uint32_t x)
 			heap_push(s, s->rs[dst], dst);
 	}
 	if (s->state[x] & F_QW) {
-		/* a launch call waits for this task's queue slot */
+		/* a launched task placed: its slot is held until its end,
+		 * and the calls that waited for its end to be known look
+		 * again */
+		struct qdev *q = &s->qd[s->pdev[s->proc[x]]];
 		size_t i;
 
 		s->state[x] &= (uint8_t)~F_QW;
-		for (i = 0; i < s->nqw; i++) {
-			if (s->qw[i].on != x)
-				continue;
-			heap_push(s, s->qw[i].free > end ? s->qw[i].free : end, s->qw[i].call);
-			s->qw[i] = s->qw[--s->nqw];
-			break;
-		}
+		q->nun--;
+		qpush(q, end);
+		for (i = 0; i < q->nw; i++)
+			heap_push(s, s->rs[q->w[i]] > s->now ? s->rs[q->w[i]] : s->now, q->w[i]);
+		q->nw = 0;
 	}
 	if (s->state[x] & F_BIND) {
 		struct bind *b = bind_of(s, x);
@@ -221,43 +252,61 @@ finish(struct sim *s, uint32_t x)
 }
 
 /*
- * Launch call x may start at t: the slots of its device's launch queue
- * that what it launches takes (a ring per device, in the order the
- * calls start). Returns when the last of the tasks launched into them
- * before has ended (t or before when none holds one), or -1 when one of
- * them has not been placed yet: x is then held (qw) until it is.
+ * Launch call x may start at t: 1 when each device it launches on has
+ * room for what it launches there (fewer than qn launched tasks not
+ * ended), the slots then taken; else 0, and *next is when to look again
+ * (the first end among the device's tasks), or -1 when the room needs a
+ * launched task not placed yet (x is then on the device's waiters).
  */
-static int64_t
-queue_slots(struct sim *s, uint32_t x, int64_t t)
+static int
+queue_room(struct sim *s, uint32_t x, int64_t t, int64_t *next)
 {
-	int64_t free = t;
-	uint32_t k, on = KG_NONE;
+	uint32_t k, j, d;
 
+	*next = 0;
 	for (k = s->soff[x]; k < s->soff[x + 1]; k++) {
-		uint32_t dst = s->edst[k], d, *slot, old;
+		struct qdev *q;
+		uint32_t need = 0;
+		size_t pend;
 
 		if ((s->ekind[k] & EK_KIND) != KG_E_LAUNCH ||
-		    (d = s->pdev[s->proc[dst]]) == KG_NONE)
+		    (d = s->pdev[s->proc[s->edst[k]]]) == KG_NONE)
 			continue;
-		slot = &s->ring[(size_t)d * s->qn + s->rpos[d]];
-		old = *slot;
-		*slot = dst;
-		s->rpos[d] = s->rpos[d] + 1 == s->qn ? 0 : s->rpos[d] + 1;
-		if (old == KG_NONE)
+		for (j = s->soff[x]; j < k; j++)
+			if ((s->ekind[j] & EK_KIND) == KG_E_LAUNCH &&
+			    s->pdev[s->proc[s->edst[j]]] == d)
+				break;
+		if (j < k)
+			continue; /* that device is looked at */
+		for (j = k; j < s->soff[x + 1]; j++)
+			if ((s->ekind[j] & EK_KIND) == KG_E_LAUNCH &&
+			    s->pdev[s->proc[s->edst[j]]] == d)
+				need++;
+		if (need > s->qn)
+			need = s->qn; /* more than the queue: they go as it empties */
+		q = &s->qd[d];
+		while (q->n > 0 && q->end[0] <= t)
+			qpop(q);
+		pend = q->n + q->nun;
+		if (pend + need <= s->qn)
 			continue;
-		if (ST(s, old) != 2)
-			on = old;
-		else if (s->dend[old] > free)
-			free = s->dend[old];
+		if (pend + need - s->qn > q->n) {
+			VEC_PUSH(q->w, q->nw, q->capw, x);
+			*next = -1;
+			return 0;
+		}
+		if (q->end[0] > *next)
+			*next = q->end[0];
 	}
-	if (on != KG_NONE) {
-		struct qwait q = { on, x, free };
-
-		VEC_PUSH(s->qw, s->nqw, s->capqw, q);
-		s->state[on] |= F_QW;
-		return -1;
-	}
-	return free;
+	if (*next > 0)
+		return 0;
+	for (k = s->soff[x]; k < s->soff[x + 1]; k++)
+		if ((s->ekind[k] & EK_KIND) == KG_E_LAUNCH &&
+		    (d = s->pdev[s->proc[s->edst[k]]]) != KG_NONE) {
+			s->qd[d].nun++;
+			s->state[s->edst[k]] |= F_QW;
+		}
+	return 1;
 }
 
 /* Simulate the section; 0, or -1 if some tasks can never start. */
@@ -283,13 +332,8 @@ simulate(struct sim *s)
 	uint32_t k;
 
 	s->over = 0;
-	s->nqw = 0;
-	if (s->qn > 0) {
-		for (i = 0; i < s->ndev * s->qn; i++)
-			s->ring[i] = KG_NONE;
-		for (i = 0; i < s->ndev; i++)
-			s->rpos[i] = 0;
-	}
+	for (i = 0; i < s->ndev; i++)
+		s->qd[i].n = s->qd[i].nun = 0, s->qd[i].nw = 0;
 
 	for (i = 0; i < n; i++)
 		if (s->cnt[i] == 0)
@@ -308,13 +352,20 @@ simulate(struct sim *s)
 			__builtin_prefetch(&s->dend[y]);
 			__builtin_prefetch(&s->soff[y]);
 		}
-		int64_t t = h.t;
+		int64_t t = h.t, next;
 
+		s->now = t;
 		if (ST(s, x) == 3) {
-			/* a launch call held for its queue slot, free at t: it
-			 * runs from there, and its thread goes on after it */
+			/* a launch call held for its queue slots, looked at
+			 * again: when they are free it runs from there, and
+			 * its thread goes on after it */
 			uint32_t w;
 
+			if (!queue_room(s, x, t, &next)) {
+				if (next >= 0)
+					heap_push(s, next, x);
+				continue;
+			}
 			s->rs[x] = t;
 			s->dend[x] = bounded(s, s->dend[x] + t);
 			s->busy[p] = s->dend[x];
@@ -349,17 +400,16 @@ simulate(struct sim *s)
 		g = s->state[x] & F_GRP ? s->grpl[block_find(s->grpl, s->grpix, x)].val : KG_NONE;
 		if (g == KG_NONE) {
 			if (s->qn > 0 && (s->state[x] & F_RT)) {
-				/* a launch call: it waits until its queue slots
-				 * are free, then does its work (its duration) */
-				int64_t f = queue_slots(s, x, t);
-
-				if (f < 0) {
+				/* a launch call: it holds its thread until its
+				 * queue slots are free, then does its work (its
+				 * duration) */
+				if (!queue_room(s, x, t, &next)) {
 					s->busy[p] = HELD;
 					SET_ST(s, x, 3);
+					if (next >= 0)
+						heap_push(s, next, x);
 					continue;
 				}
-				if (f > t)
-					s->rs[x] = t = f;
 			}
 			s->dend[x] = bounded(s, s->dend[x] + t);
 			s->busy[p] = s->dend[x];

@@ -64,11 +64,16 @@ struct waits {
 	int bits;                 /* 2^bits slots, at least twice the keys */
 };
 
-/* A launch call held for a queue slot: the GPU task whose end frees
- * it, the call, and the latest end of the other slots it takes. */
-struct qwait {
-	uint32_t on, call;
-	int64_t free;
+/* A device's launch queue: the ends of the GPU tasks launched on it and
+ * placed (a min-heap; those ended by the last look are dropped), how
+ * many launched are not placed yet, and the calls held waiting for one
+ * of those to be placed (their end is then known). */
+struct qdev {
+	int64_t *end;
+	size_t n, cap;
+	uint32_t nun;
+	uint32_t *w;
+	size_t nw, capw;
 };
 
 struct heapent {
@@ -134,15 +139,13 @@ struct sim {
 	uint32_t *held;           /* per proc: tasks waiting for it to be released */
 	struct wnode *hn;
 	size_t nhn, caphn;
-	/* the launch queue (sim_launch_queue): per device, the GPU tasks
-	 * launched into its last qn slots, a ring */
+	/* the launch queue (sim_launch_queue) */
 	uint32_t qn;              /* slots a device; 0: unbounded */
 	uint32_t *pdev;           /* per proc: its device, KG_NONE for a thread */
 	int64_t *devkey;          /* per device: rank, then pid */
 	size_t ndev, cappdev, capdevkey;
-	uint32_t *ring, *rpos;    /* ndev * qn slots; per device: the next */
-	struct qwait *qw;         /* the calls held for a slot */
-	size_t nqw, capqw;
+	struct qdev *qd;          /* per device */
+	int64_t now;              /* the time of the task being placed */
 	struct prefault *pf;      /* NULL: none */
 	int over;                 /* a simulated end reached KG_TIME_MAX */
 	size_t ngrp;              /* rendezvous groups */
@@ -165,7 +168,7 @@ struct sim {
 #define F_GRP 16  /* the task is in a rendezvous group (grpl) */
 #define F_WAIT 32 /* some task waits for it (wt) */
 #define F_RT 64   /* a runtime call (set as read: only those launch) */
-#define F_QW 128  /* a launch call waits for its queue slot (qw) */
+#define F_QW 128  /* a GPU task launched, not placed: counted in its device's nun */
 
 /*
  * The big arrays by task and by edge: where each is, its capacity and

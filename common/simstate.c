@@ -129,6 +129,7 @@ void
 sim_reset(struct sim *s)
 {
 	struct big bt[] = BIG_TASK(s), be[] = BIG_EDGE(s);
+	size_t i;
 
 	/* the derived arrays are zero again for the next section */
 	big_forget(s, bt, NBIG_TASK, 0, 1);
@@ -139,11 +140,14 @@ sim_reset(struct sim *s)
 	waits_release(&s->wt);
 	free(s->grpl), free(s->grpix), free(s->goff), free(s->gmem), free(s->garr), free(s->gmax);
 	free(s->held);
-	free(s->pdev), free(s->devkey), free(s->ring), free(s->rpos), free(s->qw);
-	s->pdev = s->ring = s->rpos = NULL;
+	if (s->qd != NULL)
+		for (i = 0; i < s->ndev; i++)
+			free(s->qd[i].end), free(s->qd[i].w);
+	free(s->pdev), free(s->devkey), free(s->qd);
+	s->pdev = NULL;
 	s->devkey = NULL;
-	s->qw = NULL;
-	s->ndev = s->cappdev = s->capdevkey = s->nqw = s->capqw = 0;
+	s->qd = NULL;
+	s->ndev = s->cappdev = s->capdevkey = 0;
 	s->grpl = NULL;
 	s->ngrpl = 0;
 	s->grpix = s->goff = s->gmem = s->garr = s->held = NULL;
@@ -458,10 +462,7 @@ sim_prepare(struct sim *s)
 		for (i = 0; i < s->nproc; i++)
 			s->held[i] = KG_NONE;
 	}
-	if (s->qn > 0) {
-		s->ring = xmalloc((s->ndev * s->qn + 1) * sizeof(*s->ring));
-		s->rpos = xmalloc((s->ndev + 1) * sizeof(*s->rpos));
-	}
+	s->qd = xcalloc(s->ndev + 1, sizeof(*s->qd));
 	order_edges(s);
 	waits_init(&s->wt, s->nrte);
 	/* A runtime edge from a task its binding point launched (a blocking

@@ -113,10 +113,10 @@ setup_file() {
 
 @test "graphsim: --help prints the usage on stdout and exits 0" {
 	run -0 --separate-stderr graphsim --help
-	[ "${lines[0]}" = "usage: graphsim [-q] [-o FILE] [FILE ...]" ]
+	[ "${lines[0]}" = "usage: graphsim [-q] [--launch-queue N] [-o FILE] [FILE ...]" ]
 	[ -z "$stderr" ]
 	run -0 --separate-stderr graphsim -h
-	[ "${lines[0]}" = "usage: graphsim [-q] [-o FILE] [FILE ...]" ]
+	[ "${lines[0]}" = "usage: graphsim [-q] [--launch-queue N] [-o FILE] [FILE ...]" ]
 }
 
 @test "graphsim: --version names the tool" {

@@ -150,6 +150,36 @@ bind_runtime(struct sim *s, uint32_t x, int64_t t)
 	return t;
 }
 
+/* A device's launch queue: an end added, the first end dropped. */
+static void
+qpush(struct qdev *q, int64_t e)
+{
+	size_t i;
+
+	if (q->n == q->cap)
+		grow(&q->end, &q->cap, q->n + 1, sizeof(*q->end));
+	for (i = q->n++; i > 0 && q->end[(i - 1) / 2] > e; i = (i - 1) / 2)
+		q->end[i] = q->end[(i - 1) / 2];
+	q->end[i] = e;
+}
+
+static void
+qpop(struct qdev *q)
+{
+	int64_t e = q->end[--q->n];
+	size_t i = 0, c;
+
+	while ((c = 2 * i + 1) < q->n) {
+		if (c + 1 < q->n && q->end[c + 1] < q->end[c])
+			c++;
+		if (e <= q->end[c])
+			break;
+		q->end[i] = q->end[c];
+		i = c;
+	}
+	q->end[i] = e;
+}
+
 /*
  * Task x has its start and end: what it launched is now launched, what
  * waited for it may go.
@@ -190,6 +220,20 @@ finish(struct sim *s, uint32_t x)
 		if (--s->cnt[dst] == 0)
 			heap_push(s, s->rs[dst], dst);
 	}
+	if (s->state[x] & F_QW) {
+		/* a launched task placed: its slot is held until its end,
+		 * and the calls that waited for its end to be known look
+		 * again */
+		struct qdev *q = &s->qd[s->pdev[s->proc[x]]];
+		size_t i;
+
+		s->state[x] &= (uint8_t)~F_QW;
+		q->nun--;
+		qpush(q, end);
+		for (i = 0; i < q->nw; i++)
+			heap_push(s, s->rs[q->w[i]] > s->now ? s->rs[q->w[i]] : s->now, q->w[i]);
+		q->nw = 0;
+	}
 	if (s->state[x] & F_BIND) {
 		struct bind *b = bind_of(s, x);
 
@@ -205,6 +249,64 @@ finish(struct sim *s, uint32_t x)
 		if (--s->cnt[w] == 0)
 			heap_push(s, s->rs[w], w);
 	}
+}
+
+/*
+ * Launch call x may start at t: 1 when each device it launches on has
+ * room for what it launches there (fewer than qn launched tasks not
+ * ended), the slots then taken; else 0, and *next is when to look again
+ * (the first end among the device's tasks), or -1 when the room needs a
+ * launched task not placed yet (x is then on the device's waiters).
+ */
+static int
+queue_room(struct sim *s, uint32_t x, int64_t t, int64_t *next)
+{
+	uint32_t k, j, d;
+
+	*next = 0;
+	for (k = s->soff[x]; k < s->soff[x + 1]; k++) {
+		struct qdev *q;
+		uint32_t need = 0;
+		size_t pend;
+
+		if ((s->ekind[k] & EK_KIND) != KG_E_LAUNCH ||
+		    (d = s->pdev[s->proc[s->edst[k]]]) == KG_NONE)
+			continue;
+		for (j = s->soff[x]; j < k; j++)
+			if ((s->ekind[j] & EK_KIND) == KG_E_LAUNCH &&
+			    s->pdev[s->proc[s->edst[j]]] == d)
+				break;
+		if (j < k)
+			continue; /* that device is looked at */
+		for (j = k; j < s->soff[x + 1]; j++)
+			if ((s->ekind[j] & EK_KIND) == KG_E_LAUNCH &&
+			    s->pdev[s->proc[s->edst[j]]] == d)
+				need++;
+		if (need > s->qn)
+			need = s->qn; /* more than the queue: they go as it empties */
+		q = &s->qd[d];
+		while (q->n > 0 && q->end[0] <= t)
+			qpop(q);
+		pend = q->n + q->nun;
+		if (pend + need <= s->qn)
+			continue;
+		if (pend + need - s->qn > q->n) {
+			VEC_PUSH(q->w, q->nw, q->capw, x);
+			*next = -1;
+			return 0;
+		}
+		if (q->end[0] > *next)
+			*next = q->end[0];
+	}
+	if (*next > 0)
+		return 0;
+	for (k = s->soff[x]; k < s->soff[x + 1]; k++)
+		if ((s->ekind[k] & EK_KIND) == KG_E_LAUNCH &&
+		    (d = s->pdev[s->proc[s->edst[k]]]) != KG_NONE) {
+			s->qd[d].nun++;
+			s->state[s->edst[k]] |= F_QW;
+		}
+	return 1;
 }
 
 /* Simulate the section; 0, or -1 if some tasks can never start. */
@@ -230,6 +332,8 @@ simulate(struct sim *s)
 	uint32_t k;
 
 	s->over = 0;
+	for (i = 0; i < s->ndev; i++)
+		s->qd[i].n = s->qd[i].nun = 0, s->qd[i].nw = 0;
 
 	for (i = 0; i < n; i++)
 		if (s->cnt[i] == 0)
@@ -248,8 +352,30 @@ simulate(struct sim *s)
 			__builtin_prefetch(&s->dend[y]);
 			__builtin_prefetch(&s->soff[y]);
 		}
-		int64_t t = h.t;
+		int64_t t = h.t, next;
 
+		s->now = t;
+		if (ST(s, x) == 3) {
+			/* a launch call held for its queue slots, looked at
+			 * again: when they are free it runs from there, and
+			 * its thread goes on after it */
+			uint32_t w;
+
+			if (!queue_room(s, x, t, &next)) {
+				if (next >= 0)
+					heap_push(s, next, x);
+				continue;
+			}
+			s->rs[x] = t;
+			s->dend[x] = bounded(s, s->dend[x] + t);
+			s->busy[p] = s->dend[x];
+			for (w = s->held[p]; w != KG_NONE; w = s->hn[w].next)
+				heap_push(s, s->dend[x], s->hn[w].task);
+			s->held[p] = KG_NONE;
+			finish(s, x);
+			done++;
+			continue;
+		}
 		if (ST(s, x) == 0) {
 			SET_ST(s, x, 1);
 			t = bind_runtime(s, x, t);
@@ -273,6 +399,18 @@ simulate(struct sim *s)
 		s->rs[x] = t;
 		g = s->state[x] & F_GRP ? s->grpl[block_find(s->grpl, s->grpix, x)].val : KG_NONE;
 		if (g == KG_NONE) {
+			if (s->qn > 0 && (s->state[x] & F_RT)) {
+				/* a launch call: it holds its thread until its
+				 * queue slots are free, then does its work (its
+				 * duration) */
+				if (!queue_room(s, x, t, &next)) {
+					s->busy[p] = HELD;
+					SET_ST(s, x, 3);
+					if (next >= 0)
+						heap_push(s, next, x);
+					continue;
+				}
+			}
 			s->dend[x] = bounded(s, s->dend[x] + t);
 			s->busy[p] = s->dend[x];
 			finish(s, x);
@@ -313,6 +451,7 @@ sim_new(int prefault)
 
 	if (prefault)
 		s->pf = pf_new();
+	s->qn = SIM_LAUNCH_QUEUE;
 	return s;
 }
 
@@ -323,6 +462,12 @@ sim_free(struct sim *s)
 		return;
 	sim_release(s);
 	free(s);
+}
+
+void
+sim_launch_queue(struct sim *s, uint32_t n)
+{
+	s->qn = n;
 }
 
 void
@@ -352,6 +497,21 @@ sim_proc(struct sim *s, const struct kg_proc *p)
 	for (i = 0; i < s->nrank; i++)
 		if (s->rank[i] == p->rank)
 			s->pt0[s->nproc] = s->rt0[i];
+	/* a stream's device: its rank's GPU of that index */
+	grow(&s->pdev, &s->cappdev, s->nproc + 1, sizeof(*s->pdev));
+	s->pdev[s->nproc] = KG_NONE;
+	if (p->kind == KG_STREAM) {
+		for (i = 0; i < s->ndev; i++)
+			if (s->devkey[2 * i] == p->rank && s->devkey[2 * i + 1] == p->pid)
+				break;
+		if (i == s->ndev) {
+			grow(&s->devkey, &s->capdevkey, 2 * s->ndev + 2, sizeof(*s->devkey));
+			s->devkey[2 * i] = p->rank;
+			s->devkey[2 * i + 1] = p->pid;
+			s->ndev++;
+		}
+		s->pdev[s->nproc] = (uint32_t)i;
+	}
 	s->nproc++;
 }
 

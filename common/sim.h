@@ -32,6 +32,15 @@ struct sim;
 struct sim *sim_new(int prefault);
 void sim_free(struct sim *s);
 
+/*
+ * The launch queue: a device holds at most n launched GPU tasks not yet
+ * ended (0: unbounded); a launch call that would take a slot still held
+ * blocks its thread until that slot's task ends (graphsim(1), "The
+ * launch queue"). SIM_LAUNCH_QUEUE by default; set before sim_begin.
+ */
+#define SIM_LAUNCH_QUEUE 1024
+void sim_launch_queue(struct sim *s, uint32_t n);
+
 /* A section begins (a job section's ranks begin at their `t0`). */
 void sim_begin(struct sim *s, const struct kg_header *h);
 /* Its records as read, in order: the reader has checked their ids. */

@@ -64,6 +64,18 @@ struct waits {
 	int bits;                 /* 2^bits slots, at least twice the keys */
 };
 
+/* A device's launch queue: the ends of the GPU tasks launched on it and
+ * placed (a min-heap; those ended by the last look are dropped), how
+ * many launched are not placed yet, and the calls held waiting for one
+ * of those to be placed (their end is then known). */
+struct qdev {
+	int64_t *end;
+	size_t n, cap;
+	uint32_t nun;
+	uint32_t *w;
+	size_t nw, capw;
+};
+
 struct heapent {
 	int64_t t;
 	uint32_t id;
@@ -127,6 +139,13 @@ struct sim {
 	uint32_t *held;           /* per proc: tasks waiting for it to be released */
 	struct wnode *hn;
 	size_t nhn, caphn;
+	/* the launch queue (sim_launch_queue) */
+	uint32_t qn;              /* slots a device; 0: unbounded */
+	uint32_t *pdev;           /* per proc: its device, KG_NONE for a thread */
+	int64_t *devkey;          /* per device: rank, then pid */
+	size_t ndev, cappdev, capdevkey;
+	struct qdev *qd;          /* per device */
+	int64_t now;              /* the time of the task being placed */
 	struct prefault *pf;      /* NULL: none */
 	int over;                 /* a simulated end reached KG_TIME_MAX */
 	size_t ngrp;              /* rendezvous groups */
@@ -149,6 +168,7 @@ struct sim {
 #define F_GRP 16  /* the task is in a rendezvous group (grpl) */
 #define F_WAIT 32 /* some task waits for it (wt) */
 #define F_RT 64   /* a runtime call (set as read: only those launch) */
+#define F_QW 128  /* a GPU task launched, not placed: counted in its device's nun */
 
 /*
  * The big arrays by task and by edge: where each is, its capacity and

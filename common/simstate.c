@@ -129,6 +129,7 @@ void
 sim_reset(struct sim *s)
 {
 	struct big bt[] = BIG_TASK(s), be[] = BIG_EDGE(s);
+	size_t i;
 
 	/* the derived arrays are zero again for the next section */
 	big_forget(s, bt, NBIG_TASK, 0, 1);
@@ -139,6 +140,14 @@ sim_reset(struct sim *s)
 	waits_release(&s->wt);
 	free(s->grpl), free(s->grpix), free(s->goff), free(s->gmem), free(s->garr), free(s->gmax);
 	free(s->held);
+	if (s->qd != NULL)
+		for (i = 0; i < s->ndev; i++)
+			free(s->qd[i].end), free(s->qd[i].w);
+	free(s->pdev), free(s->devkey), free(s->qd);
+	s->pdev = NULL;
+	s->devkey = NULL;
+	s->qd = NULL;
+	s->ndev = s->cappdev = s->capdevkey = 0;
 	s->grpl = NULL;
 	s->ngrpl = 0;
 	s->grpix = s->goff = s->gmem = s->garr = s->held = NULL;
@@ -447,6 +456,13 @@ sim_prepare(struct sim *s)
 	for (i = 0; i < s->nproc; i++)
 		s->last[i] = s->lastby[i] = KG_NONE;
 	groups(s);
+	if (s->held == NULL) {
+		/* a launch call held for its queue slot holds its thread */
+		s->held = xmalloc((s->nproc + 1) * sizeof(*s->held));
+		for (i = 0; i < s->nproc; i++)
+			s->held[i] = KG_NONE;
+	}
+	s->qd = xcalloc(s->ndev + 1, sizeof(*s->qd));
 	order_edges(s);
 	waits_init(&s->wt, s->nrte);
 	/* A runtime edge from a task its binding point launched (a blocking
@@ -534,9 +550,9 @@ sim_restore(struct sim *s, const int64_t *cut)
 	if (s->grpl != NULL) {
 		memset(s->garr, 0, (s->ngrp + 1) * sizeof(*s->garr));
 		memset(s->gmax, 0, (s->ngrp + 1) * sizeof(*s->gmax));
-		for (i = 0; i < s->nproc; i++)
-			s->held[i] = KG_NONE;
 	}
+	for (i = 0; i < s->nproc; i++)
+		s->held[i] = KG_NONE;
 	if (cut == NULL)
 		return;
 	copy(s->rem, cut, n * sizeof(*s->rem));

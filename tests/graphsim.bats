@@ -113,10 +113,10 @@ setup_file() {
 
 @test "graphsim: --help prints the usage on stdout and exits 0" {
 	run -0 --separate-stderr graphsim --help
-	[ "${lines[0]}" = "usage: graphsim [-q] [-o FILE] [FILE ...]" ]
+	[ "${lines[0]}" = "usage: graphsim [-q] [--launch-queue N] [-o FILE] [FILE ...]" ]
 	[ -z "$stderr" ]
 	run -0 --separate-stderr graphsim -h
-	[ "${lines[0]}" = "usage: graphsim [-q] [-o FILE] [FILE ...]" ]
+	[ "${lines[0]}" = "usage: graphsim [-q] [--launch-queue N] [-o FILE] [FILE ...]" ]
 }
 
 @test "graphsim: --version names the tool" {
@@ -128,15 +128,23 @@ setup_file() {
 @test "graphsim: an unknown option or a missing option argument is a usage error" {
 	run -2 --separate-stderr graphsim --bogus "$BATS_FILE_TMPDIR/ex.kg"
 	[ -z "$output" ]
-	[ "${stderr_lines[1]}" = "usage: graphsim [-q] [-o FILE] [FILE ...]" ]
+	[ "${stderr_lines[1]}" = "usage: graphsim [-q] [--launch-queue N] [-o FILE] [FILE ...]" ]
 	run -2 --separate-stderr graphsim -o
 	[ -z "$output" ]
+}
+
+@test "graphsim: a --launch-queue that is not a count of launches is a usage error" {
+	for n in -1 x 2x "" 1000001; do
+		run -2 --separate-stderr graphsim --launch-queue "$n" "$BATS_FILE_TMPDIR/ex.kg"
+		[ -z "$output" ]
+		[ "${stderr_lines[0]}" = "graphsim: invalid --launch-queue '$n' (launches: 0 to 1000000)" ]
+	done
 }
 
 @test "graphsim: the usage line is the man page's SYNOPSIS" {
 	command -v mandoc > /dev/null || skip "no mandoc"
 	syn=$(mandoc -Tascii "$ROOT/doc/graphsim.1" | col -b | sed -n '/^SYNOPSIS/{n;p;q}' | sed 's/^ *//')
-	[ "$syn" = "graphsim [-q] [-o FILE] [FILE ...]" ]
+	[ "$syn" = "graphsim [-q] [--launch-queue N] [-o FILE] [FILE ...]" ]
 }
 
 @test "graphsim: a missing file is named in the error" {
@@ -355,6 +363,68 @@ setup_file() {
 	c 37 42
 	x 45 50
 	EOF
+}
+
+@test "graphsim: with a launch queue of 2 a host that never syncs is held to the GPU's pace" {
+	fixture launch-queue
+	graphsim --launch-queue 2 launch-queue.kg > q2.kg
+	# Device 0 (stream 1) runs k0..k5 (d 100 each, one after another),
+	# launched by l0..l5 (d 10) in a chain on thread 1 with no sync; k0
+	# also waits (a fixed event edge) for slow (d 500) on device 1, which
+	# launch_slow (0..10) launched: slow 10..510, so k0 510..610, k1
+	# 610..710, ... k5 1010..1110. Two slots on device 0: l0 (10..20)
+	# takes k0's, l1 (20..30) k1's; l2, ready at 30, needs k0's slot, and
+	# k0 is not even placed yet: l2 holds thread 1 until k0 ends, 610..620.
+	# bg (d 5, thread 1, handed off from other, 0..40) is ready at 40 but
+	# waits behind the held l2: 620..625. l3 needs k1's slot (ends 710):
+	# 710..720; l4 k2's (810): 810..820; l5 k3's (910): 910..920; end
+	# 920..925. From l2 on, one launch per 100 ns, the GPU's pace.
+	diff - <(times q2.kg) <<-'EOF'
+	launch_slow 0 10
+	slow 10 510
+	l0 10 20
+	k0 510 610
+	l1 20 30
+	k1 610 710
+	l2 610 620
+	k2 710 810
+	other 0 40
+	bg 620 625
+	l3 710 720
+	k3 810 910
+	l4 810 820
+	k4 910 1010
+	l5 910 920
+	k5 1010 1110
+	end 920 925
+	EOF
+	# Unbounded (0), the host runs ahead: l2 30..40; bg 40..45 (it is
+	# ready with l3 at 40 and first by id); l3 45..55, l4 55..65, l5
+	# 65..75, end 75..80: each launch 10 ns after the last while the GPU
+	# takes 100 ns a kernel, 90 ns further behind each iteration. The
+	# GPU's times are the same. The default (1024 slots) does not bind.
+	graphsim --launch-queue 0 launch-queue.kg > q0.kg
+	diff - <(times q0.kg) <<-'EOF'
+	launch_slow 0 10
+	slow 10 510
+	l0 10 20
+	k0 510 610
+	l1 20 30
+	k1 610 710
+	l2 30 40
+	k2 710 810
+	other 0 40
+	bg 40 45
+	l3 45 55
+	k3 810 910
+	l4 55 65
+	k4 910 1010
+	l5 65 75
+	k5 1010 1110
+	end 75 80
+	EOF
+	graphsim launch-queue.kg > qd.kg
+	cmp q0.kg qd.kg
 }
 
 @test "graphsim: an event wait binds to what the recording stream last launched when the record ran" {
@@ -634,4 +704,23 @@ setup_file() {
 			{ echo "fails: $f"; return 1; }
 		python3 simcheck.py "$f" < dump || return 1
 	done < list
+}
+
+@test "graphsim: the V100 trace without the profiler: the launch queue keeps its steps steady" {
+	need_traces
+	kineto2graph "$TRACES"/hta_v100_pt2_ns_resolution/*.json.gz > v.kg
+	# Its host never syncs within a step; without the profiler's cost
+	# it is faster than the GPU. Unbounded, the steps after the first
+	# two grow (217.7, 235.9, 253.9 ms); held to 1024 launches a device,
+	# they stay within 0.2 ms of each other (184.6, 184.6, 184.4 ms),
+	# the traced steps (184.4, 184.4, 184.2 ms) as the GPU sets them.
+	# The traced replay is the same either way.
+	graphsim --launch-queue 0 v.kg | graphstat --csv > q0.csv
+	graphsim v.kg | graphstat --csv > qd.csv
+	unprof() { awk -F, 'NR > 1 && $2 >= 103 { print $2, $24 }' "$1"; }
+	traced() { awk -F, 'NR > 1 { print $2, $4 }' "$1"; }
+	diff <(traced q0.csv) <(traced qd.csv)
+	unprof q0.csv | awk '{ v[NR] = $2 } END { exit !(v[2] - v[1] > 10e6 && v[3] - v[2] > 10e6) }'
+	unprof qd.csv | awk '{ v[NR] = $2; if ($2 < lo || !lo) lo = $2; if ($2 > hi) hi = $2 }
+	    END { exit !(NR == 3 && hi - lo < 0.5e6) }'
 }

@@ -10,6 +10,7 @@
  * input records since the last frame boundary (at most a frame, 2 MiB
  * from kgraph's writers; see run_frames).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -20,11 +21,13 @@
 #include "sim.h"
 #include "util.h"
 
-static const char usage[] = "graphsim [-q] [-o FILE] [FILE ...]";
+static const char usage[] = "graphsim [-q] [--launch-queue N] [-o FILE] [FILE ...]";
 
 static const char help[] =
     "Simulate graph streams: give every task a simulated start and end.\n"
     "\n"
+    "      --launch-queue N  launches a device holds not yet ended (default 1024;\n"
+    "                      0: unbounded)\n"
     "  -o, --output FILE   write the stream to FILE instead of stdout\n"
     "  -q, --quiet         no warnings\n"
     "  -h, --help          this help\n"
@@ -220,6 +223,7 @@ main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
+		{ "launch-queue", required_argument, NULL, 'L' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -230,6 +234,8 @@ main(int argc, char **argv)
 	struct sim *s;
 	struct cuts cuts;
 	int c, i, rc = 0;
+	unsigned long lq = SIM_LAUNCH_QUEUE;
+	char *end;
 
 	cli_init("graphsim");
 	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
@@ -239,6 +245,15 @@ main(int argc, char **argv)
 			break;
 		case 'q':
 			quiet = 1;
+			break;
+		case 'L':
+			errno = 0;
+			lq = strtoul(optarg, &end, 10);
+			if (end == optarg || *end != '\0' || *optarg == '-' || errno != 0 ||
+			    lq > 1000000) {
+				errmsg("invalid --launch-queue '%s' (launches: 0 to 1000000)", optarg);
+				usage_exit(usage);
+			}
 			break;
 		case 'h':
 			printf("usage: %s\n\n%s", usage, help);
@@ -254,6 +269,7 @@ main(int argc, char **argv)
 	if (gout_open(&g, output, KG_LEVEL) < 0)
 		return 1;
 	s = sim_new(1);
+	sim_launch_queue(s, (uint32_t)lq);
 	memset(&cuts, 0, sizeof(cuts));
 	if (argc == 0)
 		rc = process(NULL, &g, s, &cuts);

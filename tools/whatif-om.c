@@ -1,6 +1,6 @@
 /*
  * whatif-om: the op model's part of the what-if skeleton (whatif.h's
- * whatif_models), apart from whatif.c because it links libxgboost: only
+ * whatif_models and whatif_run_models), apart from whatif.c because it links libxgboost: only
  * the tools that re-time by a model (graph-scale-hidden, graph-scale-tp,
  * graph-scale-batch, graph-retime) link this file.
  */
@@ -39,4 +39,24 @@ whatif_models(const char *model, const char *from, struct om_model *to, struct o
 		*have_src = 1;
 	}
 	return 0;
+}
+
+int
+whatif_run_models(const struct whatif_tool *w, whatif_section_fn *section, void *arg)
+{
+	struct whatif_om *m = w->om;
+	int rc;
+
+	if (m->from != NULL && m->model == NULL) {
+		errmsg("--from needs --model (the GPU to predict)");
+		usage_exit(w->usage);
+	}
+	if (whatif_models(m->model, m->from, &m->to, &m->src, &m->have_to, &m->have_src) != 0)
+		return 1;
+	rc = whatif_run_graphs(w, section, arg);
+	if (m->have_to)
+		om_model_release(&m->to);
+	if (m->have_src)
+		om_model_release(&m->src);
+	return rc;
 }

@@ -10,12 +10,14 @@
  * --version. Those a tool asks for, by a pointer to where they go:
  * -v, --verbose; --gpus-per-node N (1 to 2^20, 8 unless given); --net
  * GBPS,US and --topology NAME|FILE (cli_links), whose gpus-per-node, if
- * any, stands where --gpus-per-node is not given. A bad value, an
+ * any, stands where --gpus-per-node is not given; --model MODEL and
+ * --from MODEL (struct whatif_om, loaded by whatif_run_models). A bad value, an
  * unknown option or a missing argument is a usage error (exit 2); a
  * topology file that does not read ends the program with 1.
  *
  * The long options are matched in this order (getopt_long names them so
- * when an abbreviation is ambiguous): --output, the tool's own, then
+ * when an abbreviation is ambiguous): --output, the tool's own (with
+ * --model and --from after the first om_at of them), then
  * --gpus-per-node, --net, --topology, --quiet, --verbose, --help,
  * --version.
  *
@@ -50,8 +52,20 @@
 #include "comm.h"
 #include "graph.h"
 #include "kg.h"
+#include "opmodel.h"
 
 #define WHATIF_MAXOPTS 32
+
+/*
+ * The op models a tool re-times by: --model MODEL (the GPU to predict)
+ * and --from MODEL (the graph's own GPU's), as given (NULL: not), and
+ * as whatif_run_models loads them.
+ */
+struct whatif_om {
+	const char *model, *from;
+	struct om_model to, src;
+	int have_to, have_src;
+};
 
 struct whatif_tool {
 	/* the tool's, set before the first whatif_getopt (a designated
@@ -63,6 +77,9 @@ struct whatif_tool {
 	int *verbose;               /* -v, --verbose set it to 1; NULL: no such option */
 	int64_t *gpn;               /* --gpus-per-node; NULL: no such option */
 	struct comm_given *given;   /* --net, --topology; NULL: no such options */
+	struct whatif_om *om;       /* --model, --from; NULL: no such options */
+	int om_at;                  /* with om: how many of its own options come
+	                             * before them (where its --help lists them) */
 	/* whatif_getopt's */
 	const char *output;         /* -o FILE; NULL: stdout */
 	int argc;                   /* the operands left: whatif_getopt's after the */
@@ -86,6 +103,13 @@ int whatif_getopt(struct whatif_tool *w, int argc, char **argv);
 void whatif_number(struct whatif_tool *w, int64_t *n, int64_t max, const char *what,
     const char *name, const char *hint);
 
+/*
+ * A size option's argument (graph-scale-hidden's --ffn, graph-scale-batch's
+ * --seq and the like): a whole number from 1 to 2^30; bad: `invalid
+ * WHAT 'ARG' (a positive integer)`, exit 2 with the usage.
+ */
+int64_t whatif_size(const struct whatif_tool *w, const char *what, const char *arg);
+
 /* One input (path NULL: stdin) into out: 0, or 1 after a message. */
 typedef int whatif_input_fn(void *arg, const char *path, struct gout *out);
 /*
@@ -101,12 +125,34 @@ int whatif_run(const struct whatif_tool *w, whatif_input_fn *input, void *arg);
 int whatif_run_graphs(const struct whatif_tool *w, whatif_section_fn *section, void *arg);
 
 /*
+ * The end of a section a tool rebuilt whole: g written to out, the
+ * writer following g's header, with the tools entry `tool` and the
+ * strings xstr[0..nxstr) added after the section's own (graph_write):
+ * 0, or 1 after `tool: OUTPUT: reason`.
+ */
+int whatif_write(struct gout *out, struct graph *g, const char *tool, const char *const *xstr,
+    size_t nxstr);
+/*
+ * The warning that n collectives of section index of `name` were re-timed
+ * by the built-in topology of the GPU gpu names (comm_topology_default),
+ * the job having none of their kind on that link; none where n is 0.
+ */
+void whatif_warn_topology(const char *name, int index, int64_t n, const char *gpu);
+
+/*
+ * whatif_run_graphs with the op models of w->om loaded before and
+ * released after: --from without --model is a usage error (`--from
+ * needs --model (the GPU to predict)`, exit 2); a model that does not
+ * load, 1 after whatif_models' message. In whatif-om.c.
+ */
+int whatif_run_models(const struct whatif_tool *w, whatif_section_fn *section, void *arg);
+
+/*
  * --model MODEL and --from MODEL (NULL: not given) loaded into to and
  * src, *have_to and *have_src saying which were; 0, or 1 after `tool:
  * FILE: reason`, neither then left loaded. In whatif-om.c, which links
  * the op model (libxgboost): only the tools that take a model link it.
  */
-struct om_model;
 int whatif_models(const char *model, const char *from, struct om_model *to, struct om_model *src,
     int *have_to, int *have_src);
 

@@ -1,6 +1,7 @@
 /*
  * reshape: dims text taken apart and written back, strings added to a
- * section, kernels re-timed for new shapes (see reshape.h).
+ * section, kernels re-timed for new shapes, and what two tools' rules
+ * read alike: operators' roles and the sizes they state (see reshape.h).
  */
 #include <inttypes.h>
 #include <stdio.h>

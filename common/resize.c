@@ -139,15 +139,13 @@ rz_section_release(struct rz_section *z)
 }
 
 void
-rz_pairs_rewrite(struct rz_pairs *ps, const struct kg_reader *r, struct rs_strs *rs,
-    char *(*rewrite)(void *arg, const char *op, const char *dims), void *arg)
+rz_pairs_ids(struct rz_pairs *ps, struct rs_strs *rs)
 {
 	size_t i;
 
 	for (i = 0; i < ps->n; i++) {
 		struct rz_pair *p = &ps->p[i];
 
-		p->text = rewrite(arg, kg_str(r, p->op), kg_str(r, p->sh));
 		if (p->text != NULL)
 			p->nsh = rs_strs_id(rs, p->text);
 	}

@@ -72,12 +72,11 @@ void rz_pairs_collect(const struct graph *g, struct rz_pairs *ps);
 const struct rz_pair *rz_pair_of(struct rz_pairs *ps, const struct kg_task *t);
 void rz_pairs_release(struct rz_pairs *ps);
 /*
- * The new dims of every pair: rewrite(arg, operator, dims), NULL where
- * they stay; the new strings go to rs. Then, once the tasks are
+ * The ids of the pairs' new dims (the text the tool set in each, NULL
+ * where they stay), added to rs in pair order. Then, once the tasks are
  * re-timed, rz_pairs_apply gives every task its pair's new dims.
  */
-void rz_pairs_rewrite(struct rz_pairs *ps, const struct kg_reader *r, struct rs_strs *rs,
-    char *(*rewrite)(void *arg, const char *op, const char *dims), void *arg);
+void rz_pairs_ids(struct rz_pairs *ps, struct rs_strs *rs);
 void rz_pairs_apply(struct graph *g, struct rz_pairs *ps);
 
 /*

@@ -51,10 +51,7 @@ static const char help[] =
     "  -o, --output FILE      write the stream to FILE instead of stdout\n"
     "      --seq S            the new sequence length\n"
     "      --mbs B            the new micro-batch size\n"
-    "      --model MODEL      re-time kernels by MODEL (opmodel fit): each kernel\n"
-    "                         times predicted(new shapes) / predicted(traced ones)\n"
-    "      --from MODEL       the model of the graph's own GPU: the traced shapes\n"
-    "                         predicted by it, the new ones by --model's\n"
+    WHATIF_OM_HELP
     "      --base-seq S, --base-mbs B\n"
     "                         the traced sizes, where the graph's shapes do not\n"
     "                         tell them\n"
@@ -79,21 +76,6 @@ static const struct option own[] = {
 	{ "base-mbs", required_argument, NULL, 'B' },
 	{ NULL, 0, NULL, 0 }
 };
-
-/* The traced sizes and the new: rewrite's argument. */
-struct resize {
-	const struct bat_sizes *a;
-	int64_t nb, ns;
-};
-
-/* A pair's new dims (common/resize.h's rz_pairs_rewrite). */
-static char *
-rewrite(void *arg, const char *op, const char *dims)
-{
-	const struct resize *z = arg;
-
-	return bat_rewrite(op, dims, z->a, z->nb, z->ns);
-}
 
 /* GPU kernels (not the optimizer's) whose call has no shapes: they keep
  * their times. */
@@ -121,30 +103,27 @@ count_unsized(const struct graph *g, const struct kg_reader *r)
 
 static int
 scale(void *arg, struct graph *g, const struct kg_reader *r, const char *name, int index,
-    struct gout *out)
+    struct rz_section *z, char *set, size_t setlen, int64_t *tp)
 {
 	const struct opts *o = arg;
 	const struct whatif_om *om = &o->om;
 	struct bat_sizes a;
-	struct resize sz = { &a, 0, 0 };
-	struct rz_section z;
-	char err[256], tool[256];
+	char err[256];
 	int64_t nb, ns, unsized = 0, rewritten = 0;
 	double ftok;
-	int rc = 1;
 	size_t i;
 
-	rz_section_init(&z, g, r);
-	if (bat_find(z.ops, z.ps.n, o->base_b, o->base_s, &a, err, sizeof(err)) < 0) {
+	if (bat_find(z->ops, z->ps.n, o->base_b, o->base_s, &a, err, sizeof(err)) < 0) {
 		errmsg("%s: section %d: %s", name, index, err);
-		goto out;
+		return 1;
 	}
+	*tp = a.tp;
 	nb = o->new_b > 0 ? o->new_b : a.b;
 	ns = o->new_s > 0 ? o->new_s : a.s;
 	if (a.tp > 1 && ns % a.tp != 0) {
 		errmsg("%s: section %d: the sequence %lld does not divide among the %lld "
 		    "tensor-parallel ranks", name, index, (long long)ns, (long long)a.tp);
-		goto out;
+		return 1;
 	}
 	if (om->have_src) {
 		g->h.gpu = om->to.gpu;
@@ -153,42 +132,38 @@ scale(void *arg, struct graph *g, const struct kg_reader *r, const char *name, i
 	}
 	ftok = (double)(nb * ns) / (double)(a.b * a.s);
 	if (nb != a.b || ns != a.s) {
-		sz.nb = nb, sz.ns = ns;
-		rz_pairs_rewrite(&z.ps, r, &z.rs, rewrite, &sz);
-		for (i = 0; i < z.ps.n; i++)
-			rewritten += z.ps.p[i].text != NULL;
+		/* the new dims of every pair (the same strings as ps's) */
+		for (i = 0; i < z->ps.n; i++)
+			z->ps.p[i].text = bat_rewrite(z->ops[i].op, z->ops[i].dims, &a, nb, ns);
+		rz_pairs_ids(&z->ps, &z->rs);
+		for (i = 0; i < z->ps.n; i++)
+			rewritten += z->ps.p[i].text != NULL;
 		unsized = count_unsized(g, r);
-		z.cn.unblocked = rz_unblock_launches(g, r);
+		z->cn.unblocked = rz_unblock_launches(g, r);
 		rz_retime(om->have_to ? &om->to : NULL, om->have_src ? &om->src : NULL, g, r,
-		    &z.ps, 1, &z.cn);
-		rz_retime_colls(g, r, 1, ftok, &z.cn);
+		    &z->ps, 1, &z->cn);
+		rz_retime_colls(g, r, 1, ftok, &z->cn);
 		/* memory: the tokens' ratio for an activation, the sequence's
 		 * squared times the batch's for attention's scores where an
 		 * operator keeps them, 1 for a weight's half copy; the
 		 * optimizer's keep theirs (the parameters do not change) */
-		rz_scale_memory(g, r, &z.ps, ftok, 1, 0);
-		rz_pairs_apply(g, &z.ps);
+		rz_scale_memory(g, r, &z->ps, ftok, 1, 0);
+		rz_pairs_apply(g, &z->ps);
 		if (rewritten == 0)
 			warnmsg("%s: section %d: no operator's shapes carry micro-batch %lld or "
 			    "sequence %lld: nothing re-timed", name, index, (long long)a.b,
 			    (long long)a.s);
 	}
-	if (z.cn.model + z.cn.flops + z.cn.bytes > 0)
+	if (z->cn.model + z->cn.flops + z->cn.bytes > 0)
 		warnmsg("%s: section %d: %lld calls re-timed by the op model, %lld by FLOPs, "
-		    "%lld by bytes%s", name, index, (long long)z.cn.model, (long long)z.cn.flops,
-		    (long long)z.cn.bytes, om->have_to ? "" : " (no --model)");
+		    "%lld by bytes%s", name, index, (long long)z->cn.model, (long long)z->cn.flops,
+		    (long long)z->cn.bytes, om->have_to ? "" : " (no --model)");
 	if (unsized > 0)
 		warnmsg("%s: section %d: %lld GPU kernels keep their times: no shapes size them",
 		    name, index, (long long)unsized);
-	whatif_warn_topology(name, index, z.cn.collassumed, g->h.gpu);
-	snprintf(tool, sizeof(tool), "%s set: seq=%lld, mbs=%lld (from seq %lld, mbs %lld%s%s)",
-	    PRODUCER, (long long)ns, (long long)nb, (long long)a.s, (long long)a.b,
-	    a.tp > 1 ? ", tensor-parallel shares" : "",
-	    om->have_to ? ", op model" : ", by FLOPs and bytes");
-	rc = whatif_write(out, g, tool, (const char *const *)z.rs.in.str, z.rs.in.n);
-out:
-	rz_section_release(&z);
-	return rc;
+	snprintf(set, setlen, "%s set: seq=%lld, mbs=%lld (from seq %lld, mbs %lld", PRODUCER,
+	    (long long)ns, (long long)nb, (long long)a.s, (long long)a.b);
+	return 0;
 }
 
 int
@@ -222,5 +197,5 @@ main(int argc, char **argv)
 		errmsg("give the new sequence length (--seq), micro-batch size (--mbs) or both");
 		usage_exit(usage);
 	}
-	return whatif_run_models(&w, scale, &o);
+	return whatif_run_resized(&w, scale, &o);
 }

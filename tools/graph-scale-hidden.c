@@ -52,10 +52,7 @@ static const char help[] =
     "                         hidden size, 4 H for a GPT)\n"
     "      --heads N          the new number of attention heads (default: the\n"
     "                         traced head size kept, H / head size)\n"
-    "      --model MODEL      re-time kernels by MODEL (opmodel fit): each kernel\n"
-    "                         times predicted(new shapes) / predicted(traced ones)\n"
-    "      --from MODEL       the model of the graph's own GPU: the traced shapes\n"
-    "                         predicted by it, the new ones by --model's\n"
+    WHATIF_OM_HELP
     "      --from-hidden H, --from-ffn F, --from-heads N\n"
     "                         the traced sizes, where the graph's shapes do not\n"
     "                         tell them\n"
@@ -82,20 +79,6 @@ static const struct option own[] = {
 	{ "from-heads", required_argument, NULL, 'N' },
 	{ NULL, 0, NULL, 0 }
 };
-
-/* The traced sizes and the new: rewrite's argument. */
-struct resize {
-	const struct hid_sizes *a, *b;
-};
-
-/* A pair's new dims (common/resize.h's rz_pairs_rewrite). */
-static char *
-rewrite(void *arg, const char *op, const char *dims)
-{
-	const struct resize *z = arg;
-
-	return hid_rewrite(op, dims, z->a, z->b);
-}
 
 /*
  * The model's parameters before and after, counted from the forward
@@ -136,26 +119,24 @@ count_params(const struct graph *g, const struct kg_reader *r, struct rz_pairs *
 
 static int
 scale(void *arg, struct graph *g, const struct kg_reader *r, const char *name, int index,
-    struct gout *out)
+    struct rz_section *z, char *set, size_t setlen, int64_t *tp)
 {
 	const struct opts *o = arg;
 	const struct whatif_om *om = &o->om;
 	struct hid_sizes a, b;
-	struct resize sz = { &a, &b };
-	struct rz_section z;
-	char err[256], tool[256];
+	char err[256];
 	int64_t p0, p1;
 	double pratio;
-	int rc = 1;
+	size_t i;
 
-	rz_section_init(&z, g, r);
-	if (hid_find(z.ops, z.ps.n, &o->from, &a, err, sizeof(err)) < 0) {
+	if (hid_find(z->ops, z->ps.n, &o->from, &a, err, sizeof(err)) < 0) {
 		errmsg("%s: section %d: %s", name, index, err);
-		goto out;
+		return 1;
 	}
+	*tp = a.tp;
 	if (hid_target(&a, o->h, o->ffn, o->heads, &b, err, sizeof(err)) < 0) {
 		errmsg("%s: section %d: %s", name, index, err);
-		goto out;
+		return 1;
 	}
 	{
 		/* the GPU the header names (format 1.5) against the models' */
@@ -176,42 +157,39 @@ scale(void *arg, struct graph *g, const struct kg_reader *r, const char *name, i
 			g->h.gpu_sms = om->to.sms > 0 ? om->to.sms : -1;
 		}
 	}
-	rz_pairs_rewrite(&z.ps, r, &z.rs, rewrite, &sz);
-	count_params(g, r, &z.ps, &p0, &p1);
+	/* the new dims of every pair (the same strings as ps's) */
+	for (i = 0; i < z->ps.n; i++)
+		z->ps.p[i].text = hid_rewrite(z->ops[i].op, z->ops[i].dims, &a, &b);
+	rz_pairs_ids(&z->ps, &z->rs);
+	count_params(g, r, &z->ps, &p0, &p1);
 	pratio = p0 > 0 ? (double)p1 / (double)p0 : 1;
 	if (p0 <= 0 && (a.h != b.h || a.ffn != b.ffn))
 		warnmsg("%s: section %d: no parameters counted from the shapes: the "
 		    "optimizer's kernels keep their times", name, index);
 	if (a.h != b.h || a.ffn != b.ffn || a.heads != b.heads)
-		z.cn.unblocked = rz_unblock_launches(g, r);
-	rz_retime(om->have_to ? &om->to : NULL, om->have_src ? &om->src : NULL, g, r, &z.ps,
-	    pratio, &z.cn);
-	rz_retime_colls(g, r, pratio, (double)b.h / (double)a.h, &z.cn);
+		z->cn.unblocked = rz_unblock_launches(g, r);
+	rz_retime(om->have_to ? &om->to : NULL, om->have_src ? &om->src : NULL, g, r, &z->ps,
+	    pratio, &z->cn);
+	rz_retime_colls(g, r, pratio, (double)b.h / (double)a.h, &z->cn);
 	/* memory: an operator's first operand grows h'/h for an activation,
 	 * (h'/h)^2 for a weight; the optimizer's temporaries follow the
 	 * parameters; the logits and loss outside the layers keep their size */
-	rz_scale_memory(g, r, &z.ps, (double)b.h / (double)a.h, pratio, 1);
-	rz_pairs_apply(g, &z.ps);
-	if (!om->have_to && (z.cn.flops > 0 || z.cn.bytes > 0))
+	rz_scale_memory(g, r, &z->ps, (double)b.h / (double)a.h, pratio, 1);
+	rz_pairs_apply(g, &z->ps);
+	if (!om->have_to && (z->cn.flops > 0 || z->cn.bytes > 0))
 		warnmsg("%s: section %d: no --model: %lld calls scaled by FLOPs, %lld by bytes",
-		    name, index, (long long)z.cn.flops, (long long)z.cn.bytes);
-	else if (z.cn.flops > 0 || z.cn.bytes > 0)
+		    name, index, (long long)z->cn.flops, (long long)z->cn.bytes);
+	else if (z->cn.flops > 0 || z->cn.bytes > 0)
 		warnmsg("%s: section %d: %lld calls scaled by FLOPs or bytes, not the model (it "
 		    "cannot predict them, its class errs by over 20%%, or its ratio goes against "
-		    "the work's)", name, index, (long long)(z.cn.flops + z.cn.bytes));
-	if (z.cn.unsized > 0)
+		    "the work's)", name, index, (long long)(z->cn.flops + z->cn.bytes));
+	if (z->cn.unsized > 0)
 		warnmsg("%s: section %d: %lld GPU calls keep their times: no shapes size them",
-		    name, index, (long long)z.cn.unsized);
-	whatif_warn_topology(name, index, z.cn.collassumed, g->h.gpu);
-	snprintf(tool, sizeof(tool), "%s set: hidden=%lld, ffn=%lld, heads=%lld (from hidden %lld, "
-	    "ffn %lld, heads %lld%s%s)", PRODUCER, (long long)b.h, (long long)b.ffn,
-	    (long long)b.heads, (long long)a.h, (long long)a.ffn, (long long)a.heads,
-	    a.tp > 1 ? ", tensor-parallel shares" : "",
-	    om->have_to ? ", op model" : ", by FLOPs and bytes");
-	rc = whatif_write(out, g, tool, (const char *const *)z.rs.in.str, z.rs.in.n);
-out:
-	rz_section_release(&z);
-	return rc;
+		    name, index, (long long)z->cn.unsized);
+	snprintf(set, setlen, "%s set: hidden=%lld, ffn=%lld, heads=%lld (from hidden %lld, ffn %lld, "
+	    "heads %lld", PRODUCER, (long long)b.h, (long long)b.ffn, (long long)b.heads,
+	    (long long)a.h, (long long)a.ffn, (long long)a.heads);
+	return 0;
 }
 
 int
@@ -246,5 +224,5 @@ main(int argc, char **argv)
 	}
 	whatif_number(&w, &o.h, (int64_t)1 << 30, "the hidden size H", "hidden size",
 	    " (a positive integer)");
-	return whatif_run_models(&w, scale, &o);
+	return whatif_run_resized(&w, scale, &o);
 }

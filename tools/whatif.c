@@ -159,21 +159,6 @@ whatif_write(struct gout *out, struct graph *g, const char *tool, const char *co
 	return 0;
 }
 
-void
-whatif_warn_topology(const char *name, int index, int64_t n, const char *gpu)
-{
-	/* the GPU's topology, as the collectives' re-timing took it */
-	char why[192];
-	const char *topo;
-
-	if (n <= 0)
-		return;
-	topo = comm_topology_default(gpu, why, sizeof(why));
-	warnmsg("%s: section %d: %lld collectives re-timed by the built-in %s topology "
-	    "(the job has none of their kind on that link%s%s)", name, index, (long long)n, topo,
-	    why[0] ? "; " : "", why);
-}
-
 int
 whatif_run(const struct whatif_tool *w, whatif_input_fn *input, void *arg)
 {

@@ -56,6 +56,13 @@
 
 #define WHATIF_MAXOPTS 32
 
+/* The --help lines of --model and --from, for a tool's help text. */
+#define WHATIF_OM_HELP \
+    "      --model MODEL      re-time kernels by MODEL (opmodel fit): each kernel\n" \
+    "                         times predicted(new shapes) / predicted(traced ones)\n" \
+    "      --from MODEL       the model of the graph's own GPU: the traced shapes\n" \
+    "                         predicted by it, the new ones by --model's\n"
+
 /*
  * The op models a tool re-times by: --model MODEL (the GPU to predict)
  * and --from MODEL (the graph's own GPU's), as given (NULL: not), and
@@ -132,12 +139,6 @@ int whatif_run_graphs(const struct whatif_tool *w, whatif_section_fn *section, v
  */
 int whatif_write(struct gout *out, struct graph *g, const char *tool, const char *const *xstr,
     size_t nxstr);
-/*
- * The warning that n collectives of section index of `name` were re-timed
- * by the built-in topology of the GPU gpu names (comm_topology_default),
- * the job having none of their kind on that link; none where n is 0.
- */
-void whatif_warn_topology(const char *name, int index, int64_t n, const char *gpu);
 
 /*
  * whatif_run_graphs with the op models of w->om loaded before and
@@ -146,6 +147,26 @@ void whatif_warn_topology(const char *name, int index, int64_t n, const char *gp
  * load, 1 after whatif_models' message. In whatif-om.c.
  */
 int whatif_run_models(const struct whatif_tool *w, whatif_section_fn *section, void *arg);
+
+/*
+ * A section resized by its operators' dims (graph-scale-hidden, -batch:
+ * common/resize.h), z collected from it: the tool's part, 0 with the
+ * tools entry begun in set (`PRODUCER set: ... (from ...`) and *tp the
+ * tensor-parallel degree its shapes are sharded by, or 1 after a
+ * message.
+ */
+struct rz_section;
+typedef int whatif_resize_fn(void *arg, struct graph *g, const struct kg_reader *r,
+    const char *name, int index, struct rz_section *z, char *set, size_t setlen, int64_t *tp);
+/*
+ * whatif_run_models with every section through `resize`, then its end:
+ * the warning that z's collectives were re-timed by the built-in
+ * topology of the GPU the header names (comm_topology_default), where
+ * any were; the tools entry closed (`, tensor-parallel shares` where
+ * *tp > 1, then `, op model` or `, by FLOPs and bytes`, and `)`); the
+ * section written (whatif_write) with z's strings. In whatif-om.c.
+ */
+int whatif_run_resized(const struct whatif_tool *w, whatif_resize_fn *resize, void *arg);
 
 /*
  * --model MODEL and --from MODEL (NULL: not given) loaded into to and

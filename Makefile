@@ -88,11 +88,7 @@ EXTRA_LIBS_opmodel = -lxgboost -lgomp
 EXTRA_LIBS_graph-retime = -lxgboost -lgomp
 EXTRA_LIBS_graph-scale-hidden = -lxgboost -lgomp
 EXTRA_LIBS_graph-scale-tp = -lxgboost -lgomp
-# graph-scale-batch re-times as graph-scale-hidden does, with its objects.
 EXTRA_LIBS_graph-scale-batch = -lxgboost -lgomp
-EXTRA_OBJ_graph-scale-batch += build/tools/graph-scale-hidden/pairs.o build/tools/graph-scale-hidden/time.o \
-	build/tools/graph-scale-hidden/rules.o
-build/tools/graph-scale-batch.o build/tools/graph-scale-batch/%.o: ALL_CFLAGS += -Itools/graph-scale-hidden
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
 
 # The suite: bats through prove for a closing summary line.
@@ -164,13 +160,13 @@ fuzz_tools_merge = graph-deps
 fuzz_tools_simstat = graphsim graphstat
 fuzz_tools_whatif = graph-scale-layers graph-scale-pp graph-scale-dp graph-scale-tp \
 	graph-scale-hidden graph-retime graph2chrome graphsim
-# The op model and common/reshape, which uses it, link libxgboost: only
-# the what-if harness has them (graph-retime --model runs the small model
-# fuzz/run fits)
-FUZZ_COMMON = $(filter-out build/fuzz/common/opmodel.o build/fuzz/common/reshape.o,$(COMMON_SRC:%.c=build/fuzz/%.o)) \
+# The op model and common/reshape and resize, which use it, link
+# libxgboost: only the what-if harness has them (graph-retime --model
+# runs the small model fuzz/run fits)
+FUZZ_XGB = build/fuzz/common/opmodel.o build/fuzz/common/reshape.o build/fuzz/common/resize.o
+FUZZ_COMMON = $(filter-out $(FUZZ_XGB),$(COMMON_SRC:%.c=build/fuzz/%.o)) \
 	build/fuzz/tools/cli.o build/fuzz/fuzz/fuzz.o
-fuzz_extra_whatif = build/fuzz/common/opmodel.o build/fuzz/common/reshape.o \
-	build/fuzz/tools/whatif.o build/fuzz/tools/whatif-om.o
+fuzz_extra_whatif = $(FUZZ_XGB) build/fuzz/tools/whatif.o build/fuzz/tools/whatif-om.o
 fuzz_libs_whatif = -lxgboost -lgomp
 
 # A tool's main file is built with its main renamed NAME_main.

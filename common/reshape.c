@@ -1,11 +1,13 @@
 /*
  * reshape: dims text taken apart and written back, strings added to a
- * section, kernels re-timed for new shapes (see reshape.h).
+ * section, kernels re-timed for new shapes, and what two tools' rules
+ * read alike: operators' roles and the sizes they state (see reshape.h).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "kg.h"
 #include "reshape.h"
@@ -251,4 +253,170 @@ rs_factor(const struct om_model *m, int sms, const struct om_call *c, const char
 	}
 	*how = RS_UNSIZED;
 	return 1;
+}
+
+char *
+rs_rewritten(struct rs_dims *d, int changed, const char *dims)
+{
+	char *s;
+
+	if (!changed) {
+		rs_dims_release(d);
+		return NULL;
+	}
+	s = rs_format(d);
+	rs_dims_release(d);
+	if (strcmp(s, dims) == 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+int
+rs_is_attention(const char *op)
+{
+	const char *p;
+
+	for (p = op; *p != '\0'; p++)
+		if (strncasecmp(p, "attention", 9) == 0)
+			return 1;
+	return 0;
+}
+
+/* aten's private flash and efficient attention take [batch, sequence,
+ * heads, head]; scaled_dot_product_* and cuDNN's take [batch, heads,
+ * sequence, head]. */
+int
+rs_attention_bshd(const char *op)
+{
+	return strstr(op, "scaled_dot_product") == NULL &&
+	    (strstr(op, "_flash_attention") != NULL || strstr(op, "_efficient_attention") != NULL);
+}
+
+void
+rs_gemm_operands(const char *op, int *x, int *y)
+{
+	*x = *y = -1;
+	if (strcmp(op, "aten::mm") == 0 || strcmp(op, "aten::matmul") == 0)
+		*x = 0, *y = 1;
+	else if (strcmp(op, "aten::addmm") == 0)
+		*x = 1, *y = 2;
+}
+
+void
+rs_gemm_tensors(const struct rs_dims *d, const struct rs_tensor *t, size_t n, int x, int y,
+    const struct rs_tensor *gt[2])
+{
+	size_t i;
+
+	gt[0] = gt[1] = NULL;
+	for (i = 0; i < n; i++) {
+		if (t[i].rank == 2 && !t[i].inlist && t[i].operand == x)
+			gt[0] = &t[i];
+		if (t[i].rank == 2 && !t[i].inlist && t[i].operand == y)
+			gt[1] = &t[i];
+	}
+	if (gt[0] == NULL || gt[1] == NULL || d->v[gt[0]->at + 1] != d->v[gt[1]->at])
+		gt[0] = gt[1] = NULL;
+}
+
+int
+rs_index_operand(const char *op, int i)
+{
+	if (strstr(op, "embedding") != NULL)
+		return i == 1;
+	if (strcmp(op, "aten::index_select") == 0)
+		return i == 2;
+	if (strcmp(op, "aten::nll_loss_forward") == 0 || strcmp(op, "aten::nll_loss") == 0 ||
+	    strcmp(op, "aten::nll_loss_nd") == 0 || strcmp(op, "aten::cross_entropy_loss") == 0)
+		return i == 1;
+	if (strcmp(op, "aten::nll_loss_backward") == 0)
+		return i == 2;
+	return 0;
+}
+
+static void
+vote(struct rs_votes *vs, const int64_t *v, int k, int64_t cnt)
+{
+	int i, j;
+
+	for (i = 0; i < vs->n; i++) {
+		for (j = 0; j < k && vs->v[i][j] == v[j]; j++)
+			;
+		if (j == k) {
+			vs->cnt[i] += cnt;
+			return;
+		}
+	}
+	if (vs->n == 4) {
+		vs->more = 1;
+		return;
+	}
+	for (j = 0; j < k; j++)
+		vs->v[vs->n][j] = v[j];
+	vs->cnt[vs->n++] = cnt;
+}
+
+static int
+is_norm(const char *op)
+{
+	return strcmp(op, "aten::layer_norm") == 0 || strcmp(op, "aten::native_layer_norm") == 0 ||
+	    strcmp(op, "aten::rms_norm") == 0 || strcmp(op, "aten::_fused_rms_norm") == 0;
+}
+
+static int
+is_act(const char *op)
+{
+	return strcmp(op, "aten::gelu") == 0 || strcmp(op, "aten::silu") == 0 ||
+	    strcmp(op, "aten::relu") == 0 || strcmp(op, "aten::gelu_") == 0 ||
+	    strcmp(op, "aten::silu_") == 0 || strcmp(op, "aten::relu_") == 0;
+}
+
+int
+rs_stated(const struct rs_op *ops, size_t n, int normmax, struct rs_votes *norm,
+    struct rs_votes *act, struct rs_votes *attn, char *err, size_t errlen)
+{
+	struct rs_dims d;
+	struct rs_tensor ts[64];
+	size_t i, shaped = 0;
+
+	memset(norm, 0, sizeof(*norm));
+	memset(attn, 0, sizeof(*attn));
+	memset(act, 0, sizeof(*act));
+	rs_dims_init(&d);
+	for (i = 0; i < n; i++) {
+		const int64_t *v;
+
+		if (rs_parse(&d, ops[i].dims) < 0 || rs_tensors(&d, ts, 64) == 0)
+			continue;
+		if (ts[0].rank > 0)
+			shaped++;
+		v = &d.v[ts[0].at];
+		if (is_norm(ops[i].op) && ts[0].rank >= 2 && ts[0].rank <= normmax) {
+			/* hidden, batch, sequence (0, 0 for [tokens, hidden]) */
+			int64_t x[3] = { v[ts[0].rank - 1], 0, 0 };
+
+			if (ts[0].rank == 3)
+				x[1] = v[0], x[2] = v[1];
+			vote(norm, x, 3, ops[i].n);
+		} else if (is_act(ops[i].op) && ts[0].rank >= 2) {
+			vote(act, &v[ts[0].rank - 1], 1, ops[i].n);
+		} else if (rs_is_attention(ops[i].op) && strstr(ops[i].op, "backward") == NULL &&
+		    strstr(ops[i].op, "Backward") == NULL && ts[0].rank == 4) {
+			/* batch, heads, sequence, head */
+			int64_t x[4] = { v[0], v[1], v[2], v[3] };
+
+			if (rs_attention_bshd(ops[i].op))
+				x[1] = v[2], x[2] = v[1];
+			vote(attn, x, 4, ops[i].n);
+		}
+	}
+	rs_dims_release(&d);
+	if (shaped == 0) {
+		snprintf(err, errlen, "no operator shapes (the trace was recorded without "
+		    "record_shapes): record with torch.profiler.profile(record_shapes=True)");
+		return -1;
+	}
+	return 0;
 }

@@ -12,7 +12,11 @@
  * FLOPs (GEMMs, attention) or of bytes moved (the rest).
  *
  * Which sizes change, and to what, is the caller's: the rules of a
- * resize belong to its tool. A dims text that does not parse is left as
+ * resize belong to its tool. What the rules of two tools read alike is
+ * here: an operator's role (attention and its layout, a GEMM's operands
+ * and their tensors, an index operand) and the sizes the operators state
+ * (a layer norm's, an activation's, attention's), which each tool
+ * decides between. A dims text that does not parse is left as
  * it is by the caller (rs_parse says so); formatting an unchanged parse
  * gives the text back byte for byte when it was compact JSON, which
  * kineto2graph writes.
@@ -77,6 +81,55 @@ struct rs_strs {
 void rs_strs_init(struct rs_strs *s, uint32_t base);
 void rs_strs_release(struct rs_strs *s);
 uint32_t rs_strs_id(struct rs_strs *s, const char *text);
+
+/*
+ * d's text where changed is set and it differs from dims (the caller
+ * frees it), else NULL; d released either way: the end of a tool's
+ * rewrite of dims.
+ */
+char *rs_rewritten(struct rs_dims *d, int changed, const char *dims);
+
+/* Does op's name hold "attention" (any case)? */
+int rs_is_attention(const char *op);
+/* Does attention op take [batch, sequence, heads, head] (aten's private
+ * flash and efficient attention), not [batch, heads, sequence, head]? */
+int rs_attention_bshd(const char *op);
+/* The two operands of a GEMM (-1 none): mm, matmul (a, b); addmm (b, c). */
+void rs_gemm_operands(const char *op, int *x, int *y);
+/*
+ * The GEMM's two rank-2 tensors among t[0..n) of d, operands x and y
+ * (not in a list), into gt[0] and gt[1]; both NULL where either is
+ * missing or the first's columns are not the second's rows.
+ */
+void rs_gemm_tensors(const struct rs_dims *d, const struct rs_tensor *t, size_t n, int x,
+    int y, const struct rs_tensor *gt[2]);
+/* Is operand i of op an index tensor (tokens, positions, targets)? */
+int rs_index_operand(const char *op, int i);
+
+/* A distinct (operator, dims) pair of a graph and how many tasks carry it. */
+struct rs_op {
+	const char *op, *dims;
+	int64_t n;
+};
+
+/* The distinct values an operator class states, with their task counts. */
+struct rs_votes {
+	int64_t v[4][4]; /* up to four values (of up to four sizes each) */
+	int64_t cnt[4];
+	int n, more;     /* more: a fifth value was seen */
+};
+
+/*
+ * The sizes the pairs ops[0..n) state: a layer norm's input of rank 2 to
+ * normmax (hidden, batch, sequence; 0, 0 for [tokens, hidden]), an
+ * activation's input (gelu, silu, relu: its last dimension, the MLP
+ * size or a share), a forward attention's query (batch, heads,
+ * sequence, head, in that order whatever its layout). 0, or -1 with the
+ * reason in err: no operator has shapes (a trace recorded without
+ * record_shapes).
+ */
+int rs_stated(const struct rs_op *ops, size_t n, int normmax, struct rs_votes *norm,
+    struct rs_votes *act, struct rs_votes *attn, char *err, size_t errlen);
 
 /* The elements of a dims text's first tensor; 0 when it has none. */
 int64_t rs_first_numel(const char *dims);

@@ -296,12 +296,13 @@ workers_gone() {
 }
 
 @test "hardening: a tool the out-of-memory guard ends removes its temporary file" {
-	# 100,000 layers of a small job under 400 MB of address space: the
-	# guard (common/util.c) says so and aborts
+	# 100,000 layers of a small job under 400 MB of address space, the
+	# size check told it may hold 1 TiB (--max-memory): the guard
+	# (common/util.c) says so and aborts
 	no_sanitizer
 	tracegen --preset tiny --iterations 1 --layers 2 --microbatches 1 -d tg > /dev/null
 	kineto2graph -q tg/*.json.gz | graph-deps --merge -q > job.kg
-	run -134 --separate-stderr bash -c 'ulimit -v 400000; exec graph-scale-layers 100000 -o out.kg job.kg'
+	run -134 --separate-stderr bash -c 'ulimit -v 400000; exec graph-scale-layers --max-memory 1T 100000 -o out.kg job.kg'
 	[[ $stderr == "out of memory ("*" bytes)" ]]
 	run -1 compgen -G 'out.kg.tmp*'
 	[ ! -e out.kg ]

@@ -13,8 +13,8 @@
  *
  * The rules that tell a dimension apart are in graph-scale-batch/rules.c
  * and graph-scale-batch(1); the traced sizes are found in find.c; the
- * times are graph-scale-hidden's (tools/graph-scale-hidden/time.c), and
- * so is the table of the section's (operator, dims) pairs (pairs.c).
+ * times and the table of the section's (operator, dims) pairs are
+ * common/resize.h's, shared with graph-scale-hidden.
  * main() is the what-if tools' skeleton (tools/whatif.h, whatif-om.c
  * for --model and --from).
  *
@@ -32,10 +32,10 @@
 #include "comm.h"
 #include "config.h"
 #include "graph.h"
-#include "hid.h"
 #include "kg.h"
 #include "opmodel.h"
 #include "reshape.h"
+#include "resize.h"
 #include "util.h"
 #include "whatif.h"
 
@@ -51,10 +51,7 @@ static const char help[] =
     "  -o, --output FILE      write the stream to FILE instead of stdout\n"
     "      --seq S            the new sequence length\n"
     "      --mbs B            the new micro-batch size\n"
-    "      --model MODEL      re-time kernels by MODEL (opmodel fit): each kernel\n"
-    "                         times predicted(new shapes) / predicted(traced ones)\n"
-    "      --from MODEL       the model of the graph's own GPU: the traced shapes\n"
-    "                         predicted by it, the new ones by --model's\n"
+    WHATIF_OM_HELP
     "      --base-seq S, --base-mbs B\n"
     "                         the traced sizes, where the graph's shapes do not\n"
     "                         tell them\n"
@@ -66,80 +63,19 @@ static const char help[] =
     "FLOPs and the rest by bytes. With no FILE, or FILE -, read standard input.\n"
     "See graph-scale-batch(1).\n";
 
-/* The tool's options: graph-scale-hidden's (hid.h's struct opts: the
- * models) and the sizes. */
-struct bopts {
-	struct opts o;
+/* The tool's options. */
+struct opts {
 	int64_t new_s, new_b, base_s, base_b;
+	struct whatif_om om; /* --model, --from */
 };
 
 static const struct option own[] = {
 	{ "seq", required_argument, NULL, 's' },
 	{ "mbs", required_argument, NULL, 'b' },
-	{ "model", required_argument, NULL, 'M' },
-	{ "from", required_argument, NULL, 'F' },
 	{ "base-seq", required_argument, NULL, 'S' },
 	{ "base-mbs", required_argument, NULL, 'B' },
 	{ NULL, 0, NULL, 0 }
 };
-
-/* The new dims of every pair; the new strings go to rs. */
-static void
-reshape_all(const struct kg_reader *r, const struct bat_sizes *a, int64_t nb, int64_t ns,
-    struct pairs *ps, struct rs_strs *rs)
-{
-	size_t i;
-
-	for (i = 0; i < ps->n; i++) {
-		struct pair *p = &ps->p[i];
-
-		p->text = bat_rewrite(kg_str(r, p->op), kg_str(r, p->sh), a, nb, ns);
-		if (p->text != NULL)
-			p->nsh = rs_strs_id(rs, p->text);
-	}
-}
-
-/*
- * The allocator's events (graphstat's memory estimate;
- * formats/graph-stream.md, "Memory: what an edit must keep"): a task
- * allocates what the operator it works for makes (the next kernel
- * launch on its thread), which grows as that operator's first operand:
- * the tokens' ratio for an activation, the sequence's squared times the
- * batch's for attention's scores where an operator keeps them, 1 for a
- * weight's half copy; the tokens' ratio where no launch with shapes
- * follows. The optimizer's tasks keep theirs (the parameters do not
- * change). Tasks are taken in id order, by thread.
- */
-static void
-scale_memory(struct graph *g, const struct kg_reader *r, struct pairs *ps, double ftok)
-{
-	double *next = xmalloc((g->nproc + 1) * sizeof(*next));
-	size_t i;
-
-	for (i = 0; i < g->nproc; i++)
-		next[i] = ftok;
-	for (i = g->ntask; i-- > 0;) {
-		struct kg_task *t = &g->task[i];
-		const struct pair *p = t->kind == KG_RT ? hid_pair_of(ps, t) : NULL;
-		double f;
-
-		if (p != NULL && t->proc < g->nproc) {
-			int64_t o = rs_first_numel(kg_str(r, p->sh));
-			int64_t n = rs_first_numel(p->text != NULL ? p->text : kg_str(r, p->sh));
-
-			next[t->proc] = o > 0 && n > 0 ? (double)n / (double)o : ftok;
-		}
-		if (t->mpeak < 0)
-			continue;
-		f = t->phase == KG_PH_OPT ? 1 : t->proc < g->nproc ? next[t->proc] : ftok;
-		if (f == 1)
-			continue;
-		t->mnet = llround((double)t->mnet * f);
-		if (t->mexc >= 0)
-			t->mexc = llround((double)t->mexc * f);
-	}
-	free(next);
-}
 
 /* GPU kernels (not the optimizer's) whose call has no shapes: they keep
  * their times. */
@@ -167,168 +103,99 @@ count_unsized(const struct graph *g, const struct kg_reader *r)
 
 static int
 scale(void *arg, struct graph *g, const struct kg_reader *r, const char *name, int index,
-    struct gout *out)
+    struct rz_section *z, char *set, size_t setlen, int64_t *tp)
 {
-	const struct bopts *bo = arg;
-	const struct opts *o = &bo->o;
+	const struct opts *o = arg;
+	const struct whatif_om *om = &o->om;
 	struct bat_sizes a;
-	struct pairs ps;
-	struct rs_strs rs;
-	struct counts cn;
-	struct graph_out go;
-	char err[256], tool[256];
+	char err[256];
 	int64_t nb, ns, unsized = 0, rewritten = 0;
 	double ftok;
-	int rc = 1;
 	size_t i;
 
-	memset(&ps, 0, sizeof(ps));
-	memset(&cn, 0, sizeof(cn));
-	rs_strs_init(&rs, g->nstr);
-	hid_pairs_collect(g, &ps);
-	{
-		struct hid_op *ho = xmalloc((ps.n + 1) * sizeof(*ho));
-
-		for (i = 0; i < ps.n; i++) {
-			ho[i].op = kg_str(r, ps.p[i].op);
-			ho[i].dims = kg_str(r, ps.p[i].sh);
-			ho[i].n = ps.p[i].n;
-		}
-		i = bat_find(ho, ps.n, bo->base_b, bo->base_s, &a, err, sizeof(err)) < 0;
-		free(ho);
-		if (i) {
-			errmsg("%s: section %d: %s", name, index, err);
-			goto out;
-		}
+	if (bat_find(z->ops, z->ps.n, o->base_b, o->base_s, &a, err, sizeof(err)) < 0) {
+		errmsg("%s: section %d: %s", name, index, err);
+		return 1;
 	}
-	nb = bo->new_b > 0 ? bo->new_b : a.b;
-	ns = bo->new_s > 0 ? bo->new_s : a.s;
+	*tp = a.tp;
+	nb = o->new_b > 0 ? o->new_b : a.b;
+	ns = o->new_s > 0 ? o->new_s : a.s;
 	if (a.tp > 1 && ns % a.tp != 0) {
 		errmsg("%s: section %d: the sequence %lld does not divide among the %lld "
 		    "tensor-parallel ranks", name, index, (long long)ns, (long long)a.tp);
-		goto out;
+		return 1;
 	}
-	if (o->have_src) {
-		g->h.gpu = o->to.gpu;
-		g->h.gpu_sms = o->to.sms > 0 ? o->to.sms : -1;
+	if (om->have_src) {
+		g->h.gpu = om->to.gpu;
+		g->h.gpu_sms = om->to.sms > 0 ? om->to.sms : -1;
 		g->h.gpu_mem = -1;
 	}
 	ftok = (double)(nb * ns) / (double)(a.b * a.s);
 	if (nb != a.b || ns != a.s) {
-		reshape_all(r, &a, nb, ns, &ps, &rs);
-		for (i = 0; i < ps.n; i++)
-			rewritten += ps.p[i].text != NULL;
+		/* the new dims of every pair (the same strings as ps's) */
+		for (i = 0; i < z->ps.n; i++)
+			z->ps.p[i].text = bat_rewrite(z->ops[i].op, z->ops[i].dims, &a, nb, ns);
+		rz_pairs_ids(&z->ps, &z->rs);
+		for (i = 0; i < z->ps.n; i++)
+			rewritten += z->ps.p[i].text != NULL;
 		unsized = count_unsized(g, r);
-		cn.unblocked = hid_unblock_launches(g, r);
-		hid_retime(o, g, r, &ps, 1, &cn);
-		hid_retime_colls(g, r, 1, ftok, &cn);
-		scale_memory(g, r, &ps, ftok);
-		for (i = 0; i < g->ntask; i++) {
-			const struct pair *p = hid_pair_of(&ps, &g->task[i]);
-
-			if (p != NULL)
-				g->task[i].shapes = p->nsh;
-		}
+		z->cn.unblocked = rz_unblock_launches(g, r);
+		rz_retime(om->have_to ? &om->to : NULL, om->have_src ? &om->src : NULL, g, r,
+		    &z->ps, 1, &z->cn);
+		rz_retime_colls(g, r, 1, ftok, &z->cn);
+		/* memory: the tokens' ratio for an activation, the sequence's
+		 * squared times the batch's for attention's scores where an
+		 * operator keeps them, 1 for a weight's half copy; the
+		 * optimizer's keep theirs (the parameters do not change) */
+		rz_scale_memory(g, r, &z->ps, ftok, 1, 0);
+		rz_pairs_apply(g, &z->ps);
 		if (rewritten == 0)
 			warnmsg("%s: section %d: no operator's shapes carry micro-batch %lld or "
 			    "sequence %lld: nothing re-timed", name, index, (long long)a.b,
 			    (long long)a.s);
 	}
-	if (cn.model + cn.flops + cn.bytes > 0)
+	if (z->cn.model + z->cn.flops + z->cn.bytes > 0)
 		warnmsg("%s: section %d: %lld calls re-timed by the op model, %lld by FLOPs, "
-		    "%lld by bytes%s", name, index, (long long)cn.model, (long long)cn.flops,
-		    (long long)cn.bytes, o->have_to ? "" : " (no --model)");
+		    "%lld by bytes%s", name, index, (long long)z->cn.model, (long long)z->cn.flops,
+		    (long long)z->cn.bytes, om->have_to ? "" : " (no --model)");
 	if (unsized > 0)
 		warnmsg("%s: section %d: %lld GPU kernels keep their times: no shapes size them",
 		    name, index, (long long)unsized);
-	if (cn.collassumed > 0) {
-		char why[192];
-		const char *topo = comm_topology_default(g->h.gpu, why, sizeof(why));
-
-		warnmsg("%s: section %d: %lld collectives re-timed by the built-in %s topology "
-		    "(the job has none of their kind on that link%s%s)", name, index,
-		    (long long)cn.collassumed, topo, why[0] ? "; " : "", why);
-	}
-	snprintf(tool, sizeof(tool), "%s set: seq=%lld, mbs=%lld (from seq %lld, mbs %lld%s%s)",
-	    PRODUCER, (long long)ns, (long long)nb, (long long)a.s, (long long)a.b,
-	    a.tp > 1 ? ", tensor-parallel shares" : "",
-	    o->have_to ? ", op model" : ", by FLOPs and bytes");
-	memset(&go, 0, sizeof(go));
-	go.xstr = (const char *const *)rs.in.str;
-	go.nxstr = rs.in.n;
-	go.task = g->task, go.ntask = g->ntask, go.edge = g->edge, go.nedge = g->nedge;
-	kg_writer_follow(&out->w, &g->h);
-	if (graph_write(&out->w, g, tool, &go) < 0) {
-		errmsg("%s: %s", out->name, out->w.err);
-		goto out;
-	}
-	rc = 0;
-out:
-	hid_pairs_release(&ps);
-	rs_strs_release(&rs);
-	return rc;
-}
-
-static int64_t
-size_arg(const char *what, const char *s)
-{
-	int64_t v;
-
-	if (parse_i64(s, 1, (int64_t)1 << 30, &v) < 0) {
-		errmsg("invalid %s '%s' (a positive integer)", what, s);
-		usage_exit(usage);
-	}
-	return v;
+	snprintf(set, setlen, "%s set: seq=%lld, mbs=%lld (from seq %lld, mbs %lld", PRODUCER,
+	    (long long)ns, (long long)nb, (long long)a.s, (long long)a.b);
+	return 0;
 }
 
 int
 main(int argc, char **argv)
 {
-	struct bopts b;
+	struct opts o;
 	struct whatif_tool w = {
-		.own = own,
+		.own = own, .om = &o.om, .om_at = 2,
 		.name = "graph-scale-batch", .usage = usage, .help = help, .producer = PRODUCER,
 	};
-	int c, rc;
+	int c;
 
-	memset(&b, 0, sizeof(b));
+	memset(&o, 0, sizeof(o));
 	while ((c = whatif_getopt(&w, argc, argv)) != -1) {
 		switch (c) {
 		case 's':
-			b.new_s = size_arg("sequence length --seq", optarg);
+			o.new_s = whatif_size(&w, "sequence length --seq", optarg);
 			break;
 		case 'b':
-			b.new_b = size_arg("micro-batch size --mbs", optarg);
-			break;
-		case 'M':
-			b.o.model = optarg;
-			break;
-		case 'F':
-			b.o.frommodel = optarg;
+			o.new_b = whatif_size(&w, "micro-batch size --mbs", optarg);
 			break;
 		case 'S':
-			b.base_s = size_arg("--base-seq", optarg);
+			o.base_s = whatif_size(&w, "--base-seq", optarg);
 			break;
 		case 'B':
-			b.base_b = size_arg("--base-mbs", optarg);
+			o.base_b = whatif_size(&w, "--base-mbs", optarg);
 			break;
 		}
 	}
-	if (b.new_s == 0 && b.new_b == 0) {
+	if (o.new_s == 0 && o.new_b == 0) {
 		errmsg("give the new sequence length (--seq), micro-batch size (--mbs) or both");
 		usage_exit(usage);
 	}
-	if (b.o.frommodel != NULL && b.o.model == NULL) {
-		errmsg("--from needs --model (the GPU to predict)");
-		usage_exit(usage);
-	}
-	if (whatif_models(b.o.model, b.o.frommodel, &b.o.to, &b.o.src, &b.o.have_to,
-	    &b.o.have_src) != 0)
-		return 1;
-	rc = whatif_run_graphs(&w, scale, &b);
-	if (b.o.have_to)
-		om_model_release(&b.o.to);
-	if (b.o.have_src)
-		om_model_release(&b.o.src);
-	return rc;
+	return whatif_run_resized(&w, scale, &o);
 }

@@ -9,7 +9,7 @@
 #include "util.h"
 
 /* getopt_long's values for the shared options that have no letter */
-enum { WI_GPN = 0x100, WI_NET, WI_TOPOLOGY, WI_MAXMEM, WI_VERSION };
+enum { WI_GPN = 0x100, WI_NET, WI_TOPOLOGY, WI_MAXMEM, WI_VERSION, WI_MODEL, WI_FROM };
 
 /* --max-memory; 0: not given (the machine's, whatif_limit) */
 static uint64_t max_memory;
@@ -32,11 +32,19 @@ build(struct whatif_tool *w)
 {
 	const struct option *p;
 	size_t k = 0;
+	int i = 0;
 
 	cli_init(w->name);
 	add(w, &k, "output", required_argument, 'o');
-	for (p = w->own; p != NULL && p->name != NULL; p++)
+	for (p = w->own; p != NULL; p++, i++) {
+		if (w->om != NULL && i == w->om_at) {
+			add(w, &k, "model", required_argument, WI_MODEL);
+			add(w, &k, "from", required_argument, WI_FROM);
+		}
+		if (p->name == NULL)
+			break;
 		add(w, &k, p->name, p->has_arg, p->val);
+	}
 	if (w->gpn != NULL) {
 		add(w, &k, "gpus-per-node", required_argument, WI_GPN);
 		*w->gpn = 8;
@@ -94,6 +102,12 @@ whatif_getopt(struct whatif_tool *w, int argc, char **argv)
 		case 'v':
 			*w->verbose = 1;
 			break;
+		case WI_MODEL:
+			w->om->model = optarg;
+			break;
+		case WI_FROM:
+			w->om->from = optarg;
+			break;
 		case 'h':
 			printf("usage: %s\n\n%s", w->usage, w->help);
 			exit(close_stdout());
@@ -127,6 +141,36 @@ whatif_number(struct whatif_tool *w, int64_t *n, int64_t max, const char *what, 
 	}
 	w->argc--;
 	w->argv++;
+}
+
+int64_t
+whatif_size(const struct whatif_tool *w, const char *what, const char *arg)
+{
+	int64_t v;
+
+	if (parse_i64(arg, 1, (int64_t)1 << 30, &v) < 0) {
+		errmsg("invalid %s '%s' (a positive integer)", what, arg);
+		usage_exit(w->usage);
+	}
+	return v;
+}
+
+int
+whatif_write(struct gout *out, struct graph *g, const char *tool, const char *const *xstr,
+    size_t nxstr)
+{
+	struct graph_out go;
+
+	memset(&go, 0, sizeof(go));
+	go.xstr = xstr;
+	go.nxstr = nxstr;
+	go.task = g->task, go.ntask = g->ntask, go.edge = g->edge, go.nedge = g->nedge;
+	kg_writer_follow(&out->w, &g->h);
+	if (graph_write(&out->w, g, tool, &go) < 0) {
+		errmsg("%s: %s", out->name, out->w.err);
+		return 1;
+	}
+	return 0;
 }
 
 int

@@ -10,15 +10,18 @@
  * --version. Those a tool asks for, by a pointer to where they go:
  * -v, --verbose; --gpus-per-node N (1 to 2^20, 8 unless given); --net
  * GBPS,US and --topology NAME|FILE (cli_links), whose gpus-per-node, if
- * any, stands where --gpus-per-node is not given. A bad value, an
+ * any, stands where --gpus-per-node is not given; --model MODEL and
+ * --from MODEL (struct whatif_om, loaded by whatif_run_models). A bad value, an
  * unknown option or a missing argument is a usage error (exit 2); a
  * topology file that does not read ends the program with 1. A tool that
  * grows a graph (.sizes) takes --max-memory BYTES (cli_size: K, M, G,
  * T), the most it may hold (whatif_fits).
  *
  * The long options are matched in this order (getopt_long names them so
- * when an abbreviation is ambiguous): --output, the tool's own, then
- * --gpus-per-node, --net, --topology, --max-memory, --quiet, --verbose, --help,
+ * when an abbreviation is ambiguous): --output, the tool's own (with
+ * --model and --from after the first om_at of them), then
+ * --gpus-per-node, --net, --topology, --max-memory, --quiet, --verbose,
+ * --help,
  * --version.
  *
  * The inputs: each FILE operand in turn, none meaning stdin, into one
@@ -52,8 +55,27 @@
 #include "comm.h"
 #include "graph.h"
 #include "kg.h"
+#include "opmodel.h"
 
 #define WHATIF_MAXOPTS 32
+
+/* The --help lines of --model and --from, for a tool's help text. */
+#define WHATIF_OM_HELP \
+    "      --model MODEL      re-time kernels by MODEL (opmodel fit): each kernel\n" \
+    "                         times predicted(new shapes) / predicted(traced ones)\n" \
+    "      --from MODEL       the model of the graph's own GPU: the traced shapes\n" \
+    "                         predicted by it, the new ones by --model's\n"
+
+/*
+ * The op models a tool re-times by: --model MODEL (the GPU to predict)
+ * and --from MODEL (the graph's own GPU's), as given (NULL: not), and
+ * as whatif_run_models loads them.
+ */
+struct whatif_om {
+	const char *model, *from;
+	struct om_model to, src;
+	int have_to, have_src;
+};
 
 struct whatif_tool {
 	/* the tool's, set before the first whatif_getopt (a designated
@@ -66,6 +88,9 @@ struct whatif_tool {
 	int64_t *gpn;               /* --gpus-per-node; NULL: no such option */
 	struct comm_given *given;   /* --net, --topology; NULL: no such options */
 	int sizes;                  /* --max-memory; 0: no such option */
+	struct whatif_om *om;       /* --model, --from; NULL: no such options */
+	int om_at;                  /* with om: how many of its own options come
+	                             * before them (where its --help lists them) */
 	/* whatif_getopt's */
 	const char *output;         /* -o FILE; NULL: stdout */
 	int argc;                   /* the operands left: whatif_getopt's after the */
@@ -89,6 +114,13 @@ int whatif_getopt(struct whatif_tool *w, int argc, char **argv);
 void whatif_number(struct whatif_tool *w, int64_t *n, int64_t max, const char *what,
     const char *name, const char *hint);
 
+/*
+ * A size option's argument (graph-scale-hidden's --ffn, graph-scale-batch's
+ * --seq and the like): a whole number from 1 to 2^30; bad: `invalid
+ * WHAT 'ARG' (a positive integer)`, exit 2 with the usage.
+ */
+int64_t whatif_size(const struct whatif_tool *w, const char *what, const char *arg);
+
 /* One input (path NULL: stdin) into out: 0, or 1 after a message. */
 typedef int whatif_input_fn(void *arg, const char *path, struct gout *out);
 /*
@@ -102,6 +134,43 @@ typedef int whatif_section_fn(void *arg, struct graph *g, const struct kg_reader
 int whatif_run(const struct whatif_tool *w, whatif_input_fn *input, void *arg);
 /* Every section of every input through `section`, likewise. */
 int whatif_run_graphs(const struct whatif_tool *w, whatif_section_fn *section, void *arg);
+
+/*
+ * The end of a section a tool rebuilt whole: g written to out, the
+ * writer following g's header, with the tools entry `tool` and the
+ * strings xstr[0..nxstr) added after the section's own (graph_write):
+ * 0, or 1 after `tool: OUTPUT: reason`.
+ */
+int whatif_write(struct gout *out, struct graph *g, const char *tool, const char *const *xstr,
+    size_t nxstr);
+
+/*
+ * whatif_run_graphs with the op models of w->om loaded before and
+ * released after: --from without --model is a usage error (`--from
+ * needs --model (the GPU to predict)`, exit 2); a model that does not
+ * load, 1 after whatif_models' message. In whatif-om.c.
+ */
+int whatif_run_models(const struct whatif_tool *w, whatif_section_fn *section, void *arg);
+
+/*
+ * A section resized by its operators' dims (graph-scale-hidden, -batch:
+ * common/resize.h), z collected from it: the tool's part, 0 with the
+ * tools entry begun in set (`PRODUCER set: ... (from ...`) and *tp the
+ * tensor-parallel degree its shapes are sharded by, or 1 after a
+ * message.
+ */
+struct rz_section;
+typedef int whatif_resize_fn(void *arg, struct graph *g, const struct kg_reader *r,
+    const char *name, int index, struct rz_section *z, char *set, size_t setlen, int64_t *tp);
+/*
+ * whatif_run_models with every section through `resize`, then its end:
+ * the warning that z's collectives were re-timed by the built-in
+ * topology of the GPU the header names (comm_topology_default), where
+ * any were; the tools entry closed (`, tensor-parallel shares` where
+ * *tp > 1, then `, op model` or `, by FLOPs and bytes`, and `)`); the
+ * section written (whatif_write) with z's strings. In whatif-om.c.
+ */
+int whatif_run_resized(const struct whatif_tool *w, whatif_resize_fn *resize, void *arg);
 
 /*
  * --model MODEL and --from MODEL (NULL: not given) loaded into to and

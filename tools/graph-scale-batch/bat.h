@@ -2,8 +2,9 @@
  * graph-scale-batch's private parts: the traced batch and sequence found
  * from the operators' shapes (find.c) and the rules that rewrite an
  * operator's dims for a new micro-batch size and sequence length
- * (rules.c); graph-scale-batch(1) states both. The times are
- * graph-scale-hidden's (tools/graph-scale-hidden/time.c, hid.h).
+ * (rules.c); graph-scale-batch(1) states both. The table of the
+ * section's (operator, dims) pairs and the times are common/resize.h's,
+ * shared with graph-scale-hidden.
  */
 #ifndef BAT_H
 #define BAT_H
@@ -11,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hid.h"
+#include "reshape.h"
 
 /* The sizes the rules read: micro-batch b and sequence s (the traced
  * ones, or the new ones in b and s of the target); the hidden size h,
@@ -26,7 +27,7 @@ struct bat_sizes {
  * `given` (--base-mbs, --base-seq) taking precedence. 0, or -1 with a
  * one-line reason: no shapes, a size not found, sizes that disagree.
  */
-int bat_find(const struct hid_op *ops, size_t n, int64_t given_b, int64_t given_s,
+int bat_find(const struct rs_op *ops, size_t n, int64_t given_b, int64_t given_s,
     struct bat_sizes *out, char *err, size_t errlen);
 /*
  * An operator's dims rewritten from the traced sizes a to micro-batch

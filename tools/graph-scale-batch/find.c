@@ -7,7 +7,10 @@
  * and the head size; a layer norm's input ([batch, sequence, hidden])
  * the hidden size, and the batch and sequence where no attention has
  * shapes; an activation's input (gelu, silu, relu) the MLP size. Each
- * is taken only when every operator that states it agrees.
+ * is taken only when every operator that states it agrees. What the
+ * operators state is read by common/reshape.h's rs_stated, as
+ * graph-scale-hidden reads it (a layer norm's input of rank 2 or 3
+ * here); the choosing between them is this file's.
  */
 #include <stdio.h>
 #include <string.h>
@@ -15,90 +18,15 @@
 #include "bat.h"
 #include "reshape.h"
 
-struct votes {
-	int64_t v[4][4];
-	int n;
-};
-
-static void
-vote(struct votes *vs, const int64_t *v, int k)
-{
-	int i, j;
-
-	for (i = 0; i < vs->n; i++) {
-		for (j = 0; j < k && vs->v[i][j] == v[j]; j++)
-			;
-		if (j == k)
-			return;
-	}
-	if (vs->n == 4)
-		return;
-	for (j = 0; j < k; j++)
-		vs->v[vs->n][j] = v[j];
-	vs->n++;
-}
-
-static int
-is_norm(const char *op)
-{
-	return strcmp(op, "aten::layer_norm") == 0 || strcmp(op, "aten::native_layer_norm") == 0 ||
-	    strcmp(op, "aten::rms_norm") == 0 || strcmp(op, "aten::_fused_rms_norm") == 0;
-}
-
-static int
-is_act(const char *op)
-{
-	return strcmp(op, "aten::gelu") == 0 || strcmp(op, "aten::silu") == 0 ||
-	    strcmp(op, "aten::relu") == 0 || strcmp(op, "aten::gelu_") == 0 ||
-	    strcmp(op, "aten::silu_") == 0 || strcmp(op, "aten::relu_") == 0;
-}
-
 int
-bat_find(const struct hid_op *ops, size_t n, int64_t given_b, int64_t given_s,
+bat_find(const struct rs_op *ops, size_t n, int64_t given_b, int64_t given_s,
     struct bat_sizes *out, char *err, size_t errlen)
 {
-	struct votes norm, attn, act;
-	struct rs_dims d;
-	struct rs_tensor ts[64];
-	size_t i, shaped = 0;
+	struct rs_votes norm, attn, act;
 
-	memset(&norm, 0, sizeof(norm));
-	memset(&attn, 0, sizeof(attn));
-	memset(&act, 0, sizeof(act));
 	memset(out, 0, sizeof(*out));
-	rs_dims_init(&d);
-	for (i = 0; i < n; i++) {
-		const int64_t *v;
-
-		if (rs_parse(&d, ops[i].dims) < 0 || rs_tensors(&d, ts, 64) == 0)
-			continue;
-		if (ts[0].rank > 0)
-			shaped++;
-		v = &d.v[ts[0].at];
-		if (is_norm(ops[i].op) && (ts[0].rank == 2 || ts[0].rank == 3)) {
-			/* hidden, batch, sequence (0, 0 for [tokens, hidden]) */
-			int64_t x[3] = { v[ts[0].rank - 1], 0, 0 };
-
-			if (ts[0].rank == 3)
-				x[1] = v[0], x[2] = v[1];
-			vote(&norm, x, 3);
-		} else if (is_act(ops[i].op) && ts[0].rank >= 2) {
-			vote(&act, &v[ts[0].rank - 1], 1);
-		} else if (hid_is_attention(ops[i].op) && strstr(ops[i].op, "backward") == NULL &&
-		    strstr(ops[i].op, "Backward") == NULL && ts[0].rank == 4) {
-			int64_t x[4] = { v[0], v[1], v[2], v[3] };
-
-			if (hid_attention_bshd(ops[i].op))
-				x[1] = v[2], x[2] = v[1];
-			vote(&attn, x, 4);
-		}
-	}
-	rs_dims_release(&d);
-	if (shaped == 0) {
-		snprintf(err, errlen, "no operator shapes (the trace was recorded without "
-		    "record_shapes): record with torch.profiler.profile(record_shapes=True)");
+	if (rs_stated(ops, n, 3, &norm, &act, &attn, err, errlen) < 0)
 		return -1;
-	}
 	if (attn.n > 1) {
 		snprintf(err, errlen, "the attention calls disagree on batch, heads, sequence or "
 		    "head size ([%lld,%lld,%lld,%lld] and [%lld,%lld,%lld,%lld]): give --base-mbs "

@@ -7,7 +7,9 @@
  * rows or a GEMM's inner dimension; a feature dimension, a weight, a
  * table's rows (the vocabulary, the positions) keep their size.
  * gpt_L8_H1024's sequence equals its hidden size (1024): a [batch,
- * sequence, hidden] tensor's last dimension stays.
+ * sequence, hidden] tensor's last dimension stays. The roles the rules
+ * share with graph-scale-hidden's (attention, a GEMM's operands, an
+ * index operand) are common/reshape.h's.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,25 +17,6 @@
 #include "bat.h"
 #include "reshape.h"
 #include "util.h"
-
-/* Is operand i of op an index tensor (tokens, positions, targets)? */
-static int
-index_operand(const char *op, int i)
-{
-	if (strcmp(op, "aten::embedding_dense_backward") == 0 ||
-	    strcmp(op, "aten::embedding_backward") == 0)
-		return i == 1;
-	if (strstr(op, "embedding") != NULL)
-		return i == 1;
-	if (strcmp(op, "aten::index_select") == 0)
-		return i == 2;
-	if (strcmp(op, "aten::nll_loss_forward") == 0 || strcmp(op, "aten::nll_loss") == 0 ||
-	    strcmp(op, "aten::nll_loss_nd") == 0 || strcmp(op, "aten::cross_entropy_loss") == 0)
-		return i == 1;
-	if (strcmp(op, "aten::nll_loss_backward") == 0)
-		return i == 2;
-	return 0;
-}
 
 /* Is operand i of op a table (an embedding's weight: its rows stay)? */
 static int
@@ -70,17 +53,6 @@ feature(const struct bat_sizes *a, int64_t v)
 	return a->ffn > 0 && (v == a->ffn || (a->tp > 1 && v == a->ffn / a->tp));
 }
 
-/* The two operands of a GEMM (-1 none): mm, matmul (a, b); addmm (b, c). */
-static void
-gemm_operands(const char *op, int *x, int *y)
-{
-	*x = *y = -1;
-	if (strcmp(op, "aten::mm") == 0 || strcmp(op, "aten::matmul") == 0)
-		*x = 0, *y = 1;
-	else if (strcmp(op, "aten::addmm") == 0)
-		*x = 1, *y = 2;
-}
-
 char *
 bat_rewrite(const char *op, const char *dims, const struct bat_sizes *a, int64_t nb, int64_t ns)
 {
@@ -88,32 +60,26 @@ bat_rewrite(const char *op, const char *dims, const struct bat_sizes *a, int64_t
 	struct rs_tensor ts[64];
 	size_t n, i;
 	int64_t b = a->b, s = a->s, T = a->b * a->s, nT = nb * ns, *v;
-	int gx, gy, tok = -1, changed = 0, attn = hid_is_attention(op);
-	int bshd = hid_attention_bshd(op), hass = 0, hasbsx = 0;
-	const struct rs_tensor *gt[2] = { NULL, NULL };
-	char *str;
+	int gx, gy, tok = -1, changed = 0, attn = rs_is_attention(op);
+	int bshd = rs_attention_bshd(op), hass = 0, hasbsx = 0;
+	const struct rs_tensor *gt[2];
 
 	rs_dims_init(&d);
 	if (rs_parse(&d, dims) < 0 || (n = rs_tensors(&d, ts, 64)) > 64) {
 		rs_dims_release(&d);
 		return NULL;
 	}
-	gemm_operands(op, &gx, &gy);
+	rs_gemm_operands(op, &gx, &gy);
+	rs_gemm_tensors(&d, ts, n, gx, gy, gt);
 	for (i = 0; i < n; i++) {
 		v = &d.v[ts[i].at];
-		if (ts[i].rank == 2 && !ts[i].inlist && ts[i].operand == gx)
-			gt[0] = &ts[i];
-		if (ts[i].rank == 2 && !ts[i].inlist && ts[i].operand == gy)
-			gt[1] = &ts[i];
 		/* a [sequence] index (positions) or a [batch, sequence, X]
 		 * activation: a [sequence, X] tensor beside it is per position */
-		if (ts[i].rank == 1 && v[0] == s && index_operand(op, ts[i].operand))
+		if (ts[i].rank == 1 && v[0] == s && rs_index_operand(op, ts[i].operand))
 			hass = 1;
 		if (ts[i].rank == 3 && v[0] == b && v[1] == s)
 			hasbsx = 1;
 	}
-	if (gt[0] == NULL || gt[1] == NULL || d.v[gt[0]->at + 1] != d.v[gt[1]->at])
-		gt[0] = gt[1] = NULL;
 	/* a GEMM's tokens: the first operand's rows (forward, data
 	 * gradient), else the inner dimension (weight gradient) */
 	if (gt[0] != NULL && d.v[gt[0]->at] == T)
@@ -183,9 +149,9 @@ bat_rewrite(const char *op, const char *dims, const struct bat_sizes *a, int64_t
 				nv[0] = ns; /* [sequence, X]: per position */
 			}
 		} else if (r == 1) {
-			if (index_operand(op, t->operand) && v[0] == T)
+			if (rs_index_operand(op, t->operand) && v[0] == T)
 				nv[0] = nT;
-			else if (index_operand(op, t->operand) && v[0] == s)
+			else if (rs_index_operand(op, t->operand) && v[0] == s)
 				nv[0] = ns;
 			else if (v[0] == T && !feature(a, T))
 				nv[0] = nT; /* a view of the targets */
@@ -196,15 +162,5 @@ bat_rewrite(const char *op, const char *dims, const struct bat_sizes *a, int64_t
 				changed = 1;
 			}
 	}
-	if (!changed) {
-		rs_dims_release(&d);
-		return NULL;
-	}
-	str = rs_format(&d);
-	rs_dims_release(&d);
-	if (strcmp(str, dims) == 0) {
-		free(str);
-		return NULL;
-	}
-	return str;
+	return rs_rewritten(&d, changed, dims);
 }

@@ -4,107 +4,27 @@
  * heads and the head size are attention's query's (its [batch, heads,
  * sequence, head] tensor), with its batch and sequence; the MLP size is
  * the activation's input's last dimension (gelu, silu, relu). Each is
- * taken only when every operator that states it agrees.
+ * taken only when every operator that states it agrees. What the
+ * operators state is read by common/reshape.h's rs_stated, as
+ * graph-scale-batch reads it; the choosing between them is this file's,
+ * and so are the new sizes (hid_target).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "hid.h"
 #include "reshape.h"
 
-/* The distinct values an operator class states, with their task counts. */
-struct votes {
-	int64_t v[4][4]; /* up to four values (of up to four sizes each) */
-	int64_t cnt[4];
-	int n, more;     /* more: a fifth value was seen */
-};
-
-static void
-vote(struct votes *vs, const int64_t *v, int k, int64_t cnt)
-{
-	int i, j;
-
-	for (i = 0; i < vs->n; i++) {
-		for (j = 0; j < k && vs->v[i][j] == v[j]; j++)
-			;
-		if (j == k) {
-			vs->cnt[i] += cnt;
-			return;
-		}
-	}
-	if (vs->n == 4) {
-		vs->more = 1;
-		return;
-	}
-	for (j = 0; j < k; j++)
-		vs->v[vs->n][j] = v[j];
-	vs->cnt[vs->n++] = cnt;
-}
-
-static int
-is_norm(const char *op)
-{
-	return strcmp(op, "aten::layer_norm") == 0 || strcmp(op, "aten::native_layer_norm") == 0 ||
-	    strcmp(op, "aten::rms_norm") == 0 || strcmp(op, "aten::_fused_rms_norm") == 0;
-}
-
-static int
-is_act(const char *op)
-{
-	return strcmp(op, "aten::gelu") == 0 || strcmp(op, "aten::silu") == 0 ||
-	    strcmp(op, "aten::relu") == 0 || strcmp(op, "aten::gelu_") == 0 ||
-	    strcmp(op, "aten::silu_") == 0 || strcmp(op, "aten::relu_") == 0;
-}
-
 int
-hid_find(const struct hid_op *ops, size_t n, const struct hid_sizes *given,
+hid_find(const struct rs_op *ops, size_t n, const struct hid_sizes *given,
     struct hid_sizes *out, char *err, size_t errlen)
 {
-	struct votes norm, attn, act;
-	struct rs_dims d;
-	struct rs_tensor ts[64];
-	size_t i, shaped = 0;
+	struct rs_votes norm, attn, act;
 
-	memset(&norm, 0, sizeof(norm));
-	memset(&attn, 0, sizeof(attn));
-	memset(&act, 0, sizeof(act));
 	memset(out, 0, sizeof(*out));
-	rs_dims_init(&d);
-	for (i = 0; i < n; i++) {
-		size_t nt;
-		const int64_t *v;
-
-		if (rs_parse(&d, ops[i].dims) < 0 || (nt = rs_tensors(&d, ts, 64)) == 0)
-			continue;
-		if (nt > 64)
-			nt = 64;
-		if (ts[0].rank > 0)
-			shaped++;
-		v = &d.v[ts[0].at];
-		if (is_norm(ops[i].op) && ts[0].rank >= 2) {
-			int64_t x[3] = { v[ts[0].rank - 1], 0, 0 };
-
-			if (ts[0].rank == 3)
-				x[1] = v[0], x[2] = v[1];
-			vote(&norm, x, 3, ops[i].n);
-		} else if (is_act(ops[i].op) && ts[0].rank >= 2) {
-			vote(&act, &v[ts[0].rank - 1], 1, ops[i].n);
-		} else if (hid_is_attention(ops[i].op) && strstr(ops[i].op, "backward") == NULL &&
-		    strstr(ops[i].op, "Backward") == NULL && ts[0].rank == 4) {
-			/* batch, heads, sequence, head */
-			int64_t x[4] = { v[0], v[1], v[2], v[3] };
-
-			if (hid_attention_bshd(ops[i].op))
-				x[1] = v[2], x[2] = v[1];
-			vote(&attn, x, 4, ops[i].n);
-		}
-	}
-	rs_dims_release(&d);
-	if (shaped == 0) {
-		snprintf(err, errlen, "no operator shapes (the trace was recorded without "
-		    "record_shapes): record with torch.profiler.profile(record_shapes=True)");
+	if (rs_stated(ops, n, INT_MAX, &norm, &act, &attn, err, errlen) < 0)
 		return -1;
-	}
 	/* a transformer's structure, whatever sizes are given: attention
 	 * (a recommendation model's sizes match by chance), and a norm or
 	 * attention's heads to tell the hidden size (below) */

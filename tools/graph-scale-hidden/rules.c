@@ -8,36 +8,16 @@
  * sequence, head] (or [batch, sequence, heads, head]) tensor; the
  * tokens, batch, sequence, vocabulary and anything else keep their size.
  * Places decide before values: a sequence that equals the hidden size
- * (gpt_L8_H1024's 1024) stays.
+ * (gpt_L8_H1024's 1024) stays. The roles the rules share with
+ * graph-scale-batch's (attention, a GEMM's operands, an index operand)
+ * are common/reshape.h's.
  */
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "hid.h"
 #include "reshape.h"
 #include "util.h"
-
-int
-hid_is_attention(const char *op)
-{
-	const char *p;
-
-	for (p = op; *p != '\0'; p++)
-		if (strncasecmp(p, "attention", 9) == 0)
-			return 1;
-	return 0;
-}
-
-/* aten's private flash and efficient attention take [batch, sequence,
- * heads, head]; scaled_dot_product_* and cuDNN's take [batch, heads,
- * sequence, head]. */
-int
-hid_attention_bshd(const char *op)
-{
-	return strstr(op, "scaled_dot_product") == NULL &&
-	    (strstr(op, "_flash_attention") != NULL || strstr(op, "_efficient_attention") != NULL);
-}
 
 /* A feature dimension's new size. */
 static int64_t
@@ -61,37 +41,10 @@ feat(const struct hid_sizes *a, const struct hid_sizes *b, int64_t v)
 	return v;
 }
 
-/* Is operand i of op an index tensor (tokens, targets)? */
-static int
-index_operand(const char *op, int i)
-{
-	if (strstr(op, "embedding") != NULL)
-		return i == 1;
-	if (strcmp(op, "aten::index_select") == 0)
-		return i == 2;
-	if (strcmp(op, "aten::nll_loss_forward") == 0 || strcmp(op, "aten::nll_loss") == 0 ||
-	    strcmp(op, "aten::nll_loss_nd") == 0 || strcmp(op, "aten::cross_entropy_loss") == 0)
-		return i == 1;
-	if (strcmp(op, "aten::nll_loss_backward") == 0)
-		return i == 2;
-	return 0;
-}
-
 static int
 is_copy(const char *op)
 {
 	return strcmp(op, "aten::copy_") == 0 || strcmp(op, "aten::_to_copy") == 0;
-}
-
-/* The two operands of a GEMM (-1 none): mm, matmul (a, b); addmm (b, c). */
-static void
-gemm_operands(const char *op, int *x, int *y)
-{
-	*x = *y = -1;
-	if (strcmp(op, "aten::mm") == 0 || strcmp(op, "aten::matmul") == 0)
-		*x = 0, *y = 1;
-	else if (strcmp(op, "aten::addmm") == 0)
-		*x = 1, *y = 2;
 }
 
 char *
@@ -104,33 +57,25 @@ hid_rewrite(const char *op, const char *dims, const struct hid_sizes *a,
 	int64_t T = a->b * a->s, *v;
 	int gx, gy, changed = 0, linear = strcmp(op, "aten::linear") == 0;
 	int emb = strcmp(op, "aten::embedding") == 0 || strcmp(op, "aten::index_select") == 0;
-	int attn = hid_is_attention(op);
+	int attn = rs_is_attention(op);
 	int64_t rh = a->heads / a->tp, nrh = b->heads / a->tp; /* a rank's heads */
 	int embb = strstr(op, "embedding") != NULL && strstr(op, "backward") != NULL;
-	const struct rs_tensor *bsx = NULL, *gt[2] = { NULL, NULL };
+	const struct rs_tensor *bsx = NULL, *gt[2];
 	int64_t bsxlast = -1, g0[2] = { 0, 0 };
-	char *s;
 
 	rs_dims_init(&d);
 	if (rs_parse(&d, dims) < 0 || (n = rs_tensors(&d, ts, 64)) > 64) {
 		rs_dims_release(&d);
 		return NULL;
 	}
-	gemm_operands(op, &gx, &gy);
+	rs_gemm_operands(op, &gx, &gy);
 	/* the op's [batch, sequence, X] activation, for the lower-rank
 	 * operands broadcast against it (a position table added) */
 	for (i = 0; i < n && bsx == NULL; i++)
 		if (ts[i].rank == 3 && a->b > 0 && d.v[ts[i].at] == a->b &&
 		    d.v[ts[i].at + 1] == a->s)
 			bsx = &ts[i];
-	for (i = 0; i < n; i++) {
-		if (ts[i].rank == 2 && !ts[i].inlist && ts[i].operand == gx)
-			gt[0] = &ts[i];
-		if (ts[i].rank == 2 && !ts[i].inlist && ts[i].operand == gy)
-			gt[1] = &ts[i];
-	}
-	if (gt[0] == NULL || gt[1] == NULL || d.v[gt[0]->at + 1] != d.v[gt[1]->at])
-		gt[0] = gt[1] = NULL;
+	rs_gemm_tensors(&d, ts, n, gx, gy, gt);
 	/* the sizes these rules compare with, before any is rewritten */
 	if (bsx != NULL)
 		bsxlast = d.v[bsx->at + 2];
@@ -142,7 +87,7 @@ hid_rewrite(const char *op, const char *dims, const struct hid_sizes *a,
 		int k, r = t->rank;
 
 		v = &d.v[t->at];
-		if (r == 0 || r > 4 || index_operand(op, t->operand))
+		if (r == 0 || r > 4 || rs_index_operand(op, t->operand))
 			continue;
 		for (k = 0; k < r; k++)
 			nv[k] = v[k];
@@ -154,7 +99,7 @@ hid_rewrite(const char *op, const char *dims, const struct hid_sizes *a,
 			if (a->b > 0 && v[0] != a->b)
 				continue;
 			if (v[1] == rh && (a->s == 0 || v[2] == a->s) &&
-			    !(v[1] == a->s && v[2] == rh && hid_attention_bshd(op)))
+			    !(v[1] == a->s && v[2] == rh && rs_attention_bshd(op)))
 				hp = 1;
 			else if (v[2] == rh && (a->s == 0 || v[1] == a->s))
 				hp = 2;
@@ -233,15 +178,5 @@ hid_rewrite(const char *op, const char *dims, const struct hid_sizes *a,
 				changed = 1;
 			}
 	}
-	if (!changed) {
-		rs_dims_release(&d);
-		return NULL;
-	}
-	s = rs_format(&d);
-	rs_dims_release(&d);
-	if (strcmp(s, dims) == 0) {
-		free(s);
-		return NULL;
-	}
-	return s;
+	return rs_rewritten(&d, changed, dims);
 }

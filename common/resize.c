@@ -1,8 +1,11 @@
 /*
- * graph-scale-hidden's times: kernels re-timed for their calls' new shapes
- * (common/reshape.h: the op model's ratio, else FLOPs or bytes), the
- * optimizer by the parameter count, collectives by the communication
- * model, and kernel launches that waited on a full launch queue.
+ * resize: a section's (operator, dims) pairs and its times for their new
+ * dims (see resize.h). The pairs' table is open addressing on the two
+ * string ids; it only finds and counts. The times: kernels re-timed for
+ * their calls' new shapes (common/reshape.h: the op model's ratio, else
+ * FLOPs or bytes), the optimizer by the parameter count, collectives by
+ * the communication model, and kernel launches that waited on a full
+ * launch queue.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -11,10 +14,155 @@
 #include <xxhash.h>
 
 #include "comm.h"
-#include "hid.h"
 #include "pgroup.h"
 #include "reshape.h"
+#include "resize.h"
 #include "util.h"
+
+static uint64_t
+pkey(uint32_t op, uint32_t sh)
+{
+	uint64_t k = ((uint64_t)op << 32 | sh) * 0x9E3779B97F4A7C15ull;
+
+	return k ^ (k >> 29);
+}
+
+static struct rz_pair *
+pairs_get(struct rz_pairs *ps, uint32_t op, uint32_t sh, int *isnew)
+{
+	size_t i;
+
+	if (2 * (ps->n + 1) > ps->nslot) {
+		size_t ns = ps->nslot ? 2 * ps->nslot : 256, k;
+
+		free(ps->slot);
+		ps->slot = xcalloc(ns, sizeof(*ps->slot));
+		ps->nslot = ns;
+		for (k = 0; k < ps->n; k++) {
+			i = pkey(ps->p[k].op, ps->p[k].sh) & (ns - 1);
+			while (ps->slot[i])
+				i = (i + 1) & (ns - 1);
+			ps->slot[i] = (uint32_t)k + 1;
+		}
+	}
+	i = pkey(op, sh) & (ps->nslot - 1);
+	while (ps->slot[i]) {
+		struct rz_pair *p = &ps->p[ps->slot[i] - 1];
+
+		if (p->op == op && p->sh == sh) {
+			*isnew = 0;
+			return p;
+		}
+		i = (i + 1) & (ps->nslot - 1);
+	}
+	{
+		struct rz_pair p = { op, sh, sh, 0, NULL };
+
+		VEC_PUSH(ps->p, ps->n, ps->cap, p);
+	}
+	ps->slot[i] = (uint32_t)ps->n;
+	*isnew = 1;
+	return &ps->p[ps->n - 1];
+}
+
+void
+rz_pairs_release(struct rz_pairs *ps)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n; i++)
+		free(ps->p[i].text);
+	free(ps->p);
+	free(ps->slot);
+	memset(ps, 0, sizeof(*ps));
+}
+
+/* The operator a task's dims belong to: a CPU op's own name, else its op. */
+static uint32_t
+task_op(const struct kg_task *t)
+{
+	return t->kind == KG_CPU ? t->name : t->op;
+}
+
+/* Every (operator, dims) pair of the section, with its count of tasks. */
+void
+rz_pairs_collect(const struct graph *g, struct rz_pairs *ps)
+{
+	size_t i;
+
+	for (i = 0; i < g->ntask; i++) {
+		const struct kg_task *t = &g->task[i];
+		uint32_t op = task_op(t);
+		int isnew;
+
+		if (t->shapes != KG_NONE && op != KG_NONE)
+			pairs_get(ps, op, t->shapes, &isnew)->n++;
+	}
+}
+
+/* The new dims text of a task's (operator, dims), or NULL: unchanged. */
+const struct rz_pair *
+rz_pair_of(struct rz_pairs *ps, const struct kg_task *t)
+{
+	int isnew;
+	uint32_t op = task_op(t);
+
+	if (t->shapes == KG_NONE || op == KG_NONE)
+		return NULL;
+	return pairs_get(ps, op, t->shapes, &isnew);
+}
+
+void
+rz_section_init(struct rz_section *z, const struct graph *g, const struct kg_reader *r)
+{
+	size_t i;
+
+	memset(&z->ps, 0, sizeof(z->ps));
+	memset(&z->cn, 0, sizeof(z->cn));
+	rs_strs_init(&z->rs, g->nstr);
+	rz_pairs_collect(g, &z->ps);
+	z->ops = xmalloc((z->ps.n + 1) * sizeof(*z->ops));
+	for (i = 0; i < z->ps.n; i++) {
+		z->ops[i].op = kg_str(r, z->ps.p[i].op);
+		z->ops[i].dims = kg_str(r, z->ps.p[i].sh);
+		z->ops[i].n = z->ps.p[i].n;
+	}
+}
+
+void
+rz_section_release(struct rz_section *z)
+{
+	rz_pairs_release(&z->ps);
+	rs_strs_release(&z->rs);
+	free(z->ops);
+	z->ops = NULL;
+}
+
+void
+rz_pairs_ids(struct rz_pairs *ps, struct rs_strs *rs)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n; i++) {
+		struct rz_pair *p = &ps->p[i];
+
+		if (p->text != NULL)
+			p->nsh = rs_strs_id(rs, p->text);
+	}
+}
+
+void
+rz_pairs_apply(struct graph *g, struct rz_pairs *ps)
+{
+	size_t i;
+
+	for (i = 0; i < g->ntask; i++) {
+		const struct rz_pair *p = rz_pair_of(ps, &g->task[i]);
+
+		if (p != NULL)
+			g->task[i].shapes = p->nsh;
+	}
+}
 
 /*
  * Kernel launches that waited for a free slot in the CUDA launch queue
@@ -26,7 +174,7 @@
  */
 #define LAUNCH_BLOCKED_NS 50000
 int64_t
-hid_unblock_launches(struct graph *g, const struct kg_reader *r)
+rz_unblock_launches(struct graph *g, const struct kg_reader *r)
 {
 	int64_t *d = NULL, med, n = 0;
 	size_t nd = 0, capd = 0, i;
@@ -53,23 +201,23 @@ hid_unblock_launches(struct graph *g, const struct kg_reader *r)
 
 /* graph-retime's factor between two GPUs for a call with the traced shapes. */
 static double
-gpu_factor(const struct opts *o, const struct om_call *c)
+gpu_factor(const struct om_model *to, const struct om_model *src, const struct om_call *c)
 {
 	struct om_desc dt, ds;
 	double pt, pf;
 	int v1, v2;
 
-	if (!o->have_src)
+	if (src == NULL)
 		return 1;
-	if (om_describe(c, o->to.sms, &dt) < 0 || om_describe(c, o->src.sms, &ds) < 0)
+	if (om_describe(c, to->sms, &dt) < 0 || om_describe(c, src->sms, &ds) < 0)
 		return 1;
-	pt = om_predict(&o->to, &dt, &v1);
-	pf = om_predict(&o->src, &ds, &v2);
+	pt = om_predict(to, &dt, &v1);
+	pf = om_predict(src, &ds, &v2);
 	if (pt > 0 && pf > 0 && v1 == v2)
 		return pt / pf;
 	if (dt.sized && ds.sized)
-		return om_roofline_us(&o->to, &dt) / om_roofline_us(&o->src, &ds);
-	return o->src.bytes_s / o->to.bytes_s;
+		return om_roofline_us(to, &dt) / om_roofline_us(src, &ds);
+	return src->bytes_s / to->bytes_s;
 }
 
 /* Calls alike (operator, shapes, longest kernel's name, kind, bytes) get
@@ -98,8 +246,8 @@ fcache_get(struct fval *v, size_t cap, const struct fkey *k)
 
 /* Re-time the section's GPU tasks in place. */
 void
-hid_retime(const struct opts *o, struct graph *g, const struct kg_reader *r, struct pairs *ps,
-    double pratio, struct counts *cn)
+rz_retime(const struct om_model *to, const struct om_model *src, struct graph *g,
+    const struct kg_reader *r, struct rz_pairs *ps, double pratio, struct rz_counts *cn)
 {
 	size_t i, ng = 0;
 	struct om_task *ot = xmalloc((g->ntask + 1) * sizeof(*ot));
@@ -135,7 +283,7 @@ hid_retime(const struct opts *o, struct graph *g, const struct kg_reader *r, str
 	cache = xcalloc(cap, sizeof(*cache));
 	for (c = 0; c < nc; c++) {
 		const struct kg_task *t = &g->task[idx[top[c]]];
-		const struct pair *p = hid_pair_of(ps, t);
+		const struct rz_pair *p = rz_pair_of(ps, t);
 		struct fkey key;
 		struct fval *fv;
 		struct om_call oc;
@@ -152,10 +300,10 @@ hid_retime(const struct opts *o, struct graph *g, const struct kg_reader *r, str
 		key.kind = (uint32_t)t->kind, key.bytes = t->bytes;
 		fv = fcache_get(cache, cap, &key);
 		if (!fv->set) {
-			fv->fac = rs_factor(o->have_to ? &o->to : NULL, 132, &oc,
+			fv->fac = rs_factor(to, 132, &oc,
 			    p != NULL && p->text != NULL ? p->text : oc.dims, &fv->how);
 			fv->cls = om_describe(&oc, 132, &d);
-			fv->gpu = gpu_factor(o, &oc);
+			fv->gpu = gpu_factor(to, src, &oc);
 			fv->set = 1;
 		}
 		fac[c] = fv->fac;
@@ -201,7 +349,8 @@ hid_retime(const struct opts *o, struct graph *g, const struct kg_reader *r, str
  * times model(new bytes) / model(traced bytes).
  */
 void
-hid_retime_colls(struct graph *g, const struct kg_reader *r, double pratio, double aratio, struct counts *cn)
+rz_retime_colls(struct graph *g, const struct kg_reader *r, double pratio, double aratio,
+    struct rz_counts *cn)
 {
 	const struct kg_task **ct;
 	uint32_t *grp;
@@ -263,4 +412,49 @@ hid_retime_colls(struct graph *g, const struct kg_reader *r, double pratio, doub
 	pgroups_release(&pg);
 	free(ct);
 	free(grp);
+}
+
+/*
+ * The allocator's events (graphstat's memory estimate;
+ * formats/graph-stream.md, "Memory: what an edit must keep"): a task
+ * allocates what the operator it works for makes (the next kernel
+ * launch on its thread: an activation's cast or norm, a product's
+ * output, a weight's half copy), which grows as that operator's first
+ * operand; f where no launch with shapes follows. Tasks are taken in id
+ * order, by thread.
+ */
+void
+rz_scale_memory(struct graph *g, const struct kg_reader *r, struct rz_pairs *ps, double f,
+    double fopt, int layers)
+{
+	double *next = xmalloc((g->nproc + 1) * sizeof(*next));
+	size_t i;
+
+	for (i = 0; i < g->nproc; i++)
+		next[i] = f;
+	for (i = g->ntask; i-- > 0;) {
+		struct kg_task *t = &g->task[i];
+		const struct rz_pair *p = t->kind == KG_RT ? rz_pair_of(ps, t) : NULL;
+		double ft;
+
+		if (p != NULL && t->proc < g->nproc) {
+			int64_t o = rs_first_numel(kg_str(r, p->sh));
+			int64_t n = rs_first_numel(p->text != NULL ? p->text : kg_str(r, p->sh));
+
+			next[t->proc] = o > 0 && n > 0 ? (double)n / (double)o : f;
+		}
+		if (t->mpeak < 0)
+			continue;
+		if (layers)
+			ft = t->layer >= 0 ? (t->proc < g->nproc ? next[t->proc] : f) :
+			    t->phase == KG_PH_OPT ? fopt : 1;
+		else
+			ft = t->phase == KG_PH_OPT ? fopt : t->proc < g->nproc ? next[t->proc] : f;
+		if (ft == 1)
+			continue;
+		t->mnet = llround((double)t->mnet * ft);
+		if (t->mexc >= 0)
+			t->mexc = llround((double)t->mexc * ft);
+	}
+	free(next);
 }

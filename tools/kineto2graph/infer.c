@@ -197,24 +197,6 @@ read_items(struct infer *in, size_t pos, uint32_t proc, int64_t until, int32_t i
 	return pos;
 }
 
-/* The first position of cpu on thread proc at or after ts. */
-size_t
-cpu_at(const struct infer *in, uint32_t proc, int64_t ts)
-{
-	size_t lo = 0, hi = in->ncpu;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		const struct ev *e = &in->t->ev[in->cpu[mid]];
-
-		if (e->proc < proc || (e->proc == proc && e->ts < ts))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* The end of the items [lo, hi): the latest end. */
 static int64_t
 items_end(const struct infer *in, size_t lo, size_t hi)

@@ -2,6 +2,8 @@
  * What tags.c, infer.c and recompute.c (rule 7, structure tags) share
  * among themselves: the inference's state and the helpers on spans and
  * on the trace's CPU events. k2g.h has their interface to the rest.
+ * Calls go one way: infer.c calls recompute.c, and both call the
+ * helpers tags.c holds (tag_has, the spans, cpu_at), which call neither.
  */
 #ifndef K2G_INFER_H
 #define K2G_INFER_H
@@ -71,7 +73,7 @@ void spans_index(struct spans *s, size_t nproc);
 void add_span(struct spans *s, uint32_t proc, int64_t ts, int64_t end, int32_t mb, int32_t ly);
 /* The first of the iteration's entries in a (by iteration, start), and its end. */
 size_t iter_range(const struct bwdiv *a, size_t n, int64_t it, size_t *end);
-/* The first position of in->cpu on thread proc at or after ts. */
+/* The first position of in->cpu on thread proc at or after ts (tags.c). */
 size_t cpu_at(const struct infer *in, uint32_t proc, int64_t ts);
 /* Recomputed forward work in iteration it's backward runs tg->run[rlo,
  * rhi) into tg->rcs (recompute.c). */

@@ -100,6 +100,24 @@ cmp_annot(const void *x, const void *y)
 	return a->end > b->end ? -1 : a->end < b->end; /* the outer first */
 }
 
+/* The first position of cpu on thread proc at or after ts. */
+size_t
+cpu_at(const struct infer *in, uint32_t proc, int64_t ts)
+{
+	size_t lo = 0, hi = in->ncpu;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct ev *e = &in->t->ev[in->cpu[mid]];
+
+		if (e->proc < proc || (e->proc == proc && e->ts < ts))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* Sort s by thread and start, index it by thread and link the parents. */
 void
 spans_index(struct spans *s, size_t nproc)

@@ -68,7 +68,10 @@ need_slurm() {
 	(cd here && sweep TRACEGEN="$TINY" DP='1 2 4' NET=50,5)
 	run -0 --separate-stderr sweep SLURM=1 TRACEGEN="$TINY" DP='1 2 4' NET=50,5
 	[ "$output" = "sweep: $PWD/sweep.csv: 3 points" ]
-	[ -z "$stderr" ]
+	# nothing on stderr but graph-scale-dp's word that at dp 4 the
+	# pipeline's sends cross nodes, where --net's 5 us a step is less than
+	# the job's own NVLink fit (13 us): they take less time
+	if grep -v "^graph-scale-dp: warning: .*: section 0: 128 collectives of groups other than the data-parallel one take less time with 4 replicas: " <<< "$stderr" | grep -q .; then return 1; fi
 	cmp sweep.csv here/sweep.csv
 	# The merged graph under the local run's key, and its bytes, though
 	# each rank was converted on its own.

@@ -50,7 +50,10 @@ job_rows() { # PREFIX
 @test "pipelines: a DP sweep with -j2 gives the job rows of every point, as the pipeline run by hand does" {
 	run -0 --separate-stderr sweep TRACEGEN="$TINY" DP='1 2 4' NET=50,5
 	[ "$output" = "sweep: $PWD/sweep.csv: 3 points" ]
-	[ -z "$stderr" ]
+	# nothing on stderr but graph-scale-dp's word that at dp 4 the
+	# pipeline's sends cross nodes, where --net's 5 us a step is less than
+	# the job's own NVLink fit (13 us): they take less time
+	if grep -v "^graph-scale-dp: warning: .*: section 0: 128 collectives of groups other than the data-parallel one take less time with 4 replicas: " <<< "$stderr" | grep -q .; then return 1; fi
 	# Three points, two iterations each; pp 2 and 4 layers found in the
 	# traces and the graph.
 	run -0 cut -d, -f1-5 sweep.csv
